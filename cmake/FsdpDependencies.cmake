@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: MIT
+# Finds every dependency as an imported target. Fixes for Debian's Kokkos 3.4 (Trilinos 13.2)
+# packaging apply only when that packaging is detected; a Kokkos 4 install needs none of them.
+
+find_package(MPI REQUIRED COMPONENTS C CXX)
+set(CMAKE_CXX_EXTENSIONS OFF)
+find_package(Kokkos REQUIRED)
+find_package(KokkosKernels REQUIRED)
+
+# Debian: Kokkos::kokkos points at /usr/lib/include; the real headers are ${Kokkos_INCLUDE_DIRS}.
+if(Kokkos_INCLUDE_DIRS)
+  get_filename_component(_fsdp_kk_inc "${Kokkos_INCLUDE_DIRS}" ABSOLUTE)
+  get_target_property(_fsdp_kk_cur Kokkos::kokkos INTERFACE_INCLUDE_DIRECTORIES)
+  if(NOT _fsdp_kk_cur OR NOT EXISTS "${_fsdp_kk_cur}")
+    set_target_properties(Kokkos::kokkos PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_fsdp_kk_inc}")
+  endif()
+endif()
+# Debian: no Kokkos::kokkoskernels target, only library names.
+if(NOT TARGET Kokkos::kokkoskernels)
+  add_library(fsdp_kokkoskernels INTERFACE IMPORTED)
+  set_target_properties(fsdp_kokkoskernels PROPERTIES
+    INTERFACE_LINK_LIBRARIES "${KokkosKernels_LIBRARIES};${KokkosKernels_TPL_LIBRARIES};Kokkos::kokkos"
+    INTERFACE_INCLUDE_DIRECTORIES "${_fsdp_kk_inc}")
+  add_library(Kokkos::kokkoskernels ALIAS fsdp_kokkoskernels)
+endif()
+
+set(HDF5_PREFER_PARALLEL ON)
+find_package(HDF5 REQUIRED COMPONENTS C)
+if(NOT HDF5_IS_PARALLEL)
+  message(FATAL_ERROR "fsdp needs a parallel (MPI) HDF5; found a serial one at ${HDF5_INCLUDE_DIRS}")
+endif()
+if(NOT TARGET HDF5::HDF5)
+  add_library(HDF5::HDF5 INTERFACE IMPORTED)
+  set_target_properties(HDF5::HDF5 PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${HDF5_INCLUDE_DIRS}" INTERFACE_LINK_LIBRARIES "${HDF5_LIBRARIES}")
+endif()
+
+find_package(tomlplusplus REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+if(FSDP_BUILD_TESTS)
+  find_package(Catch2 2.13 REQUIRED)
+endif()
