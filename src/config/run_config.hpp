@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// The resolved run deck: every key of the schema (config/schema.cpp) as a typed field.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace fsdp {
+
+struct ModelConfig {
+  int n_layer = 4;
+  int n_head = 4;
+  int n_embd = 128;
+  int vocab_size = 256;
+  int block_size = 64;
+  std::string activation_checkpointing = "none";  // none | blocks
+};
+
+struct TrainConfig {
+  int steps = 200;
+  int batch_size = 8;        // global sequences per step
+  int micro_batch_size = 8;  // sequences one rank runs through forward+backward at a time
+  double lr = 1e-3;
+  double min_lr = 1e-4;
+  int warmup_steps = 20;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;  // 0 disables clipping
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  std::uint64_t seed = 1337;
+  bool deterministic = false;
+  std::string on_nonfinite = "abort";  // abort | skip_step
+  int log_every = 1;
+  double peak_tflops = 0.0;  // per rank; 0 = measure the GEMM peak at start
+};
+
+struct DataConfig {
+  std::string train = "builtin:train";
+  std::string val = "builtin:val";
+  std::string format = "text";  // llmc | uint16 | text
+};
+
+struct EvalConfig {
+  int every = 50;  // 0 = only at the end
+  int sequences = 32;
+};
+
+struct FsdpConfig {
+  std::string strategy = "zero3";  // ddp | zero1 | zero2 | zero3 | hybrid
+  int prefetch = 1;
+  bool reshard_after_forward = true;
+  int shard_group_size = 0;  // hybrid: 0 = ranks per node
+  std::string offload = "none";          // none | optimizer | params
+  std::string mixed_precision = "fp32";  // fp32 | bf16
+  std::string reduce_dtype = "fp32";     // fp32 | bf16
+  std::string accumulate = "unsharded";  // unsharded | sharded
+};
+
+struct CommConfig {
+  std::string backend = "auto";  // auto | mpi | nccl
+  double emulate_latency_us = 0.0;
+  double emulate_gbps = 0.0;  // emulated bus bandwidth in GB/s (1e9 bytes/s); 0 = off
+  double timeout_s = 0.0;     // watchdog; 0 = off
+};
+
+struct MemoryConfig {
+  std::int64_t device_budget = 0;  // bytes per rank; 0 = unlimited
+};
+
+struct CheckpointConfig {
+  std::string dir = "checkpoints";
+  int every = 0;  // steps; 0 = off
+  int keep = 2;
+};
+
+struct DebugConfig {
+  bool check_collectives = false;
+};
+
+struct RunConfig {
+  ModelConfig model;
+  TrainConfig train;
+  DataConfig data;
+  EvalConfig eval;
+  FsdpConfig fsdp;
+  CommConfig comm;
+  MemoryConfig memory;
+  CheckpointConfig checkpoint;
+  DebugConfig debug;
+  std::string resolved_toml;  // the full deck after overrides, as TOML text
+};
+
+}  // namespace fsdp
