@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+// Catch2 main for multi-rank tests: MPI and Kokkos live for the whole run, and the job fails if
+// any rank failed (a failure on rank 1 alone must not print "All tests passed" and exit 0).
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int failed = 0;
+  {
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    Catch::Session session;
+    if (rank != 0) session.configData().outputFilename = "%debug";  // keep rank 0's report only
+    int rc = session.applyCommandLine(argc, argv);
+    if (rc == 0) rc = session.run();
+    int any = rc != 0 ? 1 : 0;
+    MPI_Allreduce(&any, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (failed && rc != 0) std::fprintf(stderr, "rank %d: tests failed\n", rank);
+  }
+  MPI_Finalize();
+  return failed;
+}

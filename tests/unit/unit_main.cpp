@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: MIT
+// Catch2 main for serial tests: Kokkos lives for the whole run.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <Kokkos_Core.hpp>
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  return Catch::Session().run(argc, argv);
+}
