@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+// The table of run-deck keys, and the type/range checks and phrases generated from each entry.
+#include "config/schema.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <initializer_list>
+
+namespace fsdp {
+namespace {
+
+// What a key accepts beyond its C++ type.
+struct Limits {
+  std::optional<Bound> lo, hi;
+  std::vector<std::string> choices;
+  bool bytes = false;
+};
+Limits any() { return {}; }
+Limits at_least(double v) { return {Bound{v, false}, std::nullopt, {}}; }
+Limits above(double v) { return {Bound{v, true}, std::nullopt, {}}; }
+Limits within(double lo, double hi) { return {Bound{lo, false}, Bound{hi, false}, {}}; }
+Limits fraction() { return {Bound{0, false}, Bound{1, true}, {}}; }  // [0, 1)
+Limits one_of(std::initializer_list<const char*> c) { return {{}, {}, {c.begin(), c.end()}}; }
+Limits byte_count() { return {Bound{0, false}, std::nullopt, {}, true}; }
+
+KeyType kind_of(const int*) { return KeyType::Int; }
+KeyType kind_of(const std::int64_t*) { return KeyType::Int64; }
+KeyType kind_of(const std::uint64_t*) { return KeyType::Int64; }
+KeyType kind_of(const double*) { return KeyType::Float; }
+KeyType kind_of(const bool*) { return KeyType::Bool; }
+KeyType kind_of(const std::string*) { return KeyType::String; }
+
+// check_value has already put the value in the key's kind and range, so these casts are exact.
+void assign(int& f, const ConfigValue& v) { f = static_cast<int>(std::get<std::int64_t>(v)); }
+void assign(std::int64_t& f, const ConfigValue& v) { f = std::get<std::int64_t>(v); }
+void assign(std::uint64_t& f, const ConfigValue& v) {
+  f = static_cast<std::uint64_t>(std::get<std::int64_t>(v));
+}
+void assign(double& f, const ConfigValue& v) { f = std::get<double>(v); }
+void assign(bool& f, const ConfigValue& v) { f = std::get<bool>(v); }
+void assign(std::string& f, const ConfigValue& v) { f = std::get<std::string>(v); }
+
+ConfigValue as_value(int f) { return std::int64_t{f}; }
+ConfigValue as_value(std::int64_t f) { return f; }
+// A seed above INT64_MAX set in code reads back negative, so validation rejects it.
+ConfigValue as_value(std::uint64_t f) { return static_cast<std::int64_t>(f); }
+ConfigValue as_value(double f) { return f; }
+ConfigValue as_value(bool f) { return f; }
+ConfigValue as_value(const std::string& f) { return f; }
+
+template <class S, class F>
+KeySpec entry(const char* section, const char* key, S RunConfig::*sec, F S::*field, Limits lim,
+              const char* meaning) {
+  KeyType type = kind_of(static_cast<const F*>(nullptr));
+  if (!lim.choices.empty()) type = KeyType::Enum;
+  if (lim.bytes) type = KeyType::Bytes;
+  return KeySpec{section,
+                 key,
+                 type,
+                 lim.lo,
+                 lim.hi,
+                 std::move(lim.choices),
+                 meaning,
+                 [=](RunConfig& c, const ConfigValue& v) { assign((c.*sec).*field, v); },
+                 [=](const RunConfig& c) { return as_value((c.*sec).*field); }};
+}
+
+std::vector<KeySpec> build_schema() {
+  using R = RunConfig;
+  using M = ModelConfig;
+  using T = TrainConfig;
+  using D = DataConfig;
+  using E = EvalConfig;
+  using F = FsdpConfig;
+  using C = CommConfig;
+  using K = CheckpointConfig;
+  return {
+      entry("model", "n_layer", &R::model, &M::n_layer, at_least(1), "transformer blocks"),
+      entry("model", "n_head", &R::model, &M::n_head, at_least(1), "attention heads per block"),
+      entry("model", "n_embd", &R::model, &M::n_embd, at_least(1),
+            "channels C of the residual stream; a multiple of n_head"),
+      entry("model", "vocab_size", &R::model, &M::vocab_size, within(2, 1 << 20),
+            "token vocabulary size V"),
+      entry("model", "block_size", &R::model, &M::block_size, at_least(1),
+            "context length T, the longest sequence"),
+      entry("model", "activation_checkpointing", &R::model, &M::activation_checkpointing,
+            one_of({"none", "blocks"}), "blocks: recompute each block's activations in backward"),
+
+      entry("train", "steps", &R::train, &T::steps, at_least(0), "optimizer steps to run"),
+      entry("train", "batch_size", &R::train, &T::batch_size, at_least(1),
+            "sequences per optimizer step, summed over all ranks"),
+      entry("train", "micro_batch_size", &R::train, &T::micro_batch_size, at_least(1),
+            "sequences one rank runs through forward+backward at a time"),
+      entry("train", "lr", &R::train, &T::lr, above(0), "peak learning rate, reached after warmup"),
+      entry("train", "min_lr", &R::train, &T::min_lr, at_least(0),
+            "learning rate at the end of the cosine decay; <= lr"),
+      entry("train", "warmup_steps", &R::train, &T::warmup_steps, at_least(0),
+            "steps of linear warmup to lr"),
+      entry("train", "weight_decay", &R::train, &T::weight_decay, at_least(0),
+            "AdamW decoupled weight decay"),
+      entry("train", "grad_clip", &R::train, &T::grad_clip, at_least(0),
+            "clip the global gradient norm to this; 0 disables"),
+      entry("train", "beta1", &R::train, &T::beta1, fraction(), "AdamW first-moment decay"),
+      entry("train", "beta2", &R::train, &T::beta2, fraction(), "AdamW second-moment decay"),
+      entry("train", "eps", &R::train, &T::eps, above(0), "AdamW denominator epsilon"),
+      entry("train", "seed", &R::train, &T::seed, at_least(0), "seed for initialisation and data"),
+      entry("train", "deterministic", &R::train, &T::deterministic, any(),
+            "bitwise-reproducible reductions, at some speed cost"),
+      entry("train", "on_nonfinite", &R::train, &T::on_nonfinite, one_of({"abort", "skip_step"}),
+            "what a NaN/Inf loss or gradient does"),
+      entry("train", "log_every", &R::train, &T::log_every, at_least(1),
+            "print a log line every this many steps"),
+      entry("train", "peak_tflops", &R::train, &T::peak_tflops, at_least(0),
+            "per-rank peak for MFU; 0 = measure the GEMM peak at start"),
+
+      entry("data", "train", &R::data, &D::train, any(),
+            "training tokens: builtin:train or a path"),
+      entry("data", "val", &R::data, &D::val, any(), "validation tokens: builtin:val or a path"),
+      entry("data", "format", &R::data, &D::format, one_of({"llmc", "uint16", "text"}),
+            "llmc: llm.c token file; uint16: raw tokens; text: bytes as tokens"),
+
+      entry("eval", "every", &R::eval, &E::every, at_least(0),
+            "validation loss every this many steps; 0 = only at the end"),
+      entry("eval", "sequences", &R::eval, &E::sequences, at_least(0),
+            "validation sequences per evaluation; 0 skips evaluation"),
+
+      entry("fsdp", "strategy", &R::fsdp, &F::strategy,
+            one_of({"ddp", "zero1", "zero2", "zero3", "hybrid"}),
+            "what is sharded: nothing, +optimizer, +grads, +params; hybrid = zero3 per group"),
+      entry("fsdp", "prefetch", &R::fsdp, &F::prefetch, within(0, 64),
+            "units whose all-gather is issued ahead of their compute"),
+      entry("fsdp", "reshard_after_forward", &R::fsdp, &F::reshard_after_forward, any(),
+            "free gathered parameters after forward and regather in backward"),
+      entry("fsdp", "shard_group_size", &R::fsdp, &F::shard_group_size, at_least(0),
+            "hybrid: ranks per shard group; 0 = ranks per node"),
+      entry("fsdp", "offload", &R::fsdp, &F::offload, one_of({"none", "optimizer", "params"}),
+            "keep optimizer state, or also parameters, in host memory"),
+      entry("fsdp", "mixed_precision", &R::fsdp, &F::mixed_precision, one_of({"fp32", "bf16"}),
+            "dtype of gathered parameters and compute"),
+      entry("fsdp", "reduce_dtype", &R::fsdp, &F::reduce_dtype, one_of({"fp32", "bf16"}),
+            "dtype of the gradient reduce-scatter"),
+      entry("fsdp", "accumulate", &R::fsdp, &F::accumulate, one_of({"unsharded", "sharded"}),
+            "micro-batch grads summed in a full buffer, or reduce-scattered each micro-batch"),
+
+      entry("comm", "backend", &R::comm, &C::backend, one_of({"auto", "mpi", "nccl"}),
+            "collective library; auto = nccl when built for GPUs, else mpi"),
+      entry("comm", "emulate_latency_us", &R::comm, &C::emulate_latency_us, at_least(0),
+            "latency added to each collective, in microseconds; 0 = off"),
+      entry("comm", "emulate_gbps", &R::comm, &C::emulate_gbps, at_least(0),
+            "emulated bus bandwidth in GB/s (1e9 bytes/s); 0 = off"),
+      entry("comm", "timeout_s", &R::comm, &C::timeout_s, at_least(0),
+            "watchdog: abort when a collective takes longer; 0 = off"),
+
+      entry("memory", "device_budget", &R::memory, &MemoryConfig::device_budget, byte_count(),
+            "device bytes per rank (or \"512MiB\", \"2GB\"); 0 = unlimited"),
+
+      entry("checkpoint", "dir", &R::checkpoint, &K::dir, any(), "checkpoint directory"),
+      entry("checkpoint", "every", &R::checkpoint, &K::every, at_least(0),
+            "save every this many steps; 0 = off"),
+      entry("checkpoint", "keep", &R::checkpoint, &K::keep, at_least(1),
+            "newest checkpoints kept on disk"),
+
+      entry("debug", "check_collectives", &R::debug, &DebugConfig::check_collectives, any(),
+            "cross-check collective sizes across ranks (slow)"),
+  };
+}
+
+std::string number(double v) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back exactly
+  return std::string(buf, res.ptr);
+}
+
+std::string range_phrase(const KeySpec& k) {
+  if (k.lo && k.hi)
+    return "in " + std::string(k.lo->open ? "(" : "[") + number(k.lo->value) + ", " +
+           number(k.hi->value) + (k.hi->open ? ")" : "]");
+  if (k.lo) return std::string(k.lo->open ? "> " : ">= ") + number(k.lo->value);
+  if (k.hi) return std::string(k.hi->open ? "< " : "<= ") + number(k.hi->value);
+  return "";
+}
+
+bool in_range(const KeySpec& k, double v) {
+  // Written so NaN fails every bound.
+  if (k.lo && !(k.lo->open ? v > k.lo->value : v >= k.lo->value)) return false;
+  if (k.hi && !(k.hi->open ? v < k.hi->value : v <= k.hi->value)) return false;
+  return true;
+}
+
+std::string kind_name(const ConfigValue& v) {
+  static const char* names[] = {"boolean", "integer", "float", "string"};
+  return names[v.index()];
+}
+
+}  // namespace
+
+const std::vector<KeySpec>& config_schema() {
+  static const std::vector<KeySpec> schema = build_schema();
+  return schema;
+}
+
+const std::vector<CrossCheck>& config_cross_checks() {
+  static const std::vector<CrossCheck> checks = {
+      {"model.n_embd", "model.n_head",
+       [](const RunConfig& c) -> std::string {
+         if (c.model.n_embd % c.model.n_head == 0) return "";
+         return "expected a multiple of model.n_head = " + std::to_string(c.model.n_head) +
+                ", got " + std::to_string(c.model.n_embd);
+       }},
+      {"train.min_lr", "train.lr",
+       [](const RunConfig& c) -> std::string {
+         if (c.train.min_lr <= c.train.lr) return "";
+         return "expected a float <= train.lr = " + number(c.train.lr) + ", got " +
+                number(c.train.min_lr);
+       }},
+  };
+  return checks;
+}
+
+std::vector<std::string> config_sections() {
+  std::vector<std::string> out;
+  for (const KeySpec& k : config_schema())
+    if (std::find(out.begin(), out.end(), k.section) == out.end()) out.push_back(k.section);
+  return out;
+}
+
+const KeySpec* find_key(const std::string& section, const std::string& key) {
+  for (const KeySpec& k : config_schema())
+    if (k.section == section && k.key == key) return &k;
+  return nullptr;
+}
+
+std::string describe_accepted(const KeySpec& k, bool short_form) {
+  std::string range = range_phrase(k);
+  std::string with_range = range.empty() ? "" : " " + range;
+  switch (k.type) {
+    case KeyType::Int:
+    case KeyType::Int64:
+      return (short_form ? "integer" : "an integer") + with_range;
+    case KeyType::Float:
+      return (short_form ? "float" : "a float") + with_range;
+    case KeyType::Bool:
+      return short_form ? "bool" : "a boolean (true or false)";
+    case KeyType::String:
+      return short_form ? "string" : "a string";
+    case KeyType::Bytes:
+      return short_form ? "bytes" + with_range + " or \"512MiB\""
+                        : "a byte count" + with_range +
+                              " (an integer, or a string like \"512MiB\", \"2GB\")";
+    case KeyType::Enum: {
+      std::string s = short_form ? "" : "one of ";
+      for (size_t i = 0; i < k.choices.size(); ++i)
+        s += (i ? (short_form ? "|" : ", ") : "") +
+             (short_form ? k.choices[i] : "\"" + k.choices[i] + "\"");
+      return s;
+    }
+  }
+  return "";
+}
+
+std::string toml_literal(const ConfigValue& v) {
+  if (auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  if (auto* d = std::get_if<double>(&v)) {
+    if (std::isnan(*d)) return "nan";
+    if (std::isinf(*d)) return *d > 0 ? "inf" : "-inf";
+    std::string s = number(*d);
+    // TOML needs a '.' or an exponent to read this back as a float, not an integer.
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    return s;
+  }
+  std::string out = "\"";
+  for (unsigned char ch : std::get<std::string>(v)) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += static_cast<char>(ch);
+    } else if (ch < 0x20 || ch == 0x7f) {  // TOML basic strings forbid raw control characters
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+      out += buf;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out + "\"";
+}
+
+std::optional<std::int64_t> parse_byte_size(const std::string& text) {
+  static const std::pair<const char*, double> units[] = {
+      {"", 1},      {"b", 1},        {"kb", 1e3},      {"mb", 1e6},      {"gb", 1e9},
+      {"tb", 1e12}, {"kib", 1024.0}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1099511627776.0}};
+  size_t b = text.find_first_not_of(" \t"), e = text.find_last_not_of(" \t");
+  if (b == std::string::npos || !std::isdigit(static_cast<unsigned char>(text[b])))
+    return std::nullopt;
+  double v = 0;
+  auto res = std::from_chars(text.data() + b, text.data() + e + 1, v, std::chars_format::fixed);
+  if (res.ec != std::errc()) return std::nullopt;
+  const char* u = res.ptr;
+  while (*u == ' ' || *u == '\t') ++u;
+  std::string unit(u, text.data() + e + 1);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const auto& [name, scale] : units) {
+    if (unit != name) continue;
+    double bytes = v * scale;
+    if (bytes != std::floor(bytes) || bytes >= 9223372036854775808.0) return std::nullopt;
+    return static_cast<std::int64_t>(bytes);
+  }
+  return std::nullopt;
+}
+
+std::string check_value(const KeySpec& k, const ConfigValue& given, ConfigValue& out) {
+  const std::string expected = "expected " + describe_accepted(k);
+  const std::string got_value = ", got " + toml_literal(given);
+  const std::string got_kind = ", got " + kind_name(given) + " " + toml_literal(given);
+  switch (k.type) {
+    case KeyType::Int:
+    case KeyType::Int64: {
+      auto* i = std::get_if<std::int64_t>(&given);
+      if (!i) return expected + got_kind;
+      if (!in_range(k, static_cast<double>(*i))) return expected + got_value;
+      if (k.type == KeyType::Int && (*i < INT_MIN || *i > INT_MAX))
+        return expected + " that fits in 32 bits" + got_value;
+      out = *i;
+      return "";
+    }
+    case KeyType::Float: {
+      double d;
+      if (auto* i = std::get_if<std::int64_t>(&given))
+        d = static_cast<double>(*i);
+      else if (auto* f = std::get_if<double>(&given))
+        d = *f;
+      else
+        return expected + got_kind;
+      if (!std::isfinite(d) || !in_range(k, d)) return expected + got_value;
+      out = d;
+      return "";
+    }
+    case KeyType::Bool:
+      if (!std::holds_alternative<bool>(given)) return expected + got_kind;
+      out = given;
+      return "";
+    case KeyType::String:
+      if (!std::holds_alternative<std::string>(given)) return expected + got_kind;
+      out = given;
+      return "";
+    case KeyType::Enum: {
+      auto* s = std::get_if<std::string>(&given);
+      if (!s) return expected + got_kind;
+      if (std::find(k.choices.begin(), k.choices.end(), *s) == k.choices.end())
+        return expected + got_value;
+      out = given;
+      return "";
+    }
+    case KeyType::Bytes: {
+      std::optional<std::int64_t> bytes;
+      if (auto* i = std::get_if<std::int64_t>(&given))
+        bytes = *i;
+      else if (auto* f = std::get_if<double>(&given)) {
+        // Only whole numbers below 2^63 convert exactly; others stay unset and are rejected.
+        if (*f == std::floor(*f) && std::fabs(*f) < 9223372036854775808.0)
+          bytes = static_cast<std::int64_t>(*f);
+      } else if (auto* s = std::get_if<std::string>(&given))
+        bytes = parse_byte_size(*s);
+      else
+        return expected + got_kind;
+      if (!bytes || !in_range(k, static_cast<double>(*bytes))) return expected + got_kind;
+      out = *bytes;
+      return "";
+    }
+  }
+  return expected;
+}
+
+}  // namespace fsdp
