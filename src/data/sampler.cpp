@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// Counter-based sampling: no generator state to advance or checkpoint, only (seed, step).
+#include "data/sampler.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "data/hash.hpp"
+
+namespace fsdp {
+
+Sampler::Sampler(const TokenFile& tokens, int block_size, std::uint64_t seed)
+    : tokens_(&tokens), block_size_(block_size), seed_(seed) {
+  if (block_size <= 0)
+    throw DataError(tokens.name() + ": block_size must be positive, got " +
+                    std::to_string(block_size));
+  if (tokens.size() < std::int64_t(block_size) + 1)
+    throw DataError(tokens.name() + ": holds " + std::to_string(tokens.size()) +
+                    " tokens; block_size " + std::to_string(block_size) + " needs at least " +
+                    std::to_string(block_size + 1));
+}
+
+std::int64_t Sampler::sample_offset(std::int64_t step, std::int64_t index) const {
+  // Chained mixing, so (step, index) and (index, step) land on unrelated windows.
+  std::uint64_t h = mix64(seed_);
+  h = mix64(h ^ static_cast<std::uint64_t>(step));
+  h = mix64(h ^ static_cast<std::uint64_t>(index));
+  const auto starts = static_cast<std::uint64_t>(tokens_->size() - block_size_);
+  return static_cast<std::int64_t>(h % starts);
+}
+
+void Sampler::copy_window(std::int64_t offset, std::int32_t* inputs, std::int32_t* targets) const {
+  const std::int32_t* src = tokens_->data() + offset;
+  std::copy(src, src + block_size_, inputs);
+  std::copy(src + 1, src + block_size_ + 1, targets);
+}
+
+void Sampler::fill(std::int64_t step, std::int64_t first_index, int count, std::int32_t* inputs,
+                   std::int32_t* targets) const {
+  const std::int64_t T = block_size_;
+  for (int k = 0; k < count; ++k)
+    copy_window(sample_offset(step, first_index + k), inputs + k * T, targets + k * T);
+}
+
+std::int64_t Sampler::num_eval_windows() const {
+  return tokens_->size() / (std::int64_t(block_size_) + 1);
+}
+
+void Sampler::eval_window(std::int64_t i, std::int32_t* inputs, std::int32_t* targets) const {
+  if (i < 0 || i >= num_eval_windows())
+    throw std::out_of_range(tokens_->name() + ": eval window " + std::to_string(i) +
+                            " is outside [0, " + std::to_string(num_eval_windows()) + ")");
+  copy_window(i * (std::int64_t(block_size_) + 1), inputs, targets);
+}
+
+}  // namespace fsdp

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+// Token file readers. Files are decoded as little-endian byte by byte so the result does not
+// depend on the host, and read in chunks so a large file is never held twice.
+#include "data/token_file.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <utility>
+
+#include "data/builtin_corpus.hpp"
+
+namespace fsdp {
+namespace {
+
+constexpr std::int32_t kLlmcMagic = 20240520;
+constexpr std::int32_t kLlmcVersion = 1;
+constexpr std::int64_t kLlmcHeaderBytes = 256 * 4;
+constexpr const char* kBuiltinPrefix = "builtin:";
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw DataError(path + ": " + what);
+}
+
+std::int32_t le_int32(const unsigned char* p) {
+  std::uint32_t v = std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
+                    std::uint32_t(p[3]) << 24;
+  return static_cast<std::int32_t>(v);
+}
+
+// Opens a regular file and returns its size, or says why it cannot.
+std::int64_t open_checked(const std::string& path, std::ifstream& in) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) fail(path, "no such file");
+  if (fs::is_directory(st)) fail(path, "is a directory, not a token file");
+  const auto bytes = fs::file_size(path, ec);
+  if (ec) fail(path, "cannot read size (" + ec.message() + ")");
+  errno = 0;
+  in.open(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open (") + std::strerror(errno ? errno : EIO) + ")");
+  return static_cast<std::int64_t>(bytes);
+}
+
+// Reads `count` tokens of `width` bytes (1 or 2, little-endian) from the current position.
+std::vector<std::int32_t> read_tokens(std::ifstream& in, const std::string& path,
+                                      std::int64_t count, int width) {
+  std::vector<std::int32_t> out(static_cast<std::size_t>(count));
+  std::vector<unsigned char> buf(std::size_t(1) << 20);
+  const std::int64_t per_chunk = static_cast<std::int64_t>(buf.size()) / width;
+  for (std::int64_t done = 0; done < count;) {
+    const std::int64_t n = std::min(per_chunk, count - done);
+    if (!in.read(reinterpret_cast<char*>(buf.data()), n * width))
+      fail(path, "read failed after " + std::to_string(done) + " of " + std::to_string(count) +
+                     " tokens");
+    std::int32_t* dst = out.data() + done;
+    if (width == 1) {
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = buf[i];
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = buf[2 * i] | buf[2 * i + 1] << 8;
+    }
+    done += n;
+  }
+  return out;
+}
+
+std::vector<std::int32_t> load_llmc(const std::string& path) {
+  std::ifstream in;
+  const std::int64_t bytes = open_checked(path, in);
+  if (bytes < kLlmcHeaderBytes)
+    fail(path, "too short for an llm.c header (" + std::to_string(bytes) + " bytes, need " +
+                   std::to_string(kLlmcHeaderBytes) + ")");
+  unsigned char header[kLlmcHeaderBytes];
+  if (!in.read(reinterpret_cast<char*>(header), kLlmcHeaderBytes))
+    fail(path, "cannot read the llm.c header");
+  const std::int32_t magic = le_int32(header);
+  const std::int32_t version = le_int32(header + 4);
+  const std::int64_t count = static_cast<std::uint32_t>(le_int32(header + 8));
+  if (magic != kLlmcMagic)
+    fail(path, "not an llm.c token file (magic " + std::to_string(magic) + ", expected " +
+                   std::to_string(kLlmcMagic) + ")");
+  if (version != kLlmcVersion)
+    fail(path, "unsupported llm.c token file version " + std::to_string(version) + " (expected " +
+                   std::to_string(kLlmcVersion) + ": uint16 tokens)");
+  const std::int64_t expected = kLlmcHeaderBytes + 2 * count;
+  if (bytes != expected)
+    fail(path, "size " + std::to_string(bytes) + " bytes does not match the header's " +
+                   std::to_string(count) + " tokens (expected 1024 + 2*" + std::to_string(count) +
+                   " = " + std::to_string(expected) + " bytes)");
+  return read_tokens(in, path, count, 2);
+}
+
+std::vector<std::int32_t> load_raw(const std::string& path, int width) {
+  std::ifstream in;
+  const std::int64_t bytes = open_checked(path, in);
+  if (bytes % width != 0)
+    fail(path, "size " + std::to_string(bytes) +
+                   " bytes is odd; a raw uint16 token file holds 2 bytes per token");
+  return read_tokens(in, path, bytes / width, width);
+}
+
+std::vector<std::int32_t> load_builtin(const std::string& path) {
+  const std::string which = path.substr(std::strlen(kBuiltinPrefix));
+  if (which != "train" && which != "val")
+    fail(path, "unknown builtin corpus (expected builtin:train or builtin:val)");
+  const std::string& text = builtin_corpus(which);
+  // Through unsigned char: bytes >= 128 must become tokens 128..255, not negative ids.
+  return std::vector<std::int32_t>(
+      reinterpret_cast<const unsigned char*>(text.data()),
+      reinterpret_cast<const unsigned char*>(text.data()) + text.size());
+}
+
+}  // namespace
+
+TokenFile::TokenFile(std::string name, std::vector<std::int32_t> tokens, int vocab_size,
+                     int block_size)
+    : name_(std::move(name)), tokens_(std::move(tokens)), vocab_size_(vocab_size) {
+  if (vocab_size <= 0)
+    fail(name_, "vocab_size must be positive, got " + std::to_string(vocab_size));
+  if (block_size <= 0)
+    fail(name_, "block_size must be positive, got " + std::to_string(block_size));
+  const auto bad = std::find_if(tokens_.begin(), tokens_.end(),
+                                [vocab_size](std::int32_t t) { return t < 0 || t >= vocab_size; });
+  if (bad != tokens_.end())
+    fail(name_, "token " + std::to_string(*bad) + " at index " +
+                    std::to_string(bad - tokens_.begin()) + " is out of range for vocab_size " +
+                    std::to_string(vocab_size));
+  const std::int64_t need = std::int64_t(block_size) + 1;
+  if (size() < need)
+    fail(name_, "holds " + std::to_string(size()) + " tokens; block_size " +
+                    std::to_string(block_size) + " needs at least " + std::to_string(need));
+}
+
+TokenFile TokenFile::from_tokens(std::string name, std::vector<std::int32_t> tokens, int vocab_size,
+                                 int block_size) {
+  return TokenFile(std::move(name), std::move(tokens), vocab_size, block_size);
+}
+
+TokenFile TokenFile::load(const std::string& path, const std::string& format, int vocab_size,
+                          int block_size) {
+  std::vector<std::int32_t> tokens;
+  if (path.rfind(kBuiltinPrefix, 0) == 0) {
+    tokens = load_builtin(path);
+  } else if (format == "llmc") {
+    tokens = load_llmc(path);
+  } else if (format == "uint16") {
+    tokens = load_raw(path, 2);
+  } else if (format == "text") {
+    tokens = load_raw(path, 1);
+  } else {
+    fail(path, "unknown token format '" + format + "' (expected llmc, uint16 or text)");
+  }
+  return TokenFile(path, std::move(tokens), vocab_size, block_size);
+}
+
+}  // namespace fsdp
