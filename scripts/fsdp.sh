@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# One entry point for a fresh Debian 12 machine: installs missing packages, configures and
+# builds (incrementally), then runs the demo job or the test suite. Idempotent.
+#   scripts/fsdp.sh demo    train the default deck on 2 ranks (zero3)
+#   scripts/fsdp.sh test    run the whole test suite through CTest
+#   scripts/fsdp.sh build   only install and build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${FSDP_BUILD_DIR:-$ROOT/build}
+
+PACKAGES=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
+  hdf5-tools catch2 libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libopenblas-dev
+  libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libxxhash-dev python3-matplotlib
+  slurmctld slurmd slurm-client munge)
+
+install_packages() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "fsdp: installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() {
+  if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release
+  fi
+  cmake --build "$BUILD" -j"$(nproc)"
+}
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+cmd=${1:-demo}
+shift || true
+install_packages
+build
+case "$cmd" in
+  demo)
+    mpirun -np 2 --oversubscribe "$BUILD/fsdp-train" --config inputs/default.toml \
+      --set fsdp.strategy=zero3 --metrics "$BUILD/demo_metrics.jsonl" "$@"
+    ;;
+  test)
+    ctest --test-dir "$BUILD" --output-on-failure -j2 "$@"
+    ;;
+  build) ;;
+  *) echo "usage: scripts/fsdp.sh demo|test|build" >&2; exit 2 ;;
+esac

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+#include "core/memory.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+namespace fsdp {
+
+const char* to_string(MemCategory c) {
+  switch (c) {
+    case MemCategory::ParamShard: return "param_shard";
+    case MemCategory::GatheredParams: return "gathered_params";
+    case MemCategory::Grads: return "grads";
+    case MemCategory::OptimizerState: return "optimizer_state";
+    case MemCategory::Activations: return "activations";
+    case MemCategory::CommBuffers: return "comm_buffers";
+  }
+  return "?";
+}
+const char* to_string(MemSpace s) { return s == MemSpace::Device ? "device" : "host"; }
+
+std::string format_bytes(std::int64_t b) {
+  char buf[64];
+  const double x = static_cast<double>(b);
+  if (x >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", x / (1 << 30));
+  else if (x >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.2f MiB", x / (1 << 20));
+  else if (x >= 1024.0) std::snprintf(buf, sizeof buf, "%.1f KiB", x / 1024);
+  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+  return buf;
+}
+
+void MemoryTracker::on_alloc(MemCategory c, MemSpace s, std::int64_t bytes,
+                             const std::string& label) {
+  const int si = int(s), ci = int(c);
+  if (s == MemSpace::Device && budget_ > 0 && total_[si] + bytes > budget_) {
+    std::ostringstream os;
+    os << "out of device memory: allocating " << label << " (" << format_bytes(bytes)
+       << ") with " << format_bytes(total_[si]) << " live exceeds memory.device_budget = "
+       << format_bytes(budget_) << "; live by category: " << report();
+    std::vector<std::pair<std::int64_t, std::string>> big;
+    for (const auto& [l, n] : live_) big.emplace_back(n, l);
+    std::sort(big.rbegin(), big.rend());
+    os << "; largest live buffers:";
+    for (std::size_t i = 0; i < big.size() && i < 5; ++i)
+      os << " " << big[i].second << "=" << format_bytes(big[i].first);
+    throw OutOfMemory(os.str());
+  }
+  cur_[si][ci] += bytes;
+  peak_[si][ci] = std::max(peak_[si][ci], cur_[si][ci]);
+  total_[si] += bytes;
+  total_peak_[si] = std::max(total_peak_[si], total_[si]);
+  if (s == MemSpace::Device) live_[label] += bytes;
+}
+
+void MemoryTracker::on_free(MemCategory c, MemSpace s, std::int64_t bytes,
+                            const std::string& label) {
+  cur_[int(s)][int(c)] -= bytes;
+  total_[int(s)] -= bytes;
+  if (s == MemSpace::Device) {
+    auto it = live_.find(label);
+    if (it != live_.end() && (it->second -= bytes) <= 0) live_.erase(it);
+  }
+}
+
+std::int64_t MemoryTracker::current(MemCategory c, MemSpace s) const { return cur_[int(s)][int(c)]; }
+std::int64_t MemoryTracker::peak(MemCategory c, MemSpace s) const { return peak_[int(s)][int(c)]; }
+
+void MemoryTracker::reset_peaks() {
+  peak_ = cur_;
+  total_peak_ = total_;
+}
+
+std::string MemoryTracker::report() const {
+  std::ostringstream os;
+  for (int s = 0; s < 2; ++s) {
+    if (total_peak_[s] == 0) continue;
+    os << to_string(MemSpace(s)) << "[";
+    for (int c = 0; c < kNumMemCategories; ++c) {
+      if (peak_[s][c] == 0) continue;
+      os << to_string(MemCategory(c)) << " " << format_bytes(cur_[s][c]) << " (peak "
+         << format_bytes(peak_[s][c]) << ") ";
+    }
+    os << "] ";
+  }
+  return os.str();
+}
+
+TrackedBuffer::TrackedBuffer(MemoryTracker& t, const std::string& label, std::int64_t n,
+                             MemCategory c, MemSpace s)
+    : label_(label), n_(n), cat_(c), space_(s) {
+  t.on_alloc(c, s, n * static_cast<std::int64_t>(sizeof(float)), label);
+  tracker_ = &t;
+  view_ = FlatView(label, n);  // zero-initialised by Kokkos
+}
+
+TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    tracker_ = o.tracker_;
+    view_ = std::move(o.view_);
+    label_ = std::move(o.label_);
+    n_ = o.n_;
+    cat_ = o.cat_;
+    space_ = o.space_;
+    o.tracker_ = nullptr;
+    o.view_ = FlatView();
+    o.n_ = 0;
+  }
+  return *this;
+}
+
+void TrackedBuffer::reset() {
+  if (tracker_) tracker_->on_free(cat_, space_, n_ * static_cast<std::int64_t>(sizeof(float)), label_);
+  tracker_ = nullptr;
+  view_ = FlatView();
+  n_ = 0;
+}
+
+}  // namespace fsdp

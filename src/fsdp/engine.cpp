@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: MIT
+#include "fsdp/engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "optim/adamw.hpp"
+#include "optim/lr_schedule.hpp"
+
+namespace fsdp {
+namespace {
+
+using HostConstVec = Kokkos::View<const float*, HostSpace, Unmanaged>;
+using HostVec = Kokkos::View<float*, HostSpace, Unmanaged>;
+
+// The step's stages: forward embedding, blocks, ln_f, head; backward head, ln_f, blocks, embedding.
+// The embedding unit appears at both ends because the LM head is tied to wte.
+std::vector<int> forward_schedule(int L) {
+  std::vector<int> s{0};
+  for (int l = 0; l < L; ++l) s.push_back(l + 1);
+  s.push_back(L + 1);
+  s.push_back(0);
+  return s;
+}
+std::vector<int> backward_schedule(int L) {
+  std::vector<int> s{0, L + 1};
+  for (int l = L - 1; l >= 0; --l) s.push_back(l + 1);
+  s.push_back(0);
+  return s;
+}
+
+}  // namespace
+
+Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker& tracker,
+               Trace& trace)
+    : cfg_(cfg),
+      strategy_(parse_strategy(cfg.fsdp.strategy)),
+      groups_(groups),
+      shard_comm_(*groups.shard),
+      tracker_(tracker),
+      trace_(trace),
+      nshard_(groups.shard->size()) {
+  model_ = std::make_unique<Gpt2>(cfg.model, cfg.train.micro_batch_size, tracker);
+  const int r = shard_comm_.rank();
+  units_.resize(model_->units().size());
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    ShardedUnit& su = units_[u];
+    su.layout = &model_->units()[u];
+    su.numel = su.layout->numel;
+    su.padded = (su.numel + nshard_ - 1) / nshard_ * nshard_;
+    su.shard = su.padded / nshard_;
+    su.shard_begin = std::int64_t(r) * su.shard;
+    const std::string& name = su.layout->name;
+
+    // Every rank initialises the full unit the same way and keeps what it owns.
+    std::vector<float> full(su.padded, 0.f);
+    gpt2_init_unit(*su.layout, full.data(), cfg.train.seed, cfg.model.n_layer);
+    if (shards_params(strategy_)) {
+      su.params = TrackedBuffer(tracker, name + "::param_shard", su.shard, MemCategory::ParamShard);
+      Kokkos::deep_copy(su.params.vec(), HostConstVec(full.data() + su.shard_begin, su.shard));
+    } else {
+      su.params = TrackedBuffer(tracker, name + "::params", su.padded, MemCategory::ParamShard);
+      Kokkos::deep_copy(su.params.vec(), HostConstVec(full.data(), su.padded));
+    }
+    if (shards_grads(strategy_))
+      su.grad_shard = TrackedBuffer(tracker, name + "::grad_shard", su.shard, MemCategory::Grads);
+    else
+      su.grad_full = TrackedBuffer(tracker, name + "::grads", su.padded, MemCategory::Grads);
+    su.exp_avg = TrackedBuffer(tracker, name + "::exp_avg", su.shard, MemCategory::OptimizerState);
+    su.exp_avg_sq =
+        TrackedBuffer(tracker, name + "::exp_avg_sq", su.shard, MemCategory::OptimizerState);
+  }
+  pipeline_ = std::make_unique<GatherPipeline>(units_, shard_comm_, tracker, trace,
+                                               cfg.fsdp.prefetch, shards_params(strategy_),
+                                               comm_times_);
+}
+
+Engine::~Engine() = default;
+
+std::int64_t Engine::padded_params() const {
+  std::int64_t n = 0;
+  for (const auto& su : units_) n += su.padded;
+  return n;
+}
+
+std::int64_t Engine::largest_unit() const {
+  std::int64_t n = 0;
+  for (const auto& su : units_) n = std::max(n, su.padded);
+  return n;
+}
+
+Vec Engine::param_shard(ShardedUnit& su) {
+  if (shards_params(strategy_)) return su.params.vec();
+  return su.params.vec(su.shard_begin, su.shard);
+}
+
+Vec Engine::grad_shard(ShardedUnit& su) {
+  if (shards_grads(strategy_)) return su.grad_shard.vec();
+  return su.grad_full.vec(su.shard_begin, su.shard);
+}
+
+void Engine::begin_unit_backward(int u) {
+  ShardedUnit& su = units_[u];
+  if (!su.grad_full.allocated())
+    su.grad_full =
+        TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded, MemCategory::Grads);
+}
+
+void Engine::finish_unit_backward(int u, bool reduce_now) {
+  if (!reduce_now) return;
+  ShardedUnit& su = units_[u];
+  Kokkos::fence();  // the gradients must be final before the collective reads them
+  PendingReduce pr{u, {}, {}};
+  if (strategy_ == Strategy::DDP) {
+    pr.handle = groups_.replicate->iall_reduce(su.grad_full.vec(), comm::ReduceOp::Avg);
+  } else {
+    pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.shard,
+                            MemCategory::CommBuffers);
+    pr.handle = shard_comm_.ireduce_scatter(su.grad_full.cvec(), pr.recv.vec(), comm::ReduceOp::Avg);
+  }
+  pending_.push_back(std::move(pr));
+  // Let the newest reductions overlap the next units' backward, up to the prefetch depth.
+  drain_reductions(std::max(1, cfg_.fsdp.prefetch));
+}
+
+void Engine::drain_reductions(std::size_t keep_pending) {
+  while (pending_.size() > keep_pending) {
+    PendingReduce pr = std::move(pending_.front());
+    pending_.erase(pending_.begin());
+    ShardedUnit& su = units_[pr.unit];
+    const double t0 = now_s();
+    pr.handle.wait();
+    const double t1 = now_s();
+    comm_times_.exposed_s += t1 - t0;
+    comm_times_.total_s += pr.handle.completion_time() - pr.handle.issue_time();
+    trace_.add("wait reduce " + su.layout->name, "wait", t0, t1, 0);
+    trace_.add(std::string(strategy_ == Strategy::DDP ? "all_reduce " : "reduce_scatter ") +
+                   su.layout->name,
+               "comm", pr.handle.issue_time(), pr.handle.completion_time(), 1);
+    if (strategy_ == Strategy::DDP) continue;
+    if (groups_.replicate->size() > 1) groups_.replicate->all_reduce(pr.recv.vec(), comm::ReduceOp::Avg);
+    const Vec dst = grad_shard(su);
+    const ConstVec src = pr.recv.cvec();
+    if (shards_grads(strategy_)) {
+      Kokkos::parallel_for(
+          "engine::accumulate_grad_shard", Kokkos::RangePolicy<ExecSpace>(0, dst.extent(0)),
+          KOKKOS_LAMBDA(const int64_t i) { dst(i) += src(i); });
+      su.grad_full.reset();
+    } else {
+      Kokkos::deep_copy(dst, src);  // zero1: the reduced shard lands in its slice of the full grads
+    }
+  }
+}
+
+void Engine::forward_backward(int n_micro, const LoadMicroBatch& load, double& loss_sum) {
+  const int L = cfg_.model.n_layer;
+  const std::vector<int> fwd = forward_schedule(L), bwd = backward_schedule(L);
+  std::vector<int> sched = fwd;
+  sched.insert(sched.end(), bwd.begin(), bwd.end());
+  const int nf = int(fwd.size());
+  const bool keep_fwd = !cfg_.fsdp.reshard_after_forward;
+  const bool sharded_accumulate = cfg_.fsdp.accumulate == "sharded";
+  Gpt2& m = *model_;
+
+  for (int j = 0; j < n_micro; ++j) {
+    load(j, m);
+    const bool last_micro = j + 1 == n_micro;
+    pipeline_->begin(sched);
+    for (int i = 0; i < nf; ++i) {
+      const ConstVec p = pipeline_->acquire(i);
+      const double t0 = now_s();
+      if (i == 0) m.embed_forward(p);
+      else if (i <= L) m.block_forward(i - 1, p);
+      else if (i == L + 1) m.lnf_forward(p);
+      else loss_sum += m.head_forward(p);
+      Kokkos::fence();
+      const double t1 = now_s();
+      trace_.add("forward " + units_[sched[i]].layout->name, "compute", t0, t1, 0);
+      pipeline_->release(i, keep_fwd);
+    }
+    for (int i = nf; i < int(sched.size()); ++i) {
+      const int u = sched[i];
+      const ConstVec p = pipeline_->acquire(i);
+      begin_unit_backward(u);
+      const Vec g = units_[u].grad_full.vec();
+      const int b = i - nf;
+      const double t0 = now_s();
+      if (b == 0) m.head_backward(p, g, 1.f / n_micro);
+      else if (b == 1) m.lnf_backward(p, g);
+      else if (b <= L + 1) m.block_backward(L - (b - 1), p, g);
+      else m.embed_backward(g);
+      Kokkos::fence();
+      const double t1 = now_s();
+      trace_.add("backward " + units_[u].layout->name, "compute", t0, t1, 0);
+      pipeline_->release(i);
+      const bool last_use = b != 0;  // the embedding's head stage is not its last backward use
+      if (last_use) {
+        const bool reduce_now =
+            last_micro || (shards_grads(strategy_) && sharded_accumulate);
+        finish_unit_backward(u, reduce_now);
+      }
+    }
+    pipeline_->finish();
+  }
+  drain_reductions(0);
+}
+
+StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load) {
+  StepResult r;
+  comm_times_.clear();
+  const double t_start = now_s();
+  for (auto& su : units_) {
+    if (su.grad_shard.allocated()) Kokkos::deep_copy(su.grad_shard.vec(), 0.f);
+    if (!shards_grads(strategy_)) Kokkos::deep_copy(su.grad_full.vec(), 0.f);
+  }
+  double loss_sum = 0.0;
+  forward_backward(n_micro, load, loss_sum);
+  const double t_opt = now_s();
+  r.optimizer_s = optimizer_step(step, r.grad_norm, r.lr);
+  r.loss = groups_.world->all_reduce_sum(loss_sum / n_micro) / groups_.world->size();
+  r.comm_exposed_s = comm_times_.exposed_s;
+  r.comm_total_s = comm_times_.total_s;
+  r.compute_s = (t_opt - t_start) - r.comm_exposed_s;
+  return r;
+}
+
+double Engine::optimizer_step(int step, double& grad_norm, double& lr) {
+  const double t0 = now_s();
+  double norm2 = 0.0;
+  for (auto& su : units_) norm2 += optim::sum_squares(grad_shard(su));
+  norm2 = shard_comm_.all_reduce_sum(norm2);
+  grad_norm = std::sqrt(norm2);
+  lr = optim::learning_rate(cfg_.train, step);
+  const double clip = cfg_.train.grad_clip;
+  optim::AdamWStep s;
+  s.lr = float(lr);
+  s.beta1 = float(cfg_.train.beta1);
+  s.beta2 = float(cfg_.train.beta2);
+  s.eps = float(cfg_.train.eps);
+  s.weight_decay = float(cfg_.train.weight_decay);
+  s.t = ++optimizer_steps_;
+  s.grad_scale = (clip > 0.0 && grad_norm > clip) ? float(clip / (grad_norm + 1e-6)) : 1.f;
+
+  for (auto& su : units_) {
+    const Vec p = param_shard(su), g = grad_shard(su);
+    const std::int64_t b = su.shard_begin, e = std::min(su.shard_begin + su.shard, su.numel);
+    for (const auto& t : su.layout->tensors) {
+      const std::int64_t lo = std::max(b, t.offset), hi = std::min(e, t.offset + t.numel);
+      if (lo >= hi) continue;
+      const std::int64_t o = lo - b, n = hi - lo;
+      optim::adamw_update(subvec(p, o, n), ConstVec(g.data() + o, n), su.exp_avg.vec(o, n),
+                          su.exp_avg_sq.vec(o, n), s, t.decay);
+    }
+  }
+  // zero1/zero2 keep full parameters: bring every rank's updated shard to everyone.
+  if (!shards_params(strategy_) && nshard_ > 1) {
+    for (auto& su : units_) {
+      TrackedBuffer tmp(tracker_, su.layout->name + "::param_gather_send", su.shard,
+                        MemCategory::CommBuffers);
+      Kokkos::deep_copy(tmp.vec(), param_shard(su));
+      Kokkos::fence();
+      shard_comm_.all_gather(tmp.cvec(), su.params.vec());
+    }
+  }
+  Kokkos::fence();
+  return now_s() - t0;
+}
+
+std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {
+  const int L = cfg_.model.n_layer;
+  const std::vector<int> fwd = forward_schedule(L);
+  std::vector<double> losses;
+  Gpt2& m = *model_;
+  for (int j = 0; j < n_micro; ++j) {
+    load(j, m);
+    pipeline_->begin(fwd);
+    for (int i = 0; i < int(fwd.size()); ++i) {
+      const ConstVec p = pipeline_->acquire(i);
+      if (i == 0) m.embed_forward(p);
+      else if (i <= L) m.block_forward(i - 1, p);
+      else if (i == L + 1) m.lnf_forward(p);
+      else m.head_forward(p);
+      pipeline_->release(i);
+    }
+    pipeline_->finish();
+    const auto& s = m.sequence_losses();
+    losses.insert(losses.end(), s.begin(), s.end());
+  }
+  return losses;
+}
+
+std::vector<float> Engine::full_params(int u) {
+  ShardedUnit& su = units_[u];
+  std::vector<float> out(su.padded);
+  if (shards_params(strategy_)) {
+    FlatView full("engine::full_params", su.padded);
+    Kokkos::fence();
+    shard_comm_.all_gather(su.params.cvec(), Vec(full.data(), su.padded));
+    Kokkos::deep_copy(HostVec(out.data(), su.padded), full);
+  } else {
+    Kokkos::deep_copy(HostVec(out.data(), su.padded), su.params.vec());
+  }
+  out.resize(su.numel);
+  return out;
+}
+
+}  // namespace fsdp

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// The sharding engine: owns every unit's parameter, gradient and optimizer buffers on this rank
+// and runs the training step of DESIGN.md: gather, compute, free; regather, compute gradients,
+// reduce-scatter; clip by the global norm and step the local shard.
+#pragma once
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "comm/process_groups.hpp"
+#include "config/run_config.hpp"
+#include "core/memory.hpp"
+#include "fsdp/gather_pipeline.hpp"
+#include "fsdp/sharded_unit.hpp"
+#include "fsdp/strategy.hpp"
+#include "io/trace.hpp"
+#include "model/gpt2.hpp"
+
+namespace fsdp {
+
+struct StepResult {
+  double loss = 0.0;       // mean over the global batch
+  double grad_norm = 0.0;  // before clipping
+  double lr = 0.0;
+  double compute_s = 0.0, comm_exposed_s = 0.0, comm_total_s = 0.0, optimizer_s = 0.0;
+};
+
+class Engine {
+ public:
+  // load(j, model): put micro-batch j's tokens into the model (Gpt2::set_batch).
+  using LoadMicroBatch = std::function<void(int j, Gpt2& model)>;
+
+  Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker& tracker, Trace& trace);
+  ~Engine();
+
+  StepResult train_step(int step, int n_micro, const LoadMicroBatch& load);
+  // Forward only over n_micro micro-batches; returns the per-sequence losses of each.
+  std::vector<double> evaluate(int n_micro, const LoadMicroBatch& load);
+
+  Strategy strategy() const { return strategy_; }
+  int shard_group_size() const { return nshard_; }
+  std::vector<ShardedUnit>& units() { return units_; }
+  const std::vector<ShardedUnit>& units() const { return units_; }
+  Gpt2& model() { return *model_; }
+  std::int64_t padded_params() const;
+  // The largest padded unit, in elements (the gathered window's unit of account).
+  std::int64_t largest_unit() const;
+  // Copies of the full (unpadded) parameters of unit u, gathered (tests and checkpoints).
+  std::vector<float> full_params(int u);
+
+ private:
+  void forward_backward(int n_micro, const LoadMicroBatch& load, double& loss_sum);
+  void begin_unit_backward(int u);
+  void finish_unit_backward(int u, bool reduce_now);
+  void drain_reductions(std::size_t keep_pending);
+  double optimizer_step(int step, double& grad_norm, double& lr);
+  Vec param_shard(ShardedUnit& su);
+  Vec grad_shard(ShardedUnit& su);
+
+  struct PendingReduce {
+    int unit;
+    comm::Handle handle;
+    TrackedBuffer recv;
+  };
+
+  RunConfig cfg_;
+  Strategy strategy_;
+  comm::ProcessGroups& groups_;
+  comm::Communicator& shard_comm_;
+  MemoryTracker& tracker_;
+  Trace& trace_;
+  int nshard_;
+  std::unique_ptr<Gpt2> model_;
+  std::vector<ShardedUnit> units_;
+  CommTimes comm_times_;
+  std::unique_ptr<GatherPipeline> pipeline_;
+  std::vector<PendingReduce> pending_;
+  int optimizer_steps_ = 0;
+};
+
+}  // namespace fsdp

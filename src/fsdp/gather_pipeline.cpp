@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+#include "fsdp/gather_pipeline.hpp"
+
+#include <algorithm>
+
+namespace fsdp {
+
+GatherPipeline::GatherPipeline(std::vector<ShardedUnit>& units, comm::Communicator& shard_comm,
+                               MemoryTracker& tracker, Trace& trace, int depth, bool sharded,
+                               CommTimes& times)
+    : units_(units),
+      comm_(shard_comm),
+      tracker_(tracker),
+      trace_(trace),
+      depth_(depth),
+      sharded_(sharded),
+      times_(times) {}
+
+void GatherPipeline::begin(std::vector<int> schedule) {
+  schedule_ = std::move(schedule);
+  next_issue_ = 0;
+}
+
+void GatherPipeline::issue(int u) {
+  ShardedUnit& su = units_[u];
+  if (su.gathered.allocated()) return;  // already gathered or in flight
+  su.gathered = TrackedBuffer(tracker_, su.layout->name + "::gathered", su.padded,
+                              MemCategory::GatheredParams);
+  Kokkos::fence();  // the shard must be final before the collective reads it
+  su.gather = comm_.iall_gather(su.params.cvec(), su.gathered.vec());
+  su.gather_in_flight = true;
+}
+
+ConstVec GatherPipeline::acquire(int stage) {
+  const int u = schedule_[stage];
+  ShardedUnit& su = units_[u];
+  if (!sharded_) return ConstVec(su.params.data(), su.padded);
+  if (next_issue_ <= stage) {
+    issue(u);
+    next_issue_ = stage + 1;
+  }
+  if (su.gather_in_flight) {
+    const double t0 = now_s();
+    su.gather.wait();
+    const double t1 = now_s();
+    su.gather_in_flight = false;
+    times_.exposed_s += t1 - t0;
+    times_.total_s += su.gather.completion_time() - su.gather.issue_time();
+    trace_.add("wait all_gather " + su.layout->name, "wait", t0, t1, 0);
+    trace_.add("all_gather " + su.layout->name, "comm", su.gather.issue_time(),
+               su.gather.completion_time(), 1);
+  }
+  const int last = std::min<int>(stage + depth_, int(schedule_.size()) - 1);
+  for (; next_issue_ <= last; ++next_issue_) issue(schedule_[next_issue_]);
+  return ConstVec(su.gathered.data(), su.padded);
+}
+
+bool GatherPipeline::needed_soon(int stage) const {
+  for (int s = stage + 1; s < next_issue_; ++s)
+    if (schedule_[s] == schedule_[stage]) return true;
+  return false;
+}
+
+void GatherPipeline::release(int stage, bool keep) {
+  if (!sharded_ || keep || needed_soon(stage)) return;
+  units_[schedule_[stage]].gathered.reset();
+}
+
+void GatherPipeline::finish() {
+  for (auto& su : units_) {
+    if (su.gather_in_flight) {
+      su.gather.wait();
+      su.gather_in_flight = false;
+    }
+    su.gathered.reset();
+  }
+}
+
+int GatherPipeline::gathered_units() const {
+  int n = 0;
+  for (const auto& su : units_) n += su.gathered.allocated() ? 1 : 0;
+  return n;
+}
+
+}  // namespace fsdp

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// The all-gather prefetch pipeline. A schedule lists, stage by stage, which unit the compute
+// needs. acquire(i) waits for stage i's unit and issues the gathers of stages i+1..i+k;
+// release(i) frees the unit unless an already-issued later stage needs it. So at most k+1
+// units are gathered at any instant (the prefetch depth is also the rate limiter).
+#pragma once
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "core/memory.hpp"
+#include "fsdp/sharded_unit.hpp"
+#include "io/trace.hpp"
+
+namespace fsdp {
+
+struct CommTimes {
+  double exposed_s = 0.0;  // time the compute waited on communication
+  double total_s = 0.0;    // issue-to-completion time of every collective
+  void clear() { *this = CommTimes{}; }
+};
+
+class GatherPipeline {
+ public:
+  GatherPipeline(std::vector<ShardedUnit>& units, comm::Communicator& shard_comm,
+                 MemoryTracker& tracker, Trace& trace, int depth, bool sharded, CommTimes& times);
+
+  void begin(std::vector<int> schedule);
+  ConstVec acquire(int stage);
+  void release(int stage, bool keep = false);
+  void finish();  // frees whatever is still gathered (kept across forward, or prefetched)
+  int gathered_units() const;
+
+ private:
+  void issue(int unit);
+  bool needed_soon(int stage) const;
+
+  std::vector<ShardedUnit>& units_;
+  comm::Communicator& comm_;
+  MemoryTracker& tracker_;
+  Trace& trace_;
+  int depth_;
+  bool sharded_;
+  CommTimes& times_;
+  std::vector<int> schedule_;
+  int next_issue_ = 0;  // first stage whose gather has not been issued
+};
+
+}  // namespace fsdp

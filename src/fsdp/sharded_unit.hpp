@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+// One sharding unit's buffers on one rank. The unit's flat parameters are padded to a multiple
+// of the shard-group size S; the rank at position r in its shard group owns elements
+// [r * shard, (r + 1) * shard). Which buffers exist depends on the strategy (strategy.hpp).
+#pragma once
+#include <cstdint>
+
+#include "comm/communicator.hpp"
+#include "core/memory.hpp"
+#include "model/gpt2_layout.hpp"
+
+namespace fsdp {
+
+struct ShardedUnit {
+  const UnitLayout* layout = nullptr;
+  std::int64_t numel = 0;        // real parameters
+  std::int64_t padded = 0;       // numel rounded up to a multiple of the shard-group size
+  std::int64_t shard = 0;        // padded / shard-group size (= padded without sharding)
+  std::int64_t shard_begin = 0;  // first flat element this rank owns
+
+  TrackedBuffer params;      // persistent: the full buffer, or the shard (zero3, hybrid)
+  TrackedBuffer gathered;    // zero3/hybrid: the transient full parameters
+  TrackedBuffer grad_full;   // full gradients: persistent (ddp, zero1) or transient
+  TrackedBuffer grad_shard;  // zero2/zero3/hybrid: the reduced gradient shard
+  TrackedBuffer exp_avg, exp_avg_sq;
+
+  comm::Handle gather;  // the in-flight all-gather into `gathered`
+  bool gather_in_flight = false;
+};
+
+}  // namespace fsdp

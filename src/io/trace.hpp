@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// Chrome/Perfetto trace-event JSON, one file per rank: compute per unit, each collective from
+// issue to completion, and waits. Disabled (no cost beyond a branch) unless --trace is given.
+#pragma once
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace fsdp {
+
+inline double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+class Trace {
+ public:
+  struct Event {
+    std::string name, cat;
+    double t0, t1;
+    int tid;  // 0 = compute, 1 = communication
+  };
+  void enable(const std::string& path, int rank) {
+    path_ = path;
+    rank_ = rank;
+    enabled_ = true;
+  }
+  bool enabled() const { return enabled_; }
+  void add(const std::string& name, const std::string& cat, double t0, double t1, int tid = 0) {
+    if (enabled_) events_.push_back({name, cat, t0, t1, tid});
+  }
+  const std::vector<Event>& events() const { return events_; }
+  void write() const;  // to path_ with ".rank<r>.json" inserted when path has no %r
+
+ private:
+  bool enabled_ = false;
+  std::string path_;
+  int rank_ = 0;
+  std::vector<Event> events_;
+};
+
+}  // namespace fsdp

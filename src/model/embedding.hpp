@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+// Token + position embedding. B = batch, T = time, C = channels, V = vocabulary.
+// Backward accumulates (+=) into the parameter gradients, one channel per thread and tokens in
+// order, so it needs no atomics and is deterministic on every backend.
+#pragma once
+#include "core/types.hpp"
+
+namespace fsdp::kernels {
+
+// x[B*T, C] = wte[tok] + wpe[t]
+inline void embedding_forward(const Mat& x, const ConstTokens& tokens, const ConstMat& wte,
+                              const ConstMat& wpe, int T) {
+  const int BT = x.extent(0), C = x.extent(1);
+  Kokkos::parallel_for(
+      "embedding::forward", Kokkos::RangePolicy<ExecSpace>(0, BT), KOKKOS_LAMBDA(const int bt) {
+        const int tok = tokens(bt), t = bt % T;
+        for (int c = 0; c < C; ++c) x(bt, c) = wte(tok, c) + wpe(t, c);
+      });
+}
+
+// dwte[tok] += dx, dwpe[t] += dx
+inline void embedding_backward(const Mat& dwte, const Mat& dwpe, const ConstMat& dx,
+                               const ConstTokens& tokens, int T) {
+  const int BT = dx.extent(0), C = dx.extent(1);
+  Kokkos::parallel_for(
+      "embedding::backward", Kokkos::RangePolicy<ExecSpace>(0, C), KOKKOS_LAMBDA(const int c) {
+        for (int bt = 0; bt < BT; ++bt) {
+          dwte(tokens(bt), c) += dx(bt, c);
+          dwpe(bt % T, c) += dx(bt, c);
+        }
+      });
+}
+
+}  // namespace fsdp::kernels

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+// GPT-2 forward and backward, one sharding unit at a time. The sharding engine owns the
+// parameters and decides when each unit's full parameters exist; the model only computes with
+// the views it is handed. B = micro-batch, T = block_size, C = n_embd, V = vocab, L = layers.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "config/run_config.hpp"
+#include "core/memory.hpp"
+#include "model/gpt2_layout.hpp"
+
+namespace fsdp {
+
+// What one block keeps between its forward and backward.
+struct BlockActivations {
+  TrackedBuffer ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch,
+      fch_gelu;
+  BlockActivations(MemoryTracker& t, const std::string& tag, int B, int T, int C, int H);
+};
+
+class Gpt2 {
+ public:
+  Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker);
+
+  const ModelConfig& config() const { return cfg_; }
+  const std::vector<UnitLayout>& units() const { return units_; }
+  int n_layer() const { return cfg_.n_layer; }
+  int micro_batch() const { return B_; }
+  std::int64_t tokens_per_micro_batch() const { return std::int64_t(B_) * T_; }
+
+  // inputs and targets: host arrays of B*T tokens each.
+  void set_batch(const std::int32_t* inputs, const std::int32_t* targets);
+
+  // Forward, in unit order. head_forward returns the micro-batch's mean loss.
+  void embed_forward(ConstVec emb);
+  void block_forward(int l, ConstVec p);
+  void lnf_forward(ConstVec p);
+  double head_forward(ConstVec emb);
+  // Per-sequence mean losses of the last head_forward (evaluation sums these across ranks).
+  const std::vector<double>& sequence_losses() const { return seq_losses_; }
+
+  // Backward, in reverse unit order; parameter gradients accumulate (+=) into the unit's grads.
+  // dloss is the weight of this micro-batch's mean loss in the step's objective.
+  void head_backward(ConstVec emb, Vec emb_grad, float dloss);
+  void lnf_backward(ConstVec p, Vec g);
+  void block_backward(int l, ConstVec p, Vec g);
+  void embed_backward(Vec emb_grad);
+
+ private:
+  void block_compute(int l, ConstVec p, BlockActivations& a, const Vec& x_out);
+  BlockActivations& acts(int l) { return *acts_[checkpointing_ ? 0 : l]; }
+
+  ModelConfig cfg_;
+  std::vector<UnitLayout> units_;
+  BlockOffsets off_;
+  int B_, T_, C_, H_, V_;
+  bool checkpointing_;
+  TokenView inputs_, targets_;
+  std::vector<TrackedBuffer> residual_;  // L+1 streams: block l reads l, writes l+1
+  std::vector<std::unique_ptr<BlockActivations>> acts_;
+  TrackedBuffer lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
+  TrackedBuffer tmp_, dres_a_, dres_b_, d_ln_, d_tmp_, d_qkv_, d_atty_, d_fch_, d_fchg_,
+      att_scratch_;
+  Vec dres_out_;
+  std::vector<double> seq_losses_;  // the gradient of the current top of the residual stream
+};
+
+}  // namespace fsdp

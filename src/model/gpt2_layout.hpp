@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// GPT-2's parameters as sharding units: the embedding unit (wte, wpe; wte is also the LM head),
+// one unit per block, and the final LayerNorm. Names and shapes are Hugging Face GPT-2's
+// (Conv1D weights input-major). Each unit is one flat buffer; tensors are offsets into it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/run_config.hpp"
+
+namespace fsdp {
+
+struct TensorSpec {
+  std::string name;               // Hugging Face GPT-2 name, e.g. "h.0.attn.c_attn.weight"
+  std::vector<std::int64_t> shape;
+  std::int64_t offset = 0;        // into the unit's flat buffer
+  std::int64_t numel = 0;
+  bool decay = false;             // AdamW weight decay applies to 2-D weights only
+};
+
+struct UnitLayout {
+  std::string name;  // "embedding", "h.3", "ln_f"
+  std::vector<TensorSpec> tensors;
+  std::int64_t numel = 0;
+  const TensorSpec& tensor(const std::string& suffix) const;  // by name suffix, e.g. "ln_1.weight"
+};
+
+// Offsets of the tensors inside a block unit, in declaration order.
+struct BlockOffsets {
+  std::int64_t ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w,
+      fcproj_b;
+};
+BlockOffsets block_offsets(const UnitLayout& block);
+
+std::vector<UnitLayout> gpt2_units(const ModelConfig& m);  // [embedding, h.0 .. h.{L-1}, ln_f]
+std::int64_t gpt2_num_params(const ModelConfig& m);
+
+// GPT-2 initialisation of one unit's full flat buffer, counter-based per tensor so the values do
+// not depend on how the units are sharded or in which order they are initialised.
+void gpt2_init_unit(const UnitLayout& unit, float* full, std::uint64_t seed, int n_layer);
+
+}  // namespace fsdp

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+// Linear layer with Hugging Face Conv1D layout: weight [IC, OC] input-major, so out = inp @ W + b.
+// N = rows (B*T), IC = input channels, OC = output channels.
+// Backward assigns dinp (=) and accumulates dW, db (+=).
+#pragma once
+#include "core/types.hpp"
+#include "model/gemm.hpp"
+
+namespace fsdp::kernels {
+
+inline void linear_forward(const Mat& out, const ConstMat& inp, const ConstMat& w,
+                           const ConstVec& b) {
+  const int N = out.extent(0), OC = out.extent(1);
+  Kokkos::parallel_for(
+      "linear::bias", Kokkos::RangePolicy<ExecSpace>(0, N), KOKKOS_LAMBDA(const int i) {
+        for (int o = 0; o < OC; ++o) out(i, o) = b(o);
+      });
+  gemm("N", "N", 1.f, inp, w, 1.f, out);
+}
+
+inline void linear_backward(const Mat& dinp, const Mat& dw, const Vec& db, const ConstMat& dout,
+                            const ConstMat& inp, const ConstMat& w) {
+  const int N = dout.extent(0), OC = dout.extent(1);
+  gemm("N", "T", 1.f, dout, w, 0.f, dinp);
+  gemm("T", "N", 1.f, inp, dout, 1.f, dw);
+  Kokkos::parallel_for(
+      "linear::bias_grad", Kokkos::RangePolicy<ExecSpace>(0, 1), KOKKOS_LAMBDA(const int) {
+        // Row-outer keeps the dout reads contiguous; rows in order keeps it deterministic.
+        for (int i = 0; i < N; ++i)
+          for (int o = 0; o < OC; ++o) db(o) += dout(i, o);
+      });
+}
+
+}  // namespace fsdp::kernels

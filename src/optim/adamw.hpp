@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+// AdamW (decoupled weight decay, bias correction) on one contiguous slice of a flat shard.
+// Decay applies to 2-D weights only; the engine calls this once per tensor segment.
+#pragma once
+#include <cmath>
+
+#include "core/math.hpp"
+#include "core/types.hpp"
+
+namespace fsdp::optim {
+
+struct AdamWStep {
+  float lr, beta1, beta2, eps, weight_decay;
+  int t;              // 1-based step count, for bias correction
+  float grad_scale;   // clipping factor applied to the gradient
+};
+
+inline void adamw_update(const Vec& p, const ConstVec& g, const Vec& m, const Vec& v,
+                         const AdamWStep& s, bool decay) {
+  const float b1 = s.beta1, b2 = s.beta2, eps = s.eps, lr = s.lr, scale = s.grad_scale;
+  const float wd = decay ? s.weight_decay : 0.f;
+  const float c1 = 1.f / (1.f - std::pow(b1, static_cast<float>(s.t)));
+  const float c2 = 1.f / (1.f - std::pow(b2, static_cast<float>(s.t)));
+  Kokkos::parallel_for(
+      "adamw::update", Kokkos::RangePolicy<ExecSpace>(0, p.extent(0)),
+      KOKKOS_LAMBDA(const int64_t i) {
+        const float grad = g(i) * scale;
+        const float mi = b1 * m(i) + (1.f - b1) * grad;
+        const float vi = b2 * v(i) + (1.f - b2) * grad * grad;
+        m(i) = mi;
+        v(i) = vi;
+        p(i) -= lr * ((mi * c1) / (kmath::sqrt(vi * c2) + eps) + wd * p(i));
+      });
+}
+
+// Sum of squares in fixed order (double accumulator): the partial the global norm is built from.
+inline double sum_squares(const ConstVec& g) {
+  double s = 0.0;
+  Kokkos::parallel_reduce(
+      "adamw::sum_squares", Kokkos::RangePolicy<ExecSpace>(0, g.extent(0)),
+      KOKKOS_LAMBDA(const int64_t i, double& acc) { acc += double(g(i)) * double(g(i)); }, s);
+  return s;
+}
+
+}  // namespace fsdp::optim

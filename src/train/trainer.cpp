@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+#include "train/trainer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "core/check.hpp"
+#include "model/gemm.hpp"
+
+namespace fsdp {
+namespace {
+
+std::string format_duration(double s) {
+  char buf[32];
+  const int t = int(std::max(0.0, s));
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", t / 3600, (t / 60) % 60);
+  else std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
+  return buf;
+}
+
+// Loads a token file on every rank; a failure on any rank fails all of them together, so no
+// rank is left waiting in a collective for one that has exited.
+std::unique_ptr<TokenFile> load_everywhere(const std::string& path, const RunConfig& cfg,
+                                           MPI_Comm world) {
+  std::unique_ptr<TokenFile> f;
+  std::string err;
+  try {
+    f = std::make_unique<TokenFile>(
+        TokenFile::load(path, cfg.data.format, cfg.model.vocab_size, cfg.model.block_size));
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  int mine = err.empty() ? 0 : 1, any = 0, all = 0;
+  FSDP_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, world));
+  FSDP_MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, world));
+  if (any) {
+    int rank = 0;
+    MPI_Comm_rank(world, &rank);
+    if (!mine) throw SetupError("", false, 3);  // the failing rank reports
+    throw SetupError(all ? err : "rank " + std::to_string(rank) + ": " + err, all == 1, 3);
+  }
+  return f;
+}
+
+}  // namespace
+
+int shard_group_size_for(const RunConfig& cfg, MPI_Comm world) {
+  int n = 1;
+  MPI_Comm_size(world, &n);
+  switch (parse_strategy(cfg.fsdp.strategy)) {
+    case Strategy::DDP: return 1;
+    case Strategy::Hybrid: {
+      const int s = cfg.fsdp.shard_group_size > 0 ? cfg.fsdp.shard_group_size
+                                                  : comm::ranks_per_node(world);
+      if (n % s != 0)
+        throw SetupError("fsdp.shard_group_size: " + std::to_string(s) +
+                             " does not divide the number of ranks (" + std::to_string(n) + ")",
+                         true);
+      return s;
+    }
+    default: return n;
+  }
+}
+
+double measure_gemm_flops() {
+  const int n = 1024;
+  FlatView a("peak::a", n * n), b("peak::b", n * n), c("peak::c", n * n);
+  Kokkos::deep_copy(a, 1.f);
+  Kokkos::deep_copy(b, 0.5f);
+  const ConstMat A(a.data(), n, n), B(b.data(), n, n);
+  const Mat C(c.data(), n, n);
+  kernels::gemm("N", "N", 1.f, A, B, 0.f, C);  // warm-up
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    Kokkos::fence();
+    const double t0 = now_s();
+    kernels::gemm("N", "N", 1.f, A, B, 0.f, C);
+    Kokkos::fence();
+    best = std::min(best, now_s() - t0);
+  }
+  return 2.0 * n * n * n / best;
+}
+
+Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
+    : cfg_(cfg), opts_(std::move(opts)), tracker_(cfg.memory.device_budget) {
+  MPI_Comm_rank(world, &rank_);
+  MPI_Comm_size(world, &nranks_);
+  const auto& t = cfg_.train;
+  if (t.batch_size < nranks_)
+    throw SetupError("train.batch_size = " + std::to_string(t.batch_size) +
+                         " is fewer sequences per step than ranks (" + std::to_string(nranks_) +
+                         "): every rank needs at least one",
+                     true);
+  if (t.batch_size % nranks_ != 0)
+    throw SetupError("train.batch_size = " + std::to_string(t.batch_size) +
+                         " does not divide evenly over " + std::to_string(nranks_) + " ranks",
+                     true);
+  per_rank_batch_ = t.batch_size / nranks_;
+  if (per_rank_batch_ % t.micro_batch_size != 0)
+    throw SetupError("train.micro_batch_size = " + std::to_string(t.micro_batch_size) +
+                         " does not divide the per-rank batch (" + std::to_string(per_rank_batch_) +
+                         " = train.batch_size / " + std::to_string(nranks_) + " ranks)",
+                     true);
+  n_micro_ = per_rank_batch_ / t.micro_batch_size;
+
+  train_ = load_everywhere(cfg_.data.train, cfg_, world);
+  val_ = load_everywhere(cfg_.data.val, cfg_, world);
+  train_sampler_ = std::make_unique<Sampler>(*train_, cfg_.model.block_size, t.seed);
+  val_sampler_ = std::make_unique<Sampler>(*val_, cfg_.model.block_size, t.seed);
+
+  comm::LinkEmulation link{cfg_.comm.emulate_latency_us, cfg_.comm.emulate_gbps};
+  groups_ = comm::make_process_groups(world, shard_group_size_for(cfg_, world), link);
+  if (!opts_.trace_path.empty()) trace_.enable(opts_.trace_path, rank_);
+  engine_ = std::make_unique<Engine>(cfg_, groups_, tracker_, trace_);
+  if (rank_ == 0 && !opts_.metrics_path.empty())
+    metrics_ = std::make_unique<MetricsWriter>(opts_.metrics_path);
+
+  const std::int64_t T = cfg_.model.block_size;
+  inputs_.resize(std::size_t(t.micro_batch_size) * T);
+  targets_.resize(inputs_.size());
+  const double P = double(gpt2_num_params(cfg_.model));
+  flops_per_token_ = 6.0 * P + 12.0 * cfg_.model.n_layer * T * cfg_.model.n_embd;
+  peak_flops_ = t.peak_tflops > 0 ? t.peak_tflops * 1e12 : measure_gemm_flops();
+  // Every rank uses rank 0's peak so MFU does not depend on which rank measured what.
+  peak_flops_ = groups_.world->all_reduce_max(rank_ == 0 ? peak_flops_ : 0.0);
+}
+
+Trainer::~Trainer() = default;
+
+double Trainer::evaluate() {
+  const int T = cfg_.model.block_size, B = cfg_.train.micro_batch_size;
+  const std::int64_t S = std::min<std::int64_t>(cfg_.eval.sequences, val_sampler_->num_eval_windows());
+  if (S <= 0) return std::nan("");
+  // Window i goes to rank i % N; every rank runs the same number of micro-batches (the
+  // collectives must match), padding its last one with window 0 whose loss is dropped.
+  std::vector<std::int64_t> mine;
+  for (std::int64_t i = rank_; i < S; i += nranks_) mine.push_back(i);
+  const std::int64_t per_rank = (S + nranks_ - 1) / nranks_;
+  const int n_micro = int((per_rank + B - 1) / B);
+  auto load = [&](int j, Gpt2& m) {
+    for (int b = 0; b < B; ++b) {
+      const std::size_t k = std::size_t(j) * B + b;
+      const std::int64_t w = k < mine.size() ? mine[k] : 0;
+      val_sampler_->eval_window(w, inputs_.data() + std::size_t(b) * T,
+                                targets_.data() + std::size_t(b) * T);
+    }
+    m.set_batch(inputs_.data(), targets_.data());
+  };
+  const std::vector<double> losses = engine_->evaluate(n_micro, load);
+  double sum = 0.0;
+  for (std::size_t k = 0; k < mine.size(); ++k) sum += losses[k];
+  return groups_.world->all_reduce_sum(sum) / double(S);
+}
+
+void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_s) {
+  const double mfu = tok_s * flops_per_token_ / (nranks_ * peak_flops_);
+  if (rank_ == 0 && opts_.log && (step % cfg_.train.log_every == 0 || step + 1 == cfg_.train.steps)) {
+    const double eta = (cfg_.train.steps - step - 1) * step_s;
+    std::printf(
+        "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | MFU %5.1f%% | "
+        "mem %s | comm exposed %.0f%% | ETA %s\n",
+        step + 1, cfg_.train.steps, r.loss, r.lr, r.grad_norm, tok_s, 100.0 * mfu,
+        format_bytes(tracker_.peak_total()).c_str(),
+        r.comm_total_s > 0 ? 100.0 * r.comm_exposed_s / r.comm_total_s : 0.0,
+        format_duration(eta).c_str());
+    std::fflush(stdout);
+  }
+  if (metrics_) {
+    nlohmann::json j{{"step", step + 1},
+                     {"loss", r.loss},
+                     {"lr", r.lr},
+                     {"grad_norm", r.grad_norm},
+                     {"tokens_per_s", tok_s},
+                     {"step_time_s", step_s},
+                     {"mfu", mfu},
+                     {"compute_s", r.compute_s},
+                     {"comm_exposed_s", r.comm_exposed_s},
+                     {"comm_total_s", r.comm_total_s},
+                     {"optimizer_s", r.optimizer_s},
+                     {"mem_peak_device_bytes", tracker_.peak_total(MemSpace::Device)},
+                     {"mem_peak_host_bytes", tracker_.peak_total(MemSpace::Host)}};
+    nlohmann::json cats;
+    for (int c = 0; c < kNumMemCategories; ++c)
+      cats[to_string(MemCategory(c))] = tracker_.peak(MemCategory(c), MemSpace::Device);
+    j["mem_peak_by_category"] = cats;
+    metrics_->write(j);
+  }
+}
+
+TrainSummary Trainer::run() {
+  TrainSummary sum;
+  const int T = cfg_.model.block_size, B = cfg_.train.micro_batch_size;
+  const double tokens_per_step = double(cfg_.train.batch_size) * T;
+  std::vector<double> rates;
+  if (rank_ == 0 && opts_.log)
+    std::printf("fsdp-train: %lld parameters (%lld padded), %d ranks, strategy %s, shard group %d, "
+                "prefetch %d, %d micro-batch(es) of %d per rank, GEMM peak %.1f GFLOP/s per rank\n",
+                (long long)gpt2_num_params(cfg_.model), (long long)engine_->padded_params(),
+                nranks_, cfg_.fsdp.strategy.c_str(), engine_->shard_group_size(),
+                cfg_.fsdp.prefetch, n_micro_, B, peak_flops_ / 1e9);
+  run_start_s_ = now_s();
+  for (int step = 0; step < cfg_.train.steps; ++step) {
+    auto load = [&](int j, Gpt2& m) {
+      train_sampler_->fill(step, std::int64_t(rank_) * per_rank_batch_ + std::int64_t(j) * B, B,
+                           inputs_.data(), targets_.data());
+      m.set_batch(inputs_.data(), targets_.data());
+    };
+    groups_.world->barrier();  // time the step as the slowest rank sees it
+    const double t0 = now_s();
+    const StepResult r = engine_->train_step(step, n_micro_, load);
+    const double dt = now_s() - t0;
+    const double tok_s = tokens_per_step / dt;
+    if (step > 0 || cfg_.train.steps == 1) rates.push_back(tok_s);  // step 0 warms caches
+    sum.losses.push_back(r.loss);
+    sum.grad_norms.push_back(r.grad_norm);
+    log_step(step, r, dt, tok_s);
+    const bool last = step + 1 == cfg_.train.steps;
+    if ((cfg_.eval.every > 0 && (step + 1) % cfg_.eval.every == 0) || last) {
+      const double ev = evaluate();
+      if (!std::isnan(ev)) {
+        sum.evals.emplace_back(step + 1, ev);
+        if (rank_ == 0 && opts_.log) std::printf("eval  %5d | val loss %.4f\n", step + 1, ev);
+        if (metrics_) metrics_->write({{"step", step + 1}, {"eval_loss", ev}});
+      }
+    }
+  }
+  if (!rates.empty()) {
+    std::sort(rates.begin(), rates.end());
+    sum.tokens_per_s = rates[rates.size() / 2];
+  }
+  if (rank_ == 0 && opts_.log) {
+    std::printf("done: %d steps in %.1f s, median %.0f tok/s, peak device memory %s\n  %s\n",
+                cfg_.train.steps, now_s() - run_start_s_, sum.tokens_per_s,
+                format_bytes(tracker_.peak_total()).c_str(), tracker_.report().c_str());
+  }
+  trace_.write();
+  return sum;
+}
+
+}  // namespace fsdp

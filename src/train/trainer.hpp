@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// The training run: data, process groups, the sharding engine, the step loop with evaluation,
+// the step log on rank 0 and the metrics file. fsdp-train is a thin driver around this.
+#pragma once
+#include <mpi.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm/process_groups.hpp"
+#include "config/run_config.hpp"
+#include "core/memory.hpp"
+#include "data/sampler.hpp"
+#include "fsdp/engine.hpp"
+#include "io/metrics.hpp"
+#include "io/trace.hpp"
+
+namespace fsdp {
+
+// A problem with the run that every rank agrees on before any work (exit code 2).
+// `everywhere`: every rank found the same problem, so only rank 0 needs to print it.
+// exit_code: 2 for a run-deck problem, 3 for a data problem (as fsdp-train documents).
+struct SetupError : std::runtime_error {
+  SetupError(const std::string& what, bool everywhere, int code = 2)
+      : std::runtime_error(what), same_on_all_ranks(everywhere), exit_code(code) {}
+  bool same_on_all_ranks;
+  int exit_code;
+};
+
+struct TrainOptions {
+  std::string metrics_path;
+  std::string trace_path;
+  bool log = true;  // rank 0 prints the step log
+};
+
+struct TrainSummary {
+  std::vector<double> losses, grad_norms;
+  std::vector<std::pair<int, double>> evals;  // (step, eval loss)
+  double tokens_per_s = 0.0;                  // median over the timed steps
+};
+
+class Trainer {
+ public:
+  Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts = {});
+  ~Trainer();
+  TrainSummary run();
+  double evaluate();
+
+  Engine& engine() { return *engine_; }
+  MemoryTracker& tracker() { return tracker_; }
+  comm::ProcessGroups& groups() { return groups_; }
+  int rank() const { return rank_; }
+  int world_size() const { return nranks_; }
+  int micro_batches_per_step() const { return n_micro_; }
+
+ private:
+  void log_step(int step, const StepResult& r, double step_s, double tok_s);
+
+  RunConfig cfg_;
+  TrainOptions opts_;
+  int rank_ = 0, nranks_ = 1;
+  int per_rank_batch_ = 0, n_micro_ = 0;
+  MemoryTracker tracker_;
+  Trace trace_;
+  comm::ProcessGroups groups_;
+  std::unique_ptr<TokenFile> train_, val_;
+  std::unique_ptr<Sampler> train_sampler_, val_sampler_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<MetricsWriter> metrics_;
+  std::vector<std::int32_t> inputs_, targets_;
+  double peak_flops_ = 0.0;  // per rank, FLOP/s
+  double flops_per_token_ = 0.0;
+  double run_start_s_ = 0.0;
+};
+
+// Shard-group size the strategy implies on `world_size` ranks (ddp 1, zero* all, hybrid S).
+int shard_group_size_for(const RunConfig& cfg, MPI_Comm world);
+// FLOP/s of one rank's float GEMM, measured on a 1024^3 product (MFU's denominator).
+double measure_gemm_flops();
+
+}  // namespace fsdp
