@@ -100,6 +100,12 @@ Vec Engine::grad_shard(ShardedUnit& su) {
 }
 
 void Engine::begin_unit_backward(int u) {
+  // A reduction of this unit's previous micro-batch may still read grad_full: finish it first.
+  for (std::size_t i = 0; i < pending_.size(); ++i)
+    if (pending_[i].unit == u) {
+      drain_reductions(pending_.size() - i - 1);
+      break;
+    }
   ShardedUnit& su = units_[u];
   if (!su.grad_full.allocated())
     su.grad_full =

@@ -6,7 +6,7 @@
 namespace fsdp {
 
 void Trace::write() const {
-  if (!enabled_) return;
+  if (!enabled_ || path_.empty()) return;
   std::string path = path_;
   const auto pos = path.find("%r");
   if (pos != std::string::npos) path.replace(pos, 2, std::to_string(rank_));

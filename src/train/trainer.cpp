@@ -112,7 +112,7 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
 
   comm::LinkEmulation link{cfg_.comm.emulate_latency_us, cfg_.comm.emulate_gbps};
   groups_ = comm::make_process_groups(world, shard_group_size_for(cfg_, world), link);
-  if (!opts_.trace_path.empty()) trace_.enable(opts_.trace_path, rank_);
+  if (!opts_.trace_path.empty() || opts_.trace_in_memory) trace_.enable(opts_.trace_path, rank_);
   engine_ = std::make_unique<Engine>(cfg_, groups_, tracker_, trace_);
   if (rank_ == 0 && !opts_.metrics_path.empty())
     metrics_ = std::make_unique<MetricsWriter>(opts_.metrics_path);

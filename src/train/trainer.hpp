@@ -32,6 +32,7 @@ struct SetupError : std::runtime_error {
 struct TrainOptions {
   std::string metrics_path;
   std::string trace_path;
+  bool trace_in_memory = false;  // record events without writing a file (tests)
   bool log = true;  // rank 0 prints the step log
 };
 
@@ -50,6 +51,7 @@ class Trainer {
 
   Engine& engine() { return *engine_; }
   MemoryTracker& tracker() { return tracker_; }
+  Trace& trace() { return trace_; }
   comm::ProcessGroups& groups() { return groups_; }
   int rank() const { return rank_; }
   int world_size() const { return nranks_; }
