@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
+
+#include "core/blas_setup.hpp"
 #include <cstdio>
 
 #include "config/load_config.hpp"
@@ -26,6 +28,7 @@ int finish(int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fsdp::select_blas_kernel(argv);
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -39,6 +42,8 @@ int main(int argc, char** argv) {
   app.add_option("--trace", trace,
                  "write Chrome/Perfetto trace-event JSON per rank (PATH.rank<r>.json, or %r in "
                  "PATH)");
+  bool profile = false;
+  app.add_flag("--profile", profile, "print a per-kernel time breakdown (rank 0) at the end");
   app.footer("Run deck keys (section.key = default  meaning):\n" + fsdp::config_help() +
              "\nExit codes: 0 done, 1 error, 2 bad run deck or arguments, 3 bad data file.");
   try {
@@ -63,6 +68,7 @@ int main(int argc, char** argv) {
       fsdp::TrainOptions opts;
       opts.metrics_path = metrics;
       opts.trace_path = trace;
+      opts.profile = profile;
       fsdp::Trainer trainer(cfg, MPI_COMM_WORLD, opts);
       trainer.run();
     } catch (const fsdp::SetupError& e) {

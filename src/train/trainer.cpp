@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/check.hpp"
+#include "core/kernel_profile.hpp"
 #include "model/gemm.hpp"
 
 namespace fsdp {
@@ -209,6 +210,7 @@ TrainSummary Trainer::run() {
     };
     groups_.world->barrier();  // time the step as the slowest rank sees it
     const double t0 = now_s();
+    if (opts_.profile && step == 1) profile::enable();  // step 0 is a warm-up
     const StepResult r = engine_->train_step(step, n_micro_, load);
     const double dt = now_s() - t0;
     const double tok_s = tokens_per_step / dt;
@@ -235,6 +237,9 @@ TrainSummary Trainer::run() {
                 cfg_.train.steps, now_s() - run_start_s_, sum.tokens_per_s,
                 format_bytes(tracker_.peak_total()).c_str(), tracker_.report().c_str());
   }
+  if (opts_.profile && rank_ == 0 && profile::enabled())
+    std::printf("per-kernel time, steps 2..%d (rank 0):\n%s", cfg_.train.steps,
+                profile::report(cfg_.train.steps - 1).c_str());
   trace_.write();
   return sum;
 }

@@ -34,6 +34,7 @@ struct TrainOptions {
   std::string trace_path;
   bool trace_in_memory = false;  // record events without writing a file (tests)
   bool log = true;  // rank 0 prints the step log
+  bool profile = false;  // rank 0 prints a per-kernel time breakdown at the end
 };
 
 struct TrainSummary {

@@ -7,7 +7,10 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "core/blas_setup.hpp"
+
 int main(int argc, char** argv) {
+  fsdp::select_blas_kernel(argv);
   MPI_Init(&argc, &argv);
   int failed = 0;
   {

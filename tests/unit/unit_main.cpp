@@ -5,7 +5,10 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "core/blas_setup.hpp"
+
 int main(int argc, char** argv) {
+  fsdp::select_blas_kernel(argv);
   Kokkos::ScopeGuard kokkos(argc, argv);
   return Catch::Session().run(argc, argv);
 }

@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: MIT
+// OpenBLAS picks its kernels from the CPU model name; under virtual machines that report a
+// generic "Intel Xeon Processor" it falls back to SSE3 kernels at a fifth of the speed. Before
+// anything else runs, choose the kernel from the CPU's real feature flags and re-execute.
+#pragma once
+
+namespace fsdp {
+
+// Sets OPENBLAS_CORETYPE (SkylakeX with AVX-512, Haswell with AVX2) when it is not set, then
+// re-executes the program so OpenBLAS loads with it. FSDP_NO_BLAS_SETUP=1 disables this.
+void select_blas_kernel(char** argv);
+
+}  // namespace fsdp
