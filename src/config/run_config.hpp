@@ -12,6 +12,8 @@ struct ModelConfig {
   int n_embd = 128;
   int vocab_size = 256;
   int block_size = 64;
+  int n_positions = 0;  // rows of the position table (wpe); 0 = block_size
+  int positions() const { return n_positions > 0 ? n_positions : block_size; }
   std::string activation_checkpointing = "none";  // none | blocks
 };
 

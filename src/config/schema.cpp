@@ -87,6 +87,8 @@ std::vector<KeySpec> build_schema() {
             "token vocabulary size V"),
       entry("model", "block_size", &R::model, &M::block_size, at_least(1),
             "context length T, the longest sequence"),
+      entry("model", "n_positions", &R::model, &M::n_positions, at_least(0),
+            "rows of the position table wpe (GPT-2: 1024); 0 = block_size; >= block_size"),
       entry("model", "activation_checkpointing", &R::model, &M::activation_checkpointing,
             one_of({"none", "blocks"}), "blocks: recompute each block's activations in backward"),
 
@@ -210,6 +212,13 @@ const std::vector<CrossCheck>& config_cross_checks() {
          if (c.model.n_embd % c.model.n_head == 0) return "";
          return "expected a multiple of model.n_head = " + std::to_string(c.model.n_head) +
                 ", got " + std::to_string(c.model.n_embd);
+       }},
+      {"model.block_size", "model.n_positions",
+       [](const RunConfig& c) -> std::string {
+         if (c.model.n_positions == 0 || c.model.block_size <= c.model.n_positions) return "";
+         return "expected at most model.n_positions = " + std::to_string(c.model.n_positions) +
+                " (the position table has that many rows), got " +
+                std::to_string(c.model.block_size);
        }},
       {"train.min_lr", "train.lr",
        [](const RunConfig& c) -> std::string {
