@@ -258,18 +258,21 @@ double Engine::optimizer_step(int step, double& grad_norm, double& lr) {
                           su.exp_avg_sq.vec(o, n), s, t.decay);
     }
   }
-  // zero1/zero2 keep full parameters: bring every rank's updated shard to everyone.
-  if (!shards_params(strategy_) && nshard_ > 1) {
-    for (auto& su : units_) {
-      TrackedBuffer tmp(tracker_, su.layout->name + "::param_gather_send", su.shard,
-                        MemCategory::CommBuffers);
-      Kokkos::deep_copy(tmp.vec(), param_shard(su));
-      Kokkos::fence();
-      shard_comm_.all_gather(tmp.cvec(), su.params.vec());
-    }
-  }
+  sync_full_params();
   Kokkos::fence();
   return now_s() - t0;
+}
+
+void Engine::sync_full_params() {
+  // zero1/zero2 keep full parameters: bring every rank's updated shard to everyone.
+  if (shards_params(strategy_) || nshard_ == 1) return;
+  for (auto& su : units_) {
+    TrackedBuffer tmp(tracker_, su.layout->name + "::param_gather_send", su.shard,
+                      MemCategory::CommBuffers);
+    Kokkos::deep_copy(tmp.vec(), param_shard(su));
+    Kokkos::fence();
+    shard_comm_.all_gather(tmp.cvec(), su.params.vec());
+  }
 }
 
 std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {

@@ -48,6 +48,20 @@ class Engine {
   // Copies of the full (unpadded) parameters of unit u, gathered (tests and checkpoints).
   std::vector<float> full_params(int u);
 
+  // What this rank owns of unit u: flat elements [shard_begin, shard_begin + shard) of the
+  // padded unit. Parameters, and AdamW's two moments, as views (checkpoints read and write these).
+  Vec param_shard(int u) { return param_shard(units_[u]); }
+  Vec exp_avg_shard(int u) { return units_[u].exp_avg.vec(); }
+  Vec exp_avg_sq_shard(int u) { return units_[u].exp_avg_sq.vec(); }
+  // Whether this rank is the one copy of its shard that writes it (replicas hold the same bytes).
+  bool writes_shard() const { return groups_.replicate->rank() == 0; }
+  // After param_shard(u) was overwritten (a resume): rebuild the full parameters that zero1,
+  // zero2 and ddp keep, from every rank's shard.
+  void sync_full_params();
+  int optimizer_steps() const { return optimizer_steps_; }
+  void set_optimizer_steps(int n) { optimizer_steps_ = n; }
+  const RunConfig& config() const { return cfg_; }
+
  private:
   void forward_backward(int n_micro, const LoadMicroBatch& load, double& loss_sum);
   void begin_unit_backward(int u);
