@@ -63,7 +63,7 @@ BlockOffsets block_offsets(const UnitLayout& b) {
 }
 
 std::vector<UnitLayout> gpt2_units(const ModelConfig& m) {
-  const std::int64_t C = m.n_embd, V = m.vocab_size, T = m.block_size;
+  const std::int64_t C = m.n_embd, V = m.vocab_size, T = m.positions();
   std::vector<UnitLayout> units;
   UnitLayout emb;
   emb.name = "embedding";
