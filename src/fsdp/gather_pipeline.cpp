@@ -27,7 +27,11 @@ void GatherPipeline::issue(int u) {
   su.gathered = TrackedBuffer(tracker_, su.layout->name + "::gathered", su.padded,
                               MemCategory::GatheredParams);
   Kokkos::fence();  // the shard must be final before the collective reads it
+  // A CPU transport may move the data inside the issue call (and wait there for late peers):
+  // that time is communication the compute did not overlap.
+  const double t0 = now_s();
   su.gather = comm_.iall_gather(su.params.cvec(), su.gathered.vec());
+  times_.exposed_s += now_s() - t0;
   su.gather_in_flight = true;
 }
 

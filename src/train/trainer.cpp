@@ -105,6 +105,12 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
                          " = train.batch_size / " + std::to_string(nranks_) + " ranks)",
                      true);
   n_micro_ = per_rank_batch_ / t.micro_batch_size;
+  const Strategy strategy = parse_strategy(cfg_.fsdp.strategy);
+  if (cfg_.fsdp.offload == "params" && !shards_params(strategy))
+    throw SetupError("fsdp.offload = params needs fsdp.strategy = zero3 or hybrid (" +
+                         cfg_.fsdp.strategy + " keeps full parameters on the device); use "
+                         "fsdp.offload = optimizer",
+                     true);
 
   train_ = load_everywhere(cfg_.data.train, cfg_, world);
   val_ = load_everywhere(cfg_.data.val, cfg_, world);
