@@ -39,7 +39,8 @@ Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker&
       shard_comm_(*groups.shard),
       tracker_(tracker),
       trace_(trace),
-      nshard_(groups.shard->size()) {
+      nshard_(groups.shard->size()),
+      deterministic_(cfg.train.deterministic) {
   model_ = std::make_unique<Gpt2>(cfg.model, cfg.train.micro_batch_size, tracker);
   const int r = shard_comm_.rank();
   // Offload keeps what the optimizer owns in host memory; the optimizer step runs there. On a
@@ -52,7 +53,10 @@ Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker&
     ShardedUnit& su = units_[u];
     su.layout = &model_->units()[u];
     su.numel = su.layout->numel;
-    su.padded = (su.numel + nshard_ - 1) / nshard_ * nshard_;
+    // Deterministic mode pads to whole norm blocks per shard, so block boundaries (and the
+    // partial sums of the gradient norm) do not depend on the number of ranks.
+    const std::int64_t quantum = std::int64_t(nshard_) * (deterministic_ ? kNormBlock : 1);
+    su.padded = (su.numel + quantum - 1) / quantum * quantum;
     su.shard = su.padded / nshard_;
     su.shard_begin = std::int64_t(r) * su.shard;
     const std::string& name = su.layout->name;
@@ -168,55 +172,57 @@ void Engine::drain_reductions(std::size_t keep_pending) {
   }
 }
 
-void Engine::forward_backward(int n_micro, const LoadMicroBatch& load, double& loss_sum) {
+double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool reduce_last) {
   const int L = cfg_.model.n_layer;
   const std::vector<int> fwd = forward_schedule(L), bwd = backward_schedule(L);
   std::vector<int> sched = fwd;
   sched.insert(sched.end(), bwd.begin(), bwd.end());
   const int nf = int(fwd.size());
   const bool keep_fwd = !cfg_.fsdp.reshard_after_forward;
-  const bool sharded_accumulate = cfg_.fsdp.accumulate == "sharded";
   Gpt2& m = *model_;
+  double loss = 0.0;
 
+  load(j, m);
+  pipeline_->begin(sched);
+  for (int i = 0; i < nf; ++i) {
+    const ConstVec p = pipeline_->acquire(i);
+    const double t0 = now_s();
+    if (i == 0) m.embed_forward(p);
+    else if (i <= L) m.block_forward(i - 1, p);
+    else if (i == L + 1) m.lnf_forward(p);
+    else loss = m.head_forward(p);
+    Kokkos::fence();
+    const double t1 = now_s();
+    trace_.add("forward " + units_[sched[i]].layout->name, "compute", t0, t1, 0);
+    pipeline_->release(i, keep_fwd);
+  }
+  for (int i = nf; i < int(sched.size()); ++i) {
+    const int u = sched[i];
+    const ConstVec p = pipeline_->acquire(i);
+    begin_unit_backward(u);
+    const Vec g = units_[u].grad_full.vec();
+    const int b = i - nf;
+    const double t0 = now_s();
+    if (b == 0) m.head_backward(p, g, dloss);
+    else if (b == 1) m.lnf_backward(p, g);
+    else if (b <= L + 1) m.block_backward(L - (b - 1), p, g);
+    else m.embed_backward(g);
+    Kokkos::fence();
+    const double t1 = now_s();
+    trace_.add("backward " + units_[u].layout->name, "compute", t0, t1, 0);
+    pipeline_->release(i);
+    if (b != 0) finish_unit_backward(u, reduce_last);  // the head stage is not wte's last use
+  }
+  pipeline_->finish();
+  return loss;
+}
+
+void Engine::forward_backward(int n_micro, const LoadMicroBatch& load, double& loss_sum) {
+  const bool sharded_accumulate = cfg_.fsdp.accumulate == "sharded";
   for (int j = 0; j < n_micro; ++j) {
-    load(j, m);
     const bool last_micro = j + 1 == n_micro;
-    pipeline_->begin(sched);
-    for (int i = 0; i < nf; ++i) {
-      const ConstVec p = pipeline_->acquire(i);
-      const double t0 = now_s();
-      if (i == 0) m.embed_forward(p);
-      else if (i <= L) m.block_forward(i - 1, p);
-      else if (i == L + 1) m.lnf_forward(p);
-      else loss_sum += m.head_forward(p);
-      Kokkos::fence();
-      const double t1 = now_s();
-      trace_.add("forward " + units_[sched[i]].layout->name, "compute", t0, t1, 0);
-      pipeline_->release(i, keep_fwd);
-    }
-    for (int i = nf; i < int(sched.size()); ++i) {
-      const int u = sched[i];
-      const ConstVec p = pipeline_->acquire(i);
-      begin_unit_backward(u);
-      const Vec g = units_[u].grad_full.vec();
-      const int b = i - nf;
-      const double t0 = now_s();
-      if (b == 0) m.head_backward(p, g, 1.f / n_micro);
-      else if (b == 1) m.lnf_backward(p, g);
-      else if (b <= L + 1) m.block_backward(L - (b - 1), p, g);
-      else m.embed_backward(g);
-      Kokkos::fence();
-      const double t1 = now_s();
-      trace_.add("backward " + units_[u].layout->name, "compute", t0, t1, 0);
-      pipeline_->release(i);
-      const bool last_use = b != 0;  // the embedding's head stage is not its last backward use
-      if (last_use) {
-        const bool reduce_now =
-            last_micro || (shards_grads(strategy_) && sharded_accumulate);
-        finish_unit_backward(u, reduce_now);
-      }
-    }
-    pipeline_->finish();
+    const bool reduce = last_micro || (shards_grads(strategy_) && sharded_accumulate);
+    loss_sum += micro_batch(j, load, 1.f / n_micro, reduce);
   }
   drain_reductions(0);
 }
@@ -230,10 +236,19 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
     if (!shards_grads(strategy_)) Kokkos::deep_copy(su.grad_full.vec(), 0.f);
   }
   double loss_sum = 0.0;
-  forward_backward(n_micro, load, loss_sum);
+  if (deterministic_) {
+    std::vector<double> losses;
+    GradSet sum = tree_accumulate(0, n_micro, load, losses);
+    for (std::size_t u = 0; u < units_.size(); ++u) units_[u].grad_full = std::move(sum[u]);
+    tree_reduce_grads(n_micro * groups_.world->size());
+    r.loss = deterministic_loss(losses, n_micro);
+  } else {
+    forward_backward(n_micro, load, loss_sum);
+  }
   const double t_opt = now_s();
   r.optimizer_s = optimizer_step(step, r.grad_norm, r.lr);
-  r.loss = groups_.world->all_reduce_sum(loss_sum / n_micro) / groups_.world->size();
+  if (!deterministic_)
+    r.loss = groups_.world->all_reduce_sum(loss_sum / n_micro) / groups_.world->size();
   r.comm_exposed_s = comm_times_.exposed_s;
   r.comm_total_s = comm_times_.total_s;
   r.compute_s = (t_opt - t_start) - r.comm_exposed_s;
@@ -243,8 +258,12 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
 double Engine::optimizer_step(int step, double& grad_norm, double& lr) {
   const double t0 = now_s();
   double norm2 = 0.0;
-  for (auto& su : units_) norm2 += optim::sum_squares(grad_shard(su));
-  norm2 = shard_comm_.all_reduce_sum(norm2);
+  if (deterministic_) {
+    norm2 = deterministic_norm2();
+  } else {
+    for (auto& su : units_) norm2 += optim::sum_squares(grad_shard(su));
+    norm2 = shard_comm_.all_reduce_sum(norm2);
+  }
   grad_norm = std::sqrt(norm2);
   lr = optim::learning_rate(cfg_.train, step);
   const double clip = cfg_.train.grad_clip;

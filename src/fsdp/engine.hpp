@@ -64,6 +64,14 @@ class Engine {
 
  private:
   void forward_backward(int n_micro, const LoadMicroBatch& load, double& loss_sum);
+  // One micro-batch's forward and backward; reduce_last: reduce each unit after its last use.
+  double micro_batch(int j, const LoadMicroBatch& load, float dloss, bool reduce_last);
+  // Deterministic mode (train.deterministic): see engine_deterministic.cpp.
+  using GradSet = std::vector<TrackedBuffer>;
+  GradSet tree_accumulate(int lo, int hi, const LoadMicroBatch& load, std::vector<double>& losses);
+  void tree_reduce_grads(int global_micro);
+  double deterministic_norm2();
+  double deterministic_loss(const std::vector<double>& local, int n_micro);
   void begin_unit_backward(int u);
   void finish_unit_backward(int u, bool reduce_now);
   void drain_reductions(std::size_t keep_pending);
@@ -90,6 +98,10 @@ class Engine {
   std::unique_ptr<GatherPipeline> pipeline_;
   std::vector<PendingReduce> pending_;
   int optimizer_steps_ = 0;
+  bool deterministic_ = false;
+
+ public:
+  static constexpr std::int64_t kNormBlock = 1024;  // elements per gradient-norm partial sum
 };
 
 }  // namespace fsdp

@@ -106,6 +106,22 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
                      true);
   n_micro_ = per_rank_batch_ / t.micro_batch_size;
   const Strategy strategy = parse_strategy(cfg_.fsdp.strategy);
+  if (t.deterministic) {
+    if (strategy == Strategy::Hybrid)
+      throw SetupError("train.deterministic = true supports ddp, zero1, zero2 and zero3, not "
+                       "hybrid (its two-level reduction has no rank-count independent order)",
+                       true);
+    if ((nranks_ & (nranks_ - 1)) != 0)
+      throw SetupError("train.deterministic = true needs a power-of-two number of ranks (got " +
+                           std::to_string(nranks_) +
+                           "): only then is each rank's share of the micro-batches a subtree "
+                           "of the canonical summation tree",
+                       true);
+    if (cfg_.fsdp.mixed_precision != "fp32" || cfg_.fsdp.reduce_dtype != "fp32")
+      throw SetupError("train.deterministic = true needs fsdp.mixed_precision = fp32 and "
+                       "fsdp.reduce_dtype = fp32 (bf16 rounding depends on how sums are split)",
+                       true);
+  }
   if (cfg_.fsdp.offload == "params" && !shards_params(strategy))
     throw SetupError("fsdp.offload = params needs fsdp.strategy = zero3 or hybrid (" +
                          cfg_.fsdp.strategy + " keeps full parameters on the device); use "
