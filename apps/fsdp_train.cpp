@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // fsdp-train: trains a GPT-2 described by a TOML run deck on every MPI rank of the job.
-// Exit codes: 0 done; 2 bad run deck or arguments; 3 bad data; 1 any other error.
+// Exit codes: 0 done; 2 bad run deck or arguments; 3 bad data; 4 non-finite loss or gradients;
+// 1 any other error.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +20,7 @@ namespace {
 constexpr int kExitBadConfig = 2;
 constexpr int kExitBadData = 3;
 constexpr int kExitError = 1;
+constexpr int kExitNonFinite = 4;
 
 int finish(int code) {
   MPI_Finalize();
@@ -45,7 +47,7 @@ int main(int argc, char** argv) {
   bool profile = false;
   app.add_flag("--profile", profile, "print a per-kernel time breakdown (rank 0) at the end");
   app.footer("Run deck keys (section.key = default  meaning):\n" + fsdp::config_help() +
-             "\nExit codes: 0 done, 1 error, 2 bad run deck or arguments, 3 bad data file.");
+             "\nExit codes: 0 done, 1 error, 2 bad run deck or arguments, 3 bad data file, 4 non-finite loss or gradients (train.on_nonfinite = abort).");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -78,6 +80,10 @@ int main(int argc, char** argv) {
     } catch (const fsdp::DataError& e) {
       std::fprintf(stderr, "fsdp-train: %s\n", e.what());
       code = kExitBadData;
+    } catch (const fsdp::NonFiniteError& e) {
+      // Every rank sees the same norm; rank 0 reports.
+      if (rank == 0) std::fprintf(stderr, "fsdp-train: %s (train.on_nonfinite = abort)\n", e.what());
+      code = kExitNonFinite;
     } catch (const fsdp::OutOfMemory& e) {
       // A budget overrun happens on every rank of a symmetric run; the report is rank 0's.
       if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", e.what());

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "optim/adamw.hpp"
 #include "optim/lr_schedule.hpp"
@@ -246,16 +247,44 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
     forward_backward(n_micro, load, loss_sum);
   }
   const double t_opt = now_s();
-  r.optimizer_s = optimizer_step(step, r.grad_norm, r.lr);
   if (!deterministic_)
     r.loss = groups_.world->all_reduce_sum(loss_sum / n_micro) / groups_.world->size();
+  inject_fault(step);
+  r.optimizer_s = optimizer_step(step, r);
   r.comm_exposed_s = comm_times_.exposed_s;
   r.comm_total_s = comm_times_.total_s;
   r.compute_s = (t_opt - t_start) - r.comm_exposed_s;
   return r;
 }
 
-double Engine::optimizer_step(int step, double& grad_norm, double& lr) {
+std::string Engine::first_nonfinite_unit() {
+  std::vector<double> bad(units_.size(), 0.0);
+  for (std::size_t u = 0; u < units_.size(); ++u)
+    bad[u] = std::isfinite(optim::sum_squares(grad_shard(units_[u]))) ? 0.0 : 1.0;
+  shard_comm_.all_reduce_sum(bad.data(), int(bad.size()));
+  for (std::size_t u = 0; u < units_.size(); ++u)
+    if (bad[u] > 0.0) return units_[u].layout->name;
+  return "";
+}
+
+// Test-only fault injection: FSDP_TEST_INJECT_NAN=<unit>@<step> puts a NaN into that unit's
+// gradient shard on shard rank 0 at that (0-based) step.
+void Engine::inject_fault(int step) {
+  static const char* spec = std::getenv("FSDP_TEST_INJECT_NAN");
+  if (!spec) return;
+  const std::string s(spec);
+  const auto at = s.find('@');
+  if (at == std::string::npos || std::atoi(s.c_str() + at + 1) != step) return;
+  for (auto& su : units_)
+    if (su.layout->name == s.substr(0, at) && shard_comm_.rank() == 0) {
+      const Vec g = grad_shard(su);
+      Kokkos::deep_copy(Kokkos::subview(g, 0), std::nanf(""));
+    }
+}
+
+double Engine::optimizer_step(int step, StepResult& r) {
+  double& grad_norm = r.grad_norm;
+  double& lr = r.lr;
   const double t0 = now_s();
   double norm2 = 0.0;
   if (deterministic_) {
@@ -266,6 +295,17 @@ double Engine::optimizer_step(int step, double& grad_norm, double& lr) {
   }
   grad_norm = std::sqrt(norm2);
   lr = optim::learning_rate(cfg_.train, step);
+  if (!std::isfinite(grad_norm) || !std::isfinite(r.loss)) {
+    r.nonfinite_unit = first_nonfinite_unit();
+    const std::string what =
+        "step " + std::to_string(step + 1) + ": non-finite " +
+        (std::isfinite(r.loss) ? "" : "loss (" + std::to_string(r.loss) + ") and ") +
+        "gradient norm (" + std::to_string(grad_norm) + "); first unit with non-finite gradients: " +
+        (r.nonfinite_unit.empty() ? "none (the loss alone)" : r.nonfinite_unit);
+    if (cfg_.train.on_nonfinite != "skip_step") throw NonFiniteError(what);
+    r.skipped = true;  // parameters and optimizer state stay as they were
+    return now_s() - t0;
+  }
   const double clip = cfg_.train.grad_clip;
   optim::AdamWStep s;
   s.lr = float(lr);

@@ -23,6 +23,13 @@ struct StepResult {
   double grad_norm = 0.0;  // before clipping
   double lr = 0.0;
   double compute_s = 0.0, comm_exposed_s = 0.0, comm_total_s = 0.0, optimizer_s = 0.0;
+  bool skipped = false;          // non-finite loss or gradients and train.on_nonfinite = skip_step
+  std::string nonfinite_unit;    // the first unit whose gradients are not finite, if any
+};
+
+// Non-finite loss or gradient norm under train.on_nonfinite = abort (every rank throws it).
+struct NonFiniteError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 class Engine {
@@ -75,7 +82,9 @@ class Engine {
   void begin_unit_backward(int u);
   void finish_unit_backward(int u, bool reduce_now);
   void drain_reductions(std::size_t keep_pending);
-  double optimizer_step(int step, double& grad_norm, double& lr);
+  double optimizer_step(int step, StepResult& r);
+  std::string first_nonfinite_unit();
+  void inject_fault(int step);
   Vec param_shard(ShardedUnit& su);
   Vec grad_shard(ShardedUnit& su);
 

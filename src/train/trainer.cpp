@@ -237,6 +237,10 @@ TrainSummary Trainer::run() {
     const double dt = now_s() - t0;
     const double tok_s = tokens_per_step / dt;
     if (step > 0 || cfg_.train.steps == 1) rates.push_back(tok_s);  // step 0 warms caches
+    if (r.skipped && rank_ == 0)
+      std::fprintf(stderr, "fsdp-train: step %d skipped (train.on_nonfinite = skip_step): "
+                           "non-finite gradients, first in unit %s\n",
+                   step + 1, r.nonfinite_unit.empty() ? "(loss only)" : r.nonfinite_unit.c_str());
     sum.losses.push_back(r.loss);
     sum.grad_norms.push_back(r.grad_norm);
     log_step(step, r, dt, tok_s);
