@@ -7,7 +7,8 @@
 #
 #   jobscripts/scaling_study.sh [OUT_DIR]
 # Environment (all optional): FSDP_BUILD (build dir), RANKS ("1 2 4"), STRATEGIES,
-#   DECK (run deck), STEPS, SEQ_PER_RANK (weak), GLOBAL_BATCH (strong), LAUNCH, EXTRA (--set ...)
+#   DECK (run deck), STEPS, SEQ_PER_RANK (weak), GLOBAL_BATCH (strong), MICRO, LAUNCH,
+#   EXTRA (more --set overrides)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FSDP_BUILD:-$ROOT/build}
@@ -18,6 +19,7 @@ DECK=${DECK:-$ROOT/inputs/scaling.toml}
 STEPS=${STEPS:-6}
 SEQ_PER_RANK=${SEQ_PER_RANK:-4}
 GLOBAL_BATCH=${GLOBAL_BATCH:-16}
+MICRO=${MICRO:-4}  # sequences per forward/backward: fixed, so activations stay comparable
 LAUNCH=${LAUNCH:-"mpirun --oversubscribe -np"}
 EXTRA=${EXTRA:-}
 export OPENBLAS_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -35,7 +37,7 @@ for mode in strong weak; do
       # shellcheck disable=SC2086
       $LAUNCH "$n" "$BUILD/fsdp-train" --config "$DECK" --set fsdp.strategy="$s" \
         --set train.steps="$STEPS" --set train.batch_size="$batch" \
-        --set train.micro_batch_size="$per_rank" --set eval.every=0 --set eval.sequences=0 \
+        --set train.micro_batch_size="$MICRO" --set eval.every=0 --set eval.sequences=0 \
         --metrics "$metrics" $EXTRA >"$OUT/${mode}_${s}_np${n}.log" 2>&1
       /usr/bin/python3 - "$metrics" "$mode" "$s" "$n" "$batch" "$machine" >>"$OUT/results.jsonl" <<'PY'
 import json, statistics, sys
