@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+// fsdp-bench: micro-benchmarks that print nccl-tests-style tables, one subcommand each
+// (comm: our collectives beside raw MPI).
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <Kokkos_Core.hpp>
+
+#include "comm/bench_comm.hpp"
+
+namespace {
+
+// MPI outlives everything else in main, Kokkos included.
+struct MpiSession {
+  MpiSession(int* argc, char*** argv) { MPI_Init(argc, argv); }
+  ~MpiSession() { MPI_Finalize(); }
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+};
+
+CLI::App* add_comm(CLI::App& app, fsdp::comm::CommBenchOptions& o) {
+  CLI::App* sub = app.add_subcommand("comm", "collective bandwidth: ours beside raw MPI");
+  const auto size = CLI::AsSizeValue(false);  // 64K = 65536
+  sub->add_option("--min-bytes", o.min_bytes, "smallest full buffer per rank")
+      ->transform(size)
+      ->capture_default_str();
+  sub->add_option("--max-bytes", o.max_bytes, "largest full buffer per rank")
+      ->transform(size)
+      ->capture_default_str();
+  sub->add_option("--factor", o.factor, "size step (2 = doubling)")->capture_default_str();
+  sub->add_option("--iters", o.iters, "timed calls per size")->capture_default_str();
+  sub->add_option("--warmup", o.warmup, "untimed calls first")->capture_default_str();
+  sub->add_option("--window-bytes", o.window_bytes, "shared window per rank")
+      ->transform(size)
+      ->capture_default_str();
+  sub->add_option("--step-bytes", o.step_bytes, "shared-memory step per rank")
+      ->transform(size)
+      ->capture_default_str();
+  sub->add_option("--single-copy-max", o.single_copy_max_bytes,
+                  "largest all-gather read straight from the peers (0: never)")
+      ->transform(size)
+      ->capture_default_str();
+  sub->add_flag("--fallback", o.fallback, "also time our MPI path without shared memory");
+  sub->add_option("--json", o.json_path, "write the results here too");
+  return sub;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MpiSession mpi(&argc, &argv);
+  Kokkos::ScopeGuard kokkos(argc, argv);  // takes its --kokkos-* flags out of argv first
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+  CLI::App app{"fsdp-bench: micro-benchmarks for the FSDP trainer"};
+  app.require_subcommand(1);
+  fsdp::comm::CommBenchOptions comm_options;
+  CLI::App* comm = add_comm(app, comm_options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return rank == 0 ? app.exit(e) : e.get_exit_code();  // one copy of the message
+  }
+
+  if (comm->parsed()) return fsdp::comm::run_comm_bench(MPI_COMM_WORLD, comm_options);
+  return 0;
+}

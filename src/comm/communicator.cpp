@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+// What every backend shares: extent checks, the fence before data leaves the compute, issue
+// timestamps, link emulation, and the scalar helpers built on a byte all-gather.
+#include "comm/communicator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "core/check.hpp"
+
+namespace fsdp::comm {
+
+double LinkEmulation::seconds(double bus_bytes) const {
+  return latency_us * 1e-6 + (gbps > 0 ? bus_bytes / (gbps * 1e9) : 0.0);
+}
+
+double to_seconds(Clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+// ---- Handle ---------------------------------------------------------------------------------
+
+Handle::Handle(const char* op, std::size_t bytes, Clock::time_point issued,
+               Clock::time_point emulated, std::unique_ptr<detail::Pending> pending)
+    : op_(op),
+      bytes_(bytes),
+      issued_(issued),
+      emulated_(emulated),
+      pending_(std::move(pending)),
+      done_(false) {
+  if (!pending_) landed_ = Clock::now();
+}
+
+Handle::Handle(Handle&& o) noexcept
+    : op_(o.op_),
+      bytes_(o.bytes_),
+      issued_(o.issued_),
+      emulated_(o.emulated_),
+      landed_(o.landed_),
+      completed_(o.completed_),
+      pending_(std::move(o.pending_)),
+      done_(o.done_) {
+  o.done_ = true;
+}
+
+Handle& Handle::operator=(Handle&& o) noexcept {
+  if (this == &o) return *this;
+  if (pending_) pending_->wait();  // the old transfer still owns its buffers
+  op_ = o.op_;
+  bytes_ = o.bytes_;
+  issued_ = o.issued_;
+  emulated_ = o.emulated_;
+  landed_ = o.landed_;
+  completed_ = o.completed_;
+  pending_ = std::move(o.pending_);
+  done_ = o.done_;
+  o.done_ = true;
+  return *this;
+}
+
+Handle::~Handle() {
+  if (pending_) pending_->wait();
+}
+
+void Handle::data_landed(Clock::time_point t) {
+  pending_.reset();
+  landed_ = t;
+}
+
+bool Handle::test() {
+  if (done_) return true;
+  if (pending_) {
+    if (!pending_->test()) return false;
+    data_landed(Clock::now());
+  }
+  if (Clock::now() < emulated_) return false;
+  completed_ = std::max(landed_, emulated_);
+  done_ = true;
+  return true;
+}
+
+void Handle::wait() {
+  if (done_) return;
+  if (pending_) {
+    pending_->wait();
+    data_landed(Clock::now());
+  }
+  // Sleep rather than spin: the point of emulation is to leave the core to the compute.
+  if (Clock::now() < emulated_) std::this_thread::sleep_until(emulated_);
+  completed_ = std::max(landed_, emulated_);
+  done_ = true;
+}
+
+// ---- Communicator ---------------------------------------------------------------------------
+
+namespace {
+
+// (n-1)/n of the full buffer crosses the bus in a ring all-gather or reduce-scatter, twice
+// that in an all-reduce; a lone rank is charged the whole buffer so emulation still delays.
+double bus_bytes(std::size_t total, int n, double factor) {
+  return n == 1 ? double(total) : factor * double(n - 1) / double(n) * double(total);
+}
+
+std::string extent_error(const std::string& comm, const char* op, const char* rule,
+                         std::size_t send, std::size_t recv, int n) {
+  return "comm::" + std::string(op) + " on communicator '" + comm + "' (size " + std::to_string(n) +
+         "): needs " + rule + ", got send " + std::to_string(send) + " and recv " +
+         std::to_string(recv) + " elements";
+}
+
+bool overlap(const float* a, std::size_t na, const float* b, std::size_t nb) {
+  return na > 0 && nb > 0 && a < b + nb && b < a + na;
+}
+
+}  // namespace
+
+Communicator::Communicator(int rank, int size, std::string name, LinkEmulation link)
+    : rank_(rank), size_(size), name_(std::move(name)), link_(link) {}
+
+Handle Communicator::issued(const char* op, std::size_t bytes, double bus, Clock::time_point t0,
+                            std::unique_ptr<detail::Pending> pending) const {
+  Clock::time_point due = t0;
+  if (link_.active())
+    due += std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(link_.seconds(bus)));
+  return Handle(op, bytes, t0, due, std::move(pending));
+}
+
+Handle Communicator::gather(ConstVec send, Vec recv, bool blocking) {
+  const std::size_t c = send.extent(0);
+  if (recv.extent(0) != std::size_t(size_) * c)
+    fatal(extent_error(name_, "all_gather", "recv == size * send", c, recv.extent(0), size_));
+  const bool in_place = c > 0 && send.data() == recv.data() + std::size_t(rank_) * c;
+  if (!in_place && overlap(send.data(), c, recv.data(), recv.extent(0)))
+    fatal("comm::all_gather on '" + name_ + "': send overlaps recv but is not its own block");
+  Kokkos::fence();
+  const auto t0 = Clock::now();
+  auto pending = start_all_gather(send, recv, blocking);
+  const std::size_t bytes = recv.extent(0) * sizeof(float);
+  return issued("all_gather", bytes, bus_bytes(bytes, size_, 1.0), t0, std::move(pending));
+}
+
+Handle Communicator::scatter(ConstVec send, Vec recv, ReduceOp op, bool blocking) {
+  const std::size_t c = recv.extent(0);
+  if (send.extent(0) != std::size_t(size_) * c)
+    fatal(extent_error(name_, "reduce_scatter", "send == size * recv", send.extent(0), c, size_));
+  if (overlap(send.data(), send.extent(0), recv.data(), c))
+    fatal("comm::reduce_scatter on '" + name_ + "': send and recv overlap");
+  Kokkos::fence();
+  const auto t0 = Clock::now();
+  auto pending = start_reduce_scatter(send, recv, op, blocking);
+  const std::size_t bytes = send.extent(0) * sizeof(float);
+  return issued("reduce_scatter", bytes, bus_bytes(bytes, size_, 1.0), t0, std::move(pending));
+}
+
+Handle Communicator::reduce(Vec buf, ReduceOp op, bool blocking) {
+  Kokkos::fence();
+  const auto t0 = Clock::now();
+  auto pending = start_all_reduce(buf, op, blocking);
+  const std::size_t bytes = buf.extent(0) * sizeof(float);
+  return issued("all_reduce", bytes, bus_bytes(bytes, size_, 2.0), t0, std::move(pending));
+}
+
+void Communicator::all_gather(ConstVec send, Vec recv) { gather(send, recv, true).wait(); }
+void Communicator::reduce_scatter(ConstVec send, Vec recv, ReduceOp op) {
+  scatter(send, recv, op, true).wait();
+}
+void Communicator::all_reduce(Vec buf, ReduceOp op) { reduce(buf, op, true).wait(); }
+
+Handle Communicator::iall_gather(ConstVec send, Vec recv) { return gather(send, recv, false); }
+Handle Communicator::ireduce_scatter(ConstVec send, Vec recv, ReduceOp op) {
+  return scatter(send, recv, op, false);
+}
+Handle Communicator::iall_reduce(Vec buf, ReduceOp op) { return reduce(buf, op, false); }
+
+void Communicator::broadcast(Vec buf, int root) {
+  if (root < 0 || root >= size_)
+    fatal("comm::broadcast on '" + name_ + "': root " + std::to_string(root) +
+          " is not a rank of a communicator of size " + std::to_string(size_));
+  Kokkos::fence();
+  const auto t0 = Clock::now();
+  do_broadcast(buf, root);
+  const std::size_t bytes = buf.extent(0) * sizeof(float);
+  issued("broadcast", bytes, double(bytes), t0, nullptr).wait();
+}
+
+template <class T>
+std::vector<T> Communicator::gather_scalars(const T* v, int n) {
+  if (n < 0) fatal("comm::all_reduce on '" + name_ + "': negative count");
+  std::vector<T> all(std::size_t(size_) * std::size_t(n));
+  const auto t0 = Clock::now();
+  all_gather_bytes(v, all.data(), std::size_t(n) * sizeof(T));
+  const std::size_t bytes = std::size_t(n) * sizeof(T);
+  issued("all_reduce", bytes, bus_bytes(bytes, size_, 2.0), t0, nullptr).wait();
+  return all;
+}
+
+void Communicator::all_reduce_sum(double* v, int n) {
+  const std::vector<double> all = gather_scalars(v, n);
+  for (int i = 0; i < n; ++i) {
+    double acc = all[std::size_t(i)];
+    for (int q = 1; q < size_; ++q) acc += all[std::size_t(q) * n + i];
+    v[i] = acc;
+  }
+}
+
+double Communicator::all_reduce_sum(double v) {
+  all_reduce_sum(&v, 1);
+  return v;
+}
+
+double Communicator::all_reduce_max(double v) {
+  // A NaN anywhere wins, so a diverged rank is seen by all of them.
+  double m = v;
+  for (double x : gather_scalars(&v, 1))
+    if (std::isnan(x) || x > m) m = x;
+  return m;
+}
+
+int Communicator::all_reduce_max(int v) {
+  const std::vector<int> all = gather_scalars(&v, 1);
+  return *std::max_element(all.begin(), all.end());
+}
+
+}  // namespace fsdp::comm

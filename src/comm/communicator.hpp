@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+// The collective interface every backend implements (MPI with a one-node shared-memory fast
+// path, single rank), the move-only Handle of a non-blocking collective, and link emulation.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/types.hpp"
+
+namespace fsdp::comm {
+
+// Reductions are deterministic by contract, whatever the backend or message size:
+//   Sum: out[i] = ((x_0[i] + x_1[i]) + x_2[i]) + ... + x_{n-1}[i], in RANK ORDER, starting
+//        from rank 0's value (not from 0.0f), in float;
+//   Avg: that sum divided by float(n) (a correctly rounded division, not a multiply by 1/n).
+// Bitwise-reproducible training relies on this: a run gives the same bits whichever path
+// (shared memory, MPI fallback, chunked or not) moved the data.
+enum class ReduceOp { Sum, Avg };
+
+// A slower link than the real one, to measure prefetch overlap on a CPU: a collective issued at
+// t completes no earlier than t + latency + bus_bytes / bandwidth, where bus_bytes is
+// (n-1)/n of the full buffer for all-gather and reduce-scatter, 2(n-1)/n of it for all-reduce,
+// the buffer for broadcast, and the plain buffer size when n == 1. Data still moves at issue;
+// wait() sleeps until the emulated completion.
+struct LinkEmulation {
+  double latency_us = 0;
+  double gbps = 0;  // GB/s (1e9 bytes/s) of bus bandwidth; 0 = unlimited
+  bool active() const { return latency_us > 0 || gbps > 0; }
+  double seconds(double bus_bytes) const;
+};
+
+using Clock = std::chrono::steady_clock;
+// Seconds on the steady clock since its epoch: the same scale as fsdp::now_s() in io/trace.hpp.
+double to_seconds(Clock::time_point t);
+
+namespace detail {
+// Data movement still in flight (an MPI request and the local work that follows it).
+class Pending {
+ public:
+  virtual ~Pending() = default;
+  virtual bool test() = 0;  // makes progress; true once the data is in place
+  virtual void wait() = 0;
+};
+}  // namespace detail
+
+// A non-blocking collective. Move-only; destroying or overwriting a handle whose data is still
+// in flight waits for the data (the buffers must not be reused under MPI) but not for the
+// emulated link. A default-constructed handle is complete.
+class Handle {
+ public:
+  Handle() = default;
+  Handle(const char* op, std::size_t bytes, Clock::time_point issued, Clock::time_point emulated,
+         std::unique_ptr<detail::Pending> pending);
+  Handle(Handle&& other) noexcept;
+  Handle& operator=(Handle&& other) noexcept;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle();
+
+  void wait();  // data in place, then sleeps until the emulated completion
+  bool test();  // true once both have happened
+  bool done() const { return done_; }
+
+  const char* op() const { return op_; }        // "all_gather", "reduce_scatter", ...
+  std::size_t bytes() const { return bytes_; }  // the full buffer (as nccl-tests' size)
+  double issue_time() const { return to_seconds(issued_); }
+  // max(when the data was seen in place, the emulated completion); negative until done().
+  double completion_time() const { return done_ ? to_seconds(completed_) : -1.0; }
+
+ private:
+  void data_landed(Clock::time_point t);
+
+  const char* op_ = "none";
+  std::size_t bytes_ = 0;
+  Clock::time_point issued_{}, emulated_{}, landed_{}, completed_{};
+  std::unique_ptr<detail::Pending> pending_;
+  bool done_ = true;
+};
+
+// Counts come from view extents; inconsistent extents are fatal. Buffers must be host
+// accessible (Serial/OpenMP Kokkos) and must not overlap, except an in-place all-gather whose
+// send is recv's own block (send.data() == recv.data() + rank() * send.extent(0)).
+class Communicator {
+ public:
+  Communicator(int rank, int size, std::string name, LinkEmulation link);
+  virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& name() const { return name_; }  // the group: "world", "shard", ...
+  virtual const char* backend() const = 0;           // "mpi+shm", "mpi", "single"
+  const LinkEmulation& link() const { return link_; }
+
+  // recv.extent(0) == size() * send.extent(0); rank q's block lands at q * send.extent(0).
+  void all_gather(ConstVec send, Vec recv);
+  // send.extent(0) == size() * recv.extent(0); this rank gets block rank() of the reduction.
+  void reduce_scatter(ConstVec send, Vec recv, ReduceOp op);
+  void all_reduce(Vec buf, ReduceOp op);
+  void broadcast(Vec buf, int root);
+  virtual void barrier() = 0;
+
+  Handle iall_gather(ConstVec send, Vec recv);
+  Handle ireduce_scatter(ConstVec send, Vec recv, ReduceOp op);
+  Handle iall_reduce(Vec buf, ReduceOp op);
+
+  // Small all-reduces for norms and flags; sums are in rank order like the view collectives.
+  double all_reduce_sum(double v);
+  void all_reduce_sum(double* v, int n);
+  double all_reduce_max(double v);
+  int all_reduce_max(int v);
+
+ protected:
+  // Backends move the data and return what is still in flight (nullptr: already in place).
+  // `blocking` lets a backend use its blocking call; it must then return nullptr.
+  virtual std::unique_ptr<detail::Pending> start_all_gather(ConstVec send, Vec recv,
+                                                            bool blocking) = 0;
+  virtual std::unique_ptr<detail::Pending> start_reduce_scatter(ConstVec send, Vec recv,
+                                                                ReduceOp op, bool blocking) = 0;
+  virtual std::unique_ptr<detail::Pending> start_all_reduce(Vec buf, ReduceOp op,
+                                                            bool blocking) = 0;
+  virtual void do_broadcast(Vec buf, int root) = 0;
+  // recv (size() * bytes) gets every rank's `bytes` in rank order: the base of the scalar helpers.
+  virtual void all_gather_bytes(const void* send, void* recv, std::size_t bytes) = 0;
+
+ private:
+  Handle gather(ConstVec send, Vec recv, bool blocking);
+  Handle scatter(ConstVec send, Vec recv, ReduceOp op, bool blocking);
+  Handle reduce(Vec buf, ReduceOp op, bool blocking);
+  Handle issued(const char* op, std::size_t bytes, double bus_bytes, Clock::time_point t0,
+                std::unique_ptr<detail::Pending> pending) const;
+  template <class T>
+  std::vector<T> gather_scalars(const T* v, int n);
+
+  int rank_, size_;
+  std::string name_;
+  LinkEmulation link_;
+};
+
+}  // namespace fsdp::comm

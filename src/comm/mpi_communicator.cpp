@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+#include "comm/mpi_communicator.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "comm/mpi_collectives.hpp"
+#include "core/check.hpp"
+
+namespace fsdp::comm {
+namespace {
+
+int rank_of(MPI_Comm comm) {
+  int r = 0;
+  FSDP_MPI_CHECK(MPI_Comm_rank(comm, &r));
+  return r;
+}
+
+int size_of(MPI_Comm comm) {
+  int n = 0;
+  FSDP_MPI_CHECK(MPI_Comm_size(comm, &n));
+  return n;
+}
+
+// Both paths read and write the views from the host (the reductions are host loops).
+constexpr bool kHostViews = Kokkos::SpaceAccessibility<Kokkos::HostSpace, DeviceSpace>::accessible;
+
+}  // namespace
+
+bool shm_disabled_by_env() {
+  const char* v = std::getenv("FSDP_COMM_NO_SHM");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiOptions options)
+    : Communicator(rank_of(comm), size_of(comm), options.name, options.link),
+      comm_(OwnedComm::dup(comm)) {
+  if (!kHostViews)
+    fatal("comm::MpiCommunicator needs host-accessible views; device builds use NCCL");
+  if (options.shared_memory && !shm_disabled_by_env()) {
+    // Every rank reaches the same verdict: create() agrees collectively.
+    auto window = ShmWindow::create(comm_.get(), options.window_bytes);
+    if (window)
+      shm_ = std::make_unique<ShmCollectives>(comm_.get(), std::move(window), options.shm);
+  }
+}
+
+MpiCommunicator::~MpiCommunicator() = default;
+
+void MpiCommunicator::barrier() { FSDP_MPI_CHECK(MPI_Barrier(comm_.get())); }
+
+std::unique_ptr<detail::Pending> MpiCommunicator::start_all_gather(ConstVec send, Vec recv,
+                                                                   bool blocking) {
+  const std::size_t c = send.extent(0);
+  if (shm_) {
+    shm_->all_gather(send.data(), recv.data(), c);
+    return nullptr;
+  }
+  const bool in_place = c > 0 && send.data() == recv.data() + std::size_t(rank()) * c;
+  return mpi::all_gather(comm_.get(), send.data(), recv.data(), c, in_place, blocking);
+}
+
+std::unique_ptr<detail::Pending> MpiCommunicator::start_reduce_scatter(ConstVec send, Vec recv,
+                                                                       ReduceOp op, bool blocking) {
+  if (shm_) {
+    shm_->reduce_scatter(send.data(), recv.data(), recv.extent(0), op);
+    return nullptr;
+  }
+  return mpi::reduce_scatter(comm_.get(), send.data(), recv.data(), recv.extent(0), op, blocking);
+}
+
+std::unique_ptr<detail::Pending> MpiCommunicator::start_all_reduce(Vec buf, ReduceOp op,
+                                                                   bool blocking) {
+  if (shm_) {
+    shm_->all_reduce(buf.data(), buf.extent(0), op);
+    return nullptr;
+  }
+  return mpi::all_reduce(comm_.get(), buf.data(), buf.extent(0), op, blocking);
+}
+
+void MpiCommunicator::do_broadcast(Vec buf, int root) {
+  // Not on a hot path (initial parameters), and order-free: MPI's own broadcast is enough.
+  FSDP_MPI_CHECK(MPI_Bcast(buf.data(), mpi::checked_count(buf.extent(0), "broadcast"), MPI_FLOAT,
+                           root, comm_.get()));
+}
+
+void MpiCommunicator::all_gather_bytes(const void* send, void* recv, std::size_t bytes) {
+  const int b = mpi::checked_count(bytes, "all_reduce (scalars)");
+  FSDP_MPI_CHECK(MPI_Allgather(send, b, MPI_BYTE, recv, b, MPI_BYTE, comm_.get()));
+}
+
+}  // namespace fsdp::comm

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+// The MPI backend over a private duplicate of a communicator. When every rank is on one node it
+// moves data through a shared-memory window (shm_collectives.hpp); otherwise, or when told not
+// to, it uses MPI collectives with rank-ordered reductions (mpi_collectives.hpp).
+#pragma once
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "comm/communicator.hpp"
+#include "comm/owned_comm.hpp"
+#include "comm/shm_collectives.hpp"
+
+namespace fsdp::comm {
+
+struct MpiOptions {
+  std::string name = "world";
+  // Try the one-node shared-memory path. FSDP_COMM_NO_SHM=1 in the environment turns it off too.
+  bool shared_memory = true;
+  std::size_t window_bytes = std::size_t(64) << 20;  // per rank; larger messages go in steps
+  ShmSettings shm;
+  LinkEmulation link;
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, MpiOptions options = {});
+  ~MpiCommunicator() override;
+
+  const char* backend() const override { return shm_ ? "mpi+shm" : "mpi"; }
+  bool uses_shared_memory() const { return shm_ != nullptr; }
+  bool uses_single_copy() const { return shm_ && shm_->single_copy(); }
+  MPI_Comm mpi_comm() const { return comm_.get(); }
+  void barrier() override;
+
+ protected:
+  std::unique_ptr<detail::Pending> start_all_gather(ConstVec send, Vec recv,
+                                                    bool blocking) override;
+  std::unique_ptr<detail::Pending> start_reduce_scatter(ConstVec send, Vec recv, ReduceOp op,
+                                                        bool blocking) override;
+  std::unique_ptr<detail::Pending> start_all_reduce(Vec buf, ReduceOp op, bool blocking) override;
+  void do_broadcast(Vec buf, int root) override;
+  void all_gather_bytes(const void* send, void* recv, std::size_t bytes) override;
+
+ private:
+  OwnedComm comm_;                       // declared first: the window is freed before it
+  std::unique_ptr<ShmCollectives> shm_;  // nullptr: the MPI path
+};
+
+// True when FSDP_COMM_NO_SHM is set to something other than "0" or "".
+bool shm_disabled_by_env();
+
+}  // namespace fsdp::comm

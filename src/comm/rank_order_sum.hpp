@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: MIT
+// The one reduction kernel of every backend: n equally long float blocks summed in rank order
+// (ReduceOp's contract), so the shared-memory and MPI paths agree bit for bit.
+#pragma once
+#include <cstddef>
+
+#include "comm/communicator.hpp"
+
+namespace fsdp::comm {
+
+// dst[i] = ((src[0][i] + src[1][i]) + ...) + src[n-1][i], then / float(n) for Avg.
+// dst must not alias any src (it is written before the later ranks are read).
+void sum_in_rank_order(const float* const* src, int n, float* dst, std::size_t count, ReduceOp op);
+
+}  // namespace fsdp::comm

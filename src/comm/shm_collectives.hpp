@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// The one-node fast path: collectives through a ShmWindow in steps of at most one half-segment
+// per rank. Steps alternate between the two halves, so a single barrier per step suffices.
+// All-gathers up to single_copy_max_bytes copy straight from the peers' buffers instead (cma.hpp).
+#pragma once
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "comm/shm_window.hpp"
+
+namespace fsdp::comm {
+
+struct ShmSettings {
+  // Each rank's data per step: small stays in cache, large has fewer barriers. Clipped to half
+  // the window.
+  std::size_t step_bytes = std::size_t(1) << 20;
+  // All-gathers whose full buffer is at most this use single-copy reads (0: never). Past it,
+  // staging with streaming stores wins: the kernel's copy leaves the result in cache.
+  std::size_t single_copy_max_bytes = std::size_t(16) << 20;
+};
+
+class ShmCollectives {
+ public:
+  // Collective over comm (it checks that single-copy reads work between every pair of ranks).
+  ShmCollectives(MPI_Comm comm, std::unique_ptr<ShmWindow> window, ShmSettings settings);
+
+  bool single_copy() const { return single_copy_; }
+  void all_gather(const float* send, float* recv, std::size_t count);  // count per rank
+  void reduce_scatter(const float* send, float* recv, std::size_t count, ReduceOp op);
+  void all_reduce(float* buf, std::size_t count, ReduceOp op);
+
+ private:
+  void gather_single_copy(const float* send, float* recv, std::size_t count);
+  void gather_staged(const float* send, float* recv, std::size_t count);
+  bool probe_single_copy(MPI_Comm comm);
+  float* slot(int rank) const;  // this step's half of rank's segment
+  void end_step() { half_ ^= 1; }
+
+  std::unique_ptr<ShmWindow> window_;
+  int rank_ = 0, size_ = 1;
+  std::size_t step_;  // floats per rank per step
+  std::size_t single_copy_max_;
+  bool single_copy_ = false;
+  int half_ = 0;
+  std::vector<const float*> src_;  // per-step source pointers, reused
+};
+
+}  // namespace fsdp::comm

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// The backend of a one-rank group: every collective is a copy or nothing, no MPI involved, so
+// single-rank runs and size-1 process groups need no communicator at all.
+#pragma once
+#include "comm/communicator.hpp"
+
+namespace fsdp::comm {
+
+class SingleCommunicator final : public Communicator {
+ public:
+  explicit SingleCommunicator(std::string name = "world", LinkEmulation link = {})
+      : Communicator(0, 1, std::move(name), link) {}
+
+  const char* backend() const override { return "single"; }
+  void barrier() override {}
+
+ protected:
+  std::unique_ptr<detail::Pending> start_all_gather(ConstVec send, Vec recv,
+                                                    bool blocking) override;
+  std::unique_ptr<detail::Pending> start_reduce_scatter(ConstVec send, Vec recv, ReduceOp op,
+                                                        bool blocking) override;
+  std::unique_ptr<detail::Pending> start_all_reduce(Vec, ReduceOp, bool) override {
+    return nullptr;  // the sum of one rank, and its average, are the buffer itself
+  }
+  void do_broadcast(Vec, int) override {}
+  void all_gather_bytes(const void* send, void* recv, std::size_t bytes) override;
+};
+
+}  // namespace fsdp::comm
