@@ -83,6 +83,7 @@ bool Handle::test() {
 void Handle::wait() {
   if (done_) return;
   if (pending_) {
+    Watch watch(std::string(op_) + " (waiting for the transfer to complete)", nullptr, 0);
     pending_->wait();
     data_landed(Clock::now());
   }
@@ -118,6 +119,27 @@ bool overlap(const float* a, std::size_t na, const float* b, std::size_t nb) {
 Communicator::Communicator(int rank, int size, std::string name, LinkEmulation link)
     : rank_(rank), size_(size), name_(std::move(name)), link_(link) {}
 
+std::uint64_t Communicator::enter(const char* op, const char* dtype, std::uint64_t count) {
+  ++seq_;
+  if (board_) const_cast<ArrivalBoard*>(board_)->arrive(seq_);
+  if (!check_ || size_ == 1) return seq_;
+  Watch watch("fingerprint exchange before " + watch_label(op, count), board_, seq_);
+  const Fingerprint mine = make_fingerprint(op, name_, dtype, count);
+  std::vector<Fingerprint> all(static_cast<std::size_t>(size_));
+  all_gather_bytes(&mine, all.data(), sizeof(Fingerprint));
+  for (int q = 0; q < size_; ++q)
+    if (!same(all[std::size_t(q)], mine))
+      fatal("collective mismatch on communicator '" + name_ + "': rank " + std::to_string(rank_) +
+            " is in " + describe(mine) + " but rank " + std::to_string(q) + " is in " +
+            describe(all[std::size_t(q)]));
+  return seq_;
+}
+
+std::string Communicator::watch_label(const char* op, std::uint64_t count) const {
+  return std::string(op) + " of " + std::to_string(count) + " elements on communicator '" + name_ +
+         "' from " + CallSite::current();
+}
+
 Handle Communicator::issued(const char* op, std::size_t bytes, double bus, Clock::time_point t0,
                             std::unique_ptr<detail::Pending> pending) const {
   Clock::time_point due = t0;
@@ -134,6 +156,8 @@ Handle Communicator::gather(ConstVec send, Vec recv, bool blocking) {
   const bool in_place = c > 0 && send.data() == recv.data() + std::size_t(rank_) * c;
   if (!in_place && overlap(send.data(), c, recv.data(), recv.extent(0)))
     fatal("comm::all_gather on '" + name_ + "': send overlaps recv but is not its own block");
+  const std::uint64_t seq = enter("all_gather", "float", recv.extent(0));
+  Watch watch(watch_label("all_gather", recv.extent(0)), board_, seq);
   Kokkos::fence();
   const auto t0 = Clock::now();
   auto pending = start_all_gather(send, recv, blocking);
@@ -147,6 +171,8 @@ Handle Communicator::scatter(ConstVec send, Vec recv, ReduceOp op, bool blocking
     fatal(extent_error(name_, "reduce_scatter", "send == size * recv", send.extent(0), c, size_));
   if (overlap(send.data(), send.extent(0), recv.data(), c))
     fatal("comm::reduce_scatter on '" + name_ + "': send and recv overlap");
+  const std::uint64_t seq = enter("reduce_scatter", "float", send.extent(0));
+  Watch watch(watch_label("reduce_scatter", send.extent(0)), board_, seq);
   Kokkos::fence();
   const auto t0 = Clock::now();
   auto pending = start_reduce_scatter(send, recv, op, blocking);
@@ -155,6 +181,8 @@ Handle Communicator::scatter(ConstVec send, Vec recv, ReduceOp op, bool blocking
 }
 
 Handle Communicator::reduce(Vec buf, ReduceOp op, bool blocking) {
+  const std::uint64_t seq = enter("all_reduce", "float", buf.extent(0));
+  Watch watch(watch_label("all_reduce", buf.extent(0)), board_, seq);
   Kokkos::fence();
   const auto t0 = Clock::now();
   auto pending = start_all_reduce(buf, op, blocking);
@@ -178,6 +206,8 @@ void Communicator::broadcast(Vec buf, int root) {
   if (root < 0 || root >= size_)
     fatal("comm::broadcast on '" + name_ + "': root " + std::to_string(root) +
           " is not a rank of a communicator of size " + std::to_string(size_));
+  const std::uint64_t seq = enter("broadcast", "float", buf.extent(0));
+  Watch watch(watch_label("broadcast", buf.extent(0)), board_, seq);
   Kokkos::fence();
   const auto t0 = Clock::now();
   do_broadcast(buf, root);
@@ -189,6 +219,8 @@ template <class T>
 std::vector<T> Communicator::gather_scalars(const T* v, int n) {
   if (n < 0) fatal("comm::all_reduce on '" + name_ + "': negative count");
   std::vector<T> all(std::size_t(size_) * std::size_t(n));
+  const std::uint64_t seq = enter("scalar_all_reduce", sizeof(T) == 8 ? "f64/i64" : "i32", n);
+  Watch watch(watch_label("scalar_all_reduce", n), board_, seq);
   const auto t0 = Clock::now();
   all_gather_bytes(v, all.data(), std::size_t(n) * sizeof(T));
   const std::size_t bytes = std::size_t(n) * sizeof(T);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/safety.hpp"
 #include "core/types.hpp"
 
 namespace fsdp::comm {
@@ -108,6 +109,10 @@ class Communicator {
   Handle ireduce_scatter(ConstVec send, Vec recv, ReduceOp op);
   Handle iall_reduce(Vec buf, ReduceOp op);
 
+  // debug.check_collectives: before each collective the ranks compare fingerprints (op, group,
+  // dtype, count, call site) and a mismatch fails every rank with both sides' descriptions.
+  void set_check_collectives(bool on) { check_ = on; }
+
   // Small all-reduces for norms and flags; sums are in rank order like the view collectives.
   double all_reduce_sum(double v);
   void all_reduce_sum(double* v, int n);
@@ -127,6 +132,12 @@ class Communicator {
   // recv (size() * bytes) gets every rank's `bytes` in rank order: the base of the scalar helpers.
   virtual void all_gather_bytes(const void* send, void* recv, std::size_t bytes) = 0;
 
+  // Set by backends that can publish arrivals (one-node MPI); the watchdog reads it.
+  const ArrivalBoard* board_ = nullptr;
+  // Counts the collective, publishes the arrival and compares fingerprints when asked to.
+  std::uint64_t enter(const char* op, const char* dtype, std::uint64_t count);
+  std::string watch_label(const char* op, std::uint64_t count) const;
+
  private:
   Handle gather(ConstVec send, Vec recv, bool blocking);
   Handle scatter(ConstVec send, Vec recv, ReduceOp op, bool blocking);
@@ -139,6 +150,8 @@ class Communicator {
   int rank_, size_;
   std::string name_;
   LinkEmulation link_;
+  std::uint64_t seq_ = 0;
+  bool check_ = false;
 };
 
 }  // namespace fsdp::comm

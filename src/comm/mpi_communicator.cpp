@@ -43,11 +43,17 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiOptions options)
     if (window)
       shm_ = std::make_unique<ShmCollectives>(comm_.get(), std::move(window), options.shm);
   }
+  arrivals_ = ArrivalBoard::create(comm_.get());
+  board_ = arrivals_.get();
 }
 
 MpiCommunicator::~MpiCommunicator() = default;
 
-void MpiCommunicator::barrier() { FSDP_MPI_CHECK(MPI_Barrier(comm_.get())); }
+void MpiCommunicator::barrier() {
+  const std::uint64_t seq = enter("barrier", "none", 0);
+  Watch watch(watch_label("barrier", 0), board_, seq);
+  FSDP_MPI_CHECK(MPI_Barrier(comm_.get()));
+}
 
 std::unique_ptr<detail::Pending> MpiCommunicator::start_all_gather(ConstVec send, Vec recv,
                                                                    bool blocking) {

@@ -47,6 +47,7 @@ class MpiCommunicator final : public Communicator {
  private:
   OwnedComm comm_;                       // declared first: the window is freed before it
   std::unique_ptr<ShmCollectives> shm_;  // nullptr: the MPI path
+  std::unique_ptr<ArrivalBoard> arrivals_;  // who has entered which collective (watchdog)
 };
 
 // True when FSDP_COMM_NO_SHM is set to something other than "0" or "".

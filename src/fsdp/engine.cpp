@@ -131,6 +131,7 @@ void Engine::finish_unit_backward(int u, bool reduce_now) {
   Kokkos::fence();  // the gradients must be final before the collective reads them
   PendingReduce pr{u, {}, {}};
   const double t0 = now_s();  // time blocked inside the issue is exposed communication
+  FSDP_COMM_SITE("reduce " + su.layout->name);
   if (strategy_ == Strategy::DDP) {
     pr.handle = groups_.replicate->iall_reduce(su.grad_full.vec(), comm::ReduceOp::Avg);
   } else {

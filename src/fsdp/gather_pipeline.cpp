@@ -2,6 +2,9 @@
 #include "fsdp/gather_pipeline.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+
+#include "core/check.hpp"
 
 namespace fsdp {
 
@@ -21,11 +24,29 @@ void GatherPipeline::begin(std::vector<int> schedule) {
   next_issue_ = 0;
 }
 
+// Test-only fault injection: FSDP_TEST_SKIP_GATHER=<unit>@<world rank> makes that rank skip the
+// unit's first all-gather, as a rank with diverging control flow would (debug.check_collectives
+// must catch it).
+static bool skip_for_test(const std::string& unit) {
+  static const char* spec = std::getenv("FSDP_TEST_SKIP_GATHER");
+  static bool used = false;
+  if (!spec || used) return false;
+  const std::string s(spec);
+  const auto at = s.find('@');
+  if (at == std::string::npos || s.substr(0, at) != unit ||
+      std::atoi(s.c_str() + at + 1) != world_rank())
+    return false;
+  used = true;
+  return true;
+}
+
 void GatherPipeline::issue(int u) {
   ShardedUnit& su = units_[u];
   if (su.gathered.allocated()) return;  // already gathered or in flight
   su.gathered = TrackedBuffer(tracker_, su.layout->name + "::gathered", su.padded,
                               MemCategory::GatheredParams);
+  if (skip_for_test(su.layout->name)) return;
+  FSDP_COMM_SITE("all_gather " + su.layout->name);
   Kokkos::fence();  // the shard must be final before the collective reads it
   // A CPU transport may move the data inside the issue call (and wait there for late peers):
   // that time is communication the compute did not overlap.

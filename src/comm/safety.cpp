@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+#include "comm/safety.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "core/check.hpp"
+
+namespace fsdp::comm {
+namespace {
+
+thread_local std::string t_site;
+
+void copy(char* dst, std::size_t n, const std::string& s) {
+  std::memset(dst, 0, n);
+  std::memcpy(dst, s.data(), std::min(n - 1, s.size()));
+}
+
+std::string base_name(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+struct WatchdogState {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false;
+  double timeout_s = 0.0;
+  bool active = false;
+  std::chrono::steady_clock::time_point since;
+  std::string what;
+  const ArrivalBoard* board = nullptr;
+  std::uint64_t seq = 0;
+};
+
+WatchdogState& watchdog() {
+  static WatchdogState w;
+  return w;
+}
+
+[[noreturn]] void watchdog_fire(const WatchdogState& w, double waited) {
+  std::string who = w.board ? w.board->missing(w.seq) : "";
+  if (who.empty()) who = w.board ? "none (all arrived; the transport is stuck)"
+                                 : "unknown (the communicator spans nodes)";
+  std::fprintf(stderr,
+               "fsdp: watchdog on rank %d (%s): %s has not completed after %.1f s "
+               "(comm.timeout_s = %g); ranks that have not arrived: %s\n",
+               world_rank(), host_name().c_str(), w.what.c_str(), waited, w.timeout_s,
+               who.c_str());
+  std::fflush(stderr);
+  std::fflush(stdout);
+  _exit(5);  // MPI_Abort from a second thread is not safe under MPI_THREAD_SINGLE
+}
+
+void watchdog_loop() {
+  WatchdogState& w = watchdog();
+  std::unique_lock<std::mutex> lock(w.mu);
+  for (;;) {
+    w.cv.wait_for(lock, std::chrono::milliseconds(100));
+    if (!w.active) continue;
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - w.since).count();
+    if (waited > w.timeout_s) watchdog_fire(w, waited);
+  }
+}
+
+}  // namespace
+
+CallSite::CallSite(const std::string& tag, const char* file, int line) : previous_(t_site) {
+  t_site = tag + " @ " + base_name(file) + ":" + std::to_string(line);
+}
+CallSite::~CallSite() { t_site = previous_; }
+std::string CallSite::current() { return t_site.empty() ? "(untagged)" : t_site; }
+
+Fingerprint make_fingerprint(const char* op, const std::string& group, const char* dtype,
+                             std::uint64_t count) {
+  Fingerprint f;
+  copy(f.op, sizeof f.op, op);
+  copy(f.group, sizeof f.group, group);
+  copy(f.dtype, sizeof f.dtype, dtype);
+  copy(f.site, sizeof f.site, CallSite::current());
+  f.count = count;
+  return f;
+}
+
+std::string describe(const Fingerprint& f) {
+  return std::string(f.op) + "(" + std::to_string(f.count) + " x " + f.dtype + ") on '" +
+         f.group + "' from " + f.site;
+}
+
+bool same(const Fingerprint& a, const Fingerprint& b) {
+  return std::strcmp(a.op, b.op) == 0 && std::strcmp(a.group, b.group) == 0 &&
+         std::strcmp(a.dtype, b.dtype) == 0 && std::strcmp(a.site, b.site) == 0 &&
+         a.count == b.count;
+}
+
+std::unique_ptr<ArrivalBoard> ArrivalBoard::create(MPI_Comm comm) {
+  int rank = 0, size = 0, node_size = 0;
+  FSDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  FSDP_MPI_CHECK(MPI_Comm_size(comm, &size));
+  MPI_Comm node = MPI_COMM_NULL;
+  FSDP_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  FSDP_MPI_CHECK(MPI_Comm_size(node, &node_size));
+  FSDP_MPI_CHECK(MPI_Comm_free(&node));
+  int one_node = node_size == size ? 1 : 0, all = 0;
+  FSDP_MPI_CHECK(MPI_Allreduce(&one_node, &all, 1, MPI_INT, MPI_MIN, comm));
+  if (!all) return nullptr;
+  std::uint64_t* mine = nullptr;
+  MPI_Win win = MPI_WIN_NULL;
+  FSDP_MPI_CHECK(MPI_Win_allocate_shared(64, 1, MPI_INFO_NULL, comm, &mine, &win));
+  *mine = 0;
+  std::unique_ptr<ArrivalBoard> b(new ArrivalBoard(win, rank, size, mine));
+  for (int q = 0; q < size; ++q) {
+    MPI_Aint bytes = 0;
+    int disp = 0;
+    void* p = nullptr;
+    FSDP_MPI_CHECK(MPI_Win_shared_query(win, q, &bytes, &disp, &p));
+    b->peers_[q] = static_cast<std::uint64_t*>(p);
+  }
+  FSDP_MPI_CHECK(MPI_Barrier(comm));
+  return b;
+}
+
+ArrivalBoard::ArrivalBoard(MPI_Win win, int rank, int size, std::uint64_t* mine)
+    : win_(win), rank_(rank), size_(size), mine_(mine), peers_(size, nullptr) {}
+
+ArrivalBoard::~ArrivalBoard() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Win_free(&win_);
+}
+
+void ArrivalBoard::arrive(std::uint64_t seq) { __atomic_store_n(mine_, seq, __ATOMIC_RELEASE); }
+
+std::string ArrivalBoard::missing(std::uint64_t seq) const {
+  std::string out;
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) continue;
+    if (__atomic_load_n(peers_[q], __ATOMIC_ACQUIRE) < seq)
+      out += (out.empty() ? "" : ", ") + std::to_string(q);
+  }
+  return out;
+}
+
+void start_watchdog(double timeout_s) {
+  WatchdogState& w = watchdog();
+  std::lock_guard<std::mutex> lock(w.mu);
+  w.timeout_s = timeout_s;
+  if (w.started || timeout_s <= 0) return;
+  w.started = true;
+  std::thread(watchdog_loop).detach();
+}
+
+Watch::Watch(std::string what, const ArrivalBoard* board, std::uint64_t seq) {
+  WatchdogState& w = watchdog();
+  if (!w.started) return;
+  std::lock_guard<std::mutex> lock(w.mu);
+  w.active = true;
+  w.since = std::chrono::steady_clock::now();
+  w.what = std::move(what);
+  w.board = board;
+  w.seq = seq;
+}
+
+Watch::~Watch() {
+  WatchdogState& w = watchdog();
+  if (!w.started) return;
+  std::lock_guard<std::mutex> lock(w.mu);
+  w.active = false;
+}
+
+}  // namespace fsdp::comm

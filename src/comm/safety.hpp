@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// Guards against the two classic distributed-training failures: ranks that disagree about which
+// collective comes next (fingerprints, debug.check_collectives) and a collective that never
+// completes (a watchdog, comm.timeout_s, naming the operation and the ranks that did not arrive).
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fsdp::comm {
+
+// Names the collectives this thread issues while it lives: a tag (e.g. the unit) and the call
+// site, both part of the fingerprint.
+class CallSite {
+ public:
+  CallSite(const std::string& tag, const char* file, int line);
+  ~CallSite();
+  CallSite(const CallSite&) = delete;
+  CallSite& operator=(const CallSite&) = delete;
+  static std::string current();
+
+ private:
+  std::string previous_;
+};
+#define FSDP_COMM_SITE(tag) ::fsdp::comm::CallSite fsdp_comm_site_((tag), __FILE__, __LINE__)
+
+// What a rank is about to do, compared across the ranks of a communicator before it does it.
+struct Fingerprint {
+  char op[24];
+  char group[16];
+  char dtype[8];
+  char site[120];
+  std::uint64_t count;
+};
+Fingerprint make_fingerprint(const char* op, const std::string& group, const char* dtype,
+                             std::uint64_t count);
+std::string describe(const Fingerprint& f);
+bool same(const Fingerprint& a, const Fingerprint& b);
+
+// Per-communicator arrival counters in a one-node shared window: each rank stores how many
+// collectives it has entered, so a rank stuck in one can tell who has not arrived.
+class ArrivalBoard {
+ public:
+  // nullptr where the communicator spans nodes or the window cannot be made (collective).
+  static std::unique_ptr<ArrivalBoard> create(MPI_Comm comm);
+  ~ArrivalBoard();
+  void arrive(std::uint64_t seq);
+  std::string missing(std::uint64_t seq) const;  // "1, 3" or ""
+
+ private:
+  ArrivalBoard(MPI_Win win, int rank, int size, std::uint64_t* mine);
+  MPI_Win win_;
+  int rank_, size_;
+  std::uint64_t* mine_;
+  std::vector<std::uint64_t*> peers_;
+};
+
+// Starts the process-wide watchdog thread (idempotent). A watched operation running longer than
+// timeout_s prints what it was and who had not arrived, then ends this process with exit code 5,
+// which makes the launcher end the job.
+void start_watchdog(double timeout_s);
+
+class Watch {
+ public:
+  Watch(std::string what, const ArrivalBoard* board, std::uint64_t seq);
+  ~Watch();
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
+};
+
+}  // namespace fsdp::comm
