@@ -7,13 +7,14 @@
 #include <Kokkos_Core.hpp>
 
 #include "comm/bench_comm.hpp"
+#include "core/check.hpp"
 
 namespace {
 
 // MPI outlives everything else in main, Kokkos included.
 struct MpiSession {
-  MpiSession(int* argc, char*** argv) { MPI_Init(argc, argv); }
-  ~MpiSession() { MPI_Finalize(); }
+  MpiSession(int* argc, char*** argv) { FSDP_MPI_CHECK(MPI_Init(argc, argv)); }
+  ~MpiSession() { FSDP_MPI_CHECK(MPI_Finalize()); }
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
 };
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
   MpiSession mpi(&argc, &argv);
   Kokkos::ScopeGuard kokkos(argc, argv);  // takes its --kokkos-* flags out of argv first
   int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  FSDP_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
 
   CLI::App app{"fsdp-bench: micro-benchmarks for the FSDP trainer"};
   app.require_subcommand(1);

@@ -19,7 +19,9 @@ struct MpiOptions {
   std::string name = "world";
   // Try the one-node shared-memory path. FSDP_COMM_NO_SHM=1 in the environment turns it off too.
   bool shared_memory = true;
-  std::size_t window_bytes = std::size_t(64) << 20;  // per rank; larger messages go in steps
+  // Per rank. Collectives move data in steps of at most half of it (ShmSettings::step_bytes),
+  // whatever the message size, so two steps' worth is all a window needs.
+  std::size_t window_bytes = std::size_t(2) << 20;
   ShmSettings shm;
   LinkEmulation link;
 };
@@ -45,8 +47,8 @@ class MpiCommunicator final : public Communicator {
   void all_gather_bytes(const void* send, void* recv, std::size_t bytes) override;
 
  private:
-  OwnedComm comm_;                       // declared first: the window is freed before it
-  std::unique_ptr<ShmCollectives> shm_;  // nullptr: the MPI path
+  OwnedComm comm_;                          // declared first: the window is freed before it
+  std::unique_ptr<ShmCollectives> shm_;     // nullptr: the MPI path
   std::unique_ptr<ArrivalBoard> arrivals_;  // who has entered which collective (watchdog)
 };
 

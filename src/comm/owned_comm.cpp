@@ -25,7 +25,7 @@ void OwnedComm::reset() {
   if (comm_ == MPI_COMM_NULL) return;
   // A communicator outliving MPI_Finalize (a leaked static) must not crash the exit path.
   int finalized = 0;
-  MPI_Finalized(&finalized);
+  FSDP_MPI_CHECK(MPI_Finalized(&finalized));
   if (!finalized) FSDP_MPI_CHECK(MPI_Comm_free(&comm_));
   comm_ = MPI_COMM_NULL;
 }

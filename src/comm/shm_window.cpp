@@ -80,7 +80,7 @@ ShmWindow::ShmWindow(Key, MPI_Comm comm, MPI_Win win, std::size_t floats)
 
 ShmWindow::~ShmWindow() {
   int finalized = 0;
-  MPI_Finalized(&finalized);
+  FSDP_MPI_CHECK(MPI_Finalized(&finalized));
   if (finalized) return;
   FSDP_MPI_CHECK(MPI_Win_unlock_all(win_));
   FSDP_MPI_CHECK(MPI_Win_free(&win_));

@@ -37,14 +37,14 @@ int my_rank() {
 struct Path {
   const char* label;
   bool shm;
-  std::size_t window_bytes;
+  std::size_t window_bytes;           // 0: the default
   std::size_t single_copy_max_bytes;  // all-gathers up to this read the peers directly
 };
 
 constexpr std::size_t kMiB = std::size_t(1) << 20;
 // 1 KiB windows hold 128 floats per step: every message below over that goes in many steps.
-const Path kPaths[] = {{"shm, single-copy all-gather", true, 64 * kMiB, 64 * kMiB},
-                       {"shm, staged", true, 64 * kMiB, 0},
+const Path kPaths[] = {{"shm, single-copy all-gather", true, 0, 64 * kMiB},
+                       {"shm, staged", true, 0, 0},
                        {"shm, staged, tiny window", true, 1024, 0},
                        {"mpi fallback", false, 0, 0}};
 
