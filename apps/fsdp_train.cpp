@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // fsdp-train: trains a GPT-2 described by a TOML run deck on every MPI rank of the job.
 // Exit codes: 0 done; 2 bad run deck or arguments; 3 bad data; 4 non-finite loss or gradients;
-// 1 any other error.
+// 5 a checkpoint that cannot be read or written; 1 any other error.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -21,6 +21,7 @@ constexpr int kExitBadConfig = 2;
 constexpr int kExitBadData = 3;
 constexpr int kExitError = 1;
 constexpr int kExitNonFinite = 4;
+constexpr int kExitCheckpoint = 5;
 
 int finish(int code) {
   MPI_Finalize();
@@ -46,8 +47,12 @@ int main(int argc, char** argv) {
                  "PATH)");
   bool profile = false;
   app.add_flag("--profile", profile, "print a per-kernel time breakdown (rank 0) at the end");
+  std::string resume;
+  app.add_option("--resume", resume,
+                 "auto: continue from the newest complete checkpoint in checkpoint.dir (or start "
+                 "fresh); PATH: continue from that checkpoint file");
   app.footer("Run deck keys (section.key = default  meaning):\n" + fsdp::config_help() +
-             "\nExit codes: 0 done, 1 error, 2 bad run deck or arguments, 3 bad data file, 4 non-finite loss or gradients (train.on_nonfinite = abort).");
+             "\nExit codes: 0 done, 1 error, 2 bad run deck or arguments, 3 bad data file, 4 non-finite loss or gradients (train.on_nonfinite = abort), 5 bad checkpoint.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -71,6 +76,7 @@ int main(int argc, char** argv) {
       opts.metrics_path = metrics;
       opts.trace_path = trace;
       opts.profile = profile;
+      opts.resume = resume;
       fsdp::Trainer trainer(cfg, MPI_COMM_WORLD, opts);
       trainer.run();
     } catch (const fsdp::SetupError& e) {
@@ -84,6 +90,10 @@ int main(int argc, char** argv) {
       // Every rank sees the same norm; rank 0 reports.
       if (rank == 0) std::fprintf(stderr, "fsdp-train: %s (train.on_nonfinite = abort)\n", e.what());
       code = kExitNonFinite;
+    } catch (const fsdp::CheckpointError& e) {
+      // Every rank agrees on a checkpoint problem before throwing it; rank 0 reports.
+      if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", e.what());
+      code = kExitCheckpoint;
     } catch (const fsdp::OutOfMemory& e) {
       // A budget overrun happens on every rank of a symmetric run; the report is rank 0's.
       if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", e.what());

@@ -137,6 +137,8 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   groups_ = comm::make_process_groups(world, shard_group_size_for(cfg_, world), link);
   if (!opts_.trace_path.empty() || opts_.trace_in_memory) trace_.enable(opts_.trace_path, rank_);
   engine_ = std::make_unique<Engine>(cfg_, groups_, tracker_, trace_);
+  checkpointer_ = std::make_unique<Checkpointer>(world, cfg_);
+  if (!opts_.resume.empty()) resume();
   if (rank_ == 0 && !opts_.metrics_path.empty())
     metrics_ = std::make_unique<MetricsWriter>(opts_.metrics_path);
 
@@ -224,7 +226,7 @@ TrainSummary Trainer::run() {
                 nranks_, cfg_.fsdp.strategy.c_str(), engine_->shard_group_size(),
                 cfg_.fsdp.prefetch, n_micro_, B, peak_flops_ / 1e9);
   run_start_s_ = now_s();
-  for (int step = 0; step < cfg_.train.steps; ++step) {
+  for (int step = start_step_; step < cfg_.train.steps; ++step) {
     auto load = [&](int j, Gpt2& m) {
       train_sampler_->fill(step, std::int64_t(rank_) * per_rank_batch_ + std::int64_t(j) * B, B,
                            inputs_.data(), targets_.data());
@@ -236,7 +238,7 @@ TrainSummary Trainer::run() {
     const StepResult r = engine_->train_step(step, n_micro_, load);
     const double dt = now_s() - t0;
     const double tok_s = tokens_per_step / dt;
-    if (step > 0 || cfg_.train.steps == 1) rates.push_back(tok_s);  // step 0 warms caches
+    if (step > start_step_ || cfg_.train.steps == 1) rates.push_back(tok_s);  // the first warms caches
     if (r.skipped && rank_ == 0)
       std::fprintf(stderr, "fsdp-train: step %d skipped (train.on_nonfinite = skip_step): "
                            "non-finite gradients, first in unit %s\n",
@@ -253,7 +255,10 @@ TrainSummary Trainer::run() {
         if (metrics_) metrics_->write({{"step", step + 1}, {"eval_loss", ev}});
       }
     }
+    steps_done_ = step + 1;
+    if (cfg_.checkpoint.every > 0 && steps_done_ % cfg_.checkpoint.every == 0) save_checkpoint();
   }
+  if (cfg_.checkpoint.every > 0 && last_saved_ != steps_done_) save_checkpoint();  // the final one
   if (!rates.empty()) {
     std::sort(rates.begin(), rates.end());
     sum.tokens_per_s = rates[rates.size() / 2];

@@ -14,6 +14,7 @@
 #include "core/memory.hpp"
 #include "data/sampler.hpp"
 #include "fsdp/engine.hpp"
+#include "io/checkpoint.hpp"
 #include "io/metrics.hpp"
 #include "io/trace.hpp"
 
@@ -35,6 +36,9 @@ struct TrainOptions {
   bool trace_in_memory = false;  // record events without writing a file (tests)
   bool log = true;  // rank 0 prints the step log
   bool profile = false;  // rank 0 prints a per-kernel time breakdown at the end
+  // "" starts fresh; "auto" resumes from the newest complete checkpoint in checkpoint.dir that
+  // verifies (or starts fresh, saying so); anything else is a checkpoint file to resume from.
+  std::string resume;
 };
 
 struct TrainSummary {
@@ -57,9 +61,14 @@ class Trainer {
   int rank() const { return rank_; }
   int world_size() const { return nranks_; }
   int micro_batches_per_step() const { return n_micro_; }
+  // The step run() starts at: 0, or the resumed checkpoint's step.
+  int start_step() const { return start_step_; }
+  // Writes a checkpoint of the steps completed so far and returns its path. Collective.
+  std::string save_checkpoint();
 
  private:
   void log_step(int step, const StepResult& r, double step_s, double tok_s);
+  void resume();  // trainer_checkpoint.cpp
 
   RunConfig cfg_;
   TrainOptions opts_;
@@ -76,6 +85,8 @@ class Trainer {
   double peak_flops_ = 0.0;  // per rank, FLOP/s
   double flops_per_token_ = 0.0;
   double run_start_s_ = 0.0;
+  std::unique_ptr<Checkpointer> checkpointer_;
+  int start_step_ = 0, steps_done_ = 0, last_saved_ = -1;
 };
 
 // Shard-group size the strategy implies on `world_size` ranks (ddp 1, zero* all, hybrid S).

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// fsdp-ckpt: inspects, verifies, compares and benchmarks sharded HDF5 checkpoints; runs on one
+// rank or under mpirun (each dataset is then read in parallel).
+// Exit codes: 0 good / identical; 1 a bad checksum or a difference; 2 unreadable or bad usage.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <Kokkos_Core.hpp>
+#include <cstdio>
+
+#include "core/blas_setup.hpp"
+#include "io/checkpoint_tools.hpp"
+#include "train/checkpoint_bench.hpp"
+#include "train/trainer.hpp"
+
+namespace {
+
+int finish(int code) {
+  MPI_Finalize();
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fsdp::select_blas_kernel(argv);
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+  CLI::App app{"fsdp-ckpt: inspect, verify, compare and benchmark fsdp checkpoints"};
+  app.require_subcommand(1);
+  std::string path, other;
+  bool datasets = false, deck = false;
+  auto* info = app.add_subcommand("info", "layout, step, sizes and the model config");
+  info->add_option("file", path, "checkpoint file")->required();
+  info->add_flag("--datasets", datasets, "list every dataset with its shape");
+  info->add_flag("--deck", deck, "print the stored run deck");
+  auto* verify = app.add_subcommand("verify", "check every dataset against its checksums");
+  verify->add_option("file", path, "checkpoint file")->required();
+  auto* diff = app.add_subcommand("diff", "tensor-by-tensor max abs and relative differences");
+  diff->add_option("a", path, "checkpoint file")->required();
+  diff->add_option("b", other, "checkpoint file")->required();
+  fsdp::CheckpointBenchOptions bench_opts;
+  bench_opts.config = "inputs/bench_124m.toml";
+  auto* bench = app.add_subcommand("bench", "write and read bandwidth beside dd on the same disk");
+  bench->add_option("--config", bench_opts.config, "run deck (model, strategy)")
+      ->capture_default_str();
+  bench->add_option("--set", bench_opts.overrides, "override one key, section.key=value");
+  bench->add_option("--dir", bench_opts.dir, "directory for the checkpoints and dd's file")
+      ->required();
+  bench->add_option("--reps", bench_opts.reps, "repetitions (the table shows each and the median)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  app.footer(
+      "Exit codes: 0 good or identical, 1 checksum mismatch or difference, 2 unreadable "
+      "file or bad usage.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
+    return finish(rc == 0 ? 0 : 2);
+  }
+
+  int code = 0;
+  {
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    if (*info)
+      code = fsdp::ckpt::info(MPI_COMM_WORLD, path, datasets, deck);
+    else if (*verify)
+      code = fsdp::ckpt::verify(MPI_COMM_WORLD, path);
+    else if (*diff)
+      code = fsdp::ckpt::diff(MPI_COMM_WORLD, path, other);
+    else if (*bench) {
+      try {
+        code = fsdp::run_checkpoint_bench(MPI_COMM_WORLD, bench_opts);
+      } catch (const fsdp::SetupError& e) {  // every rank agreed on it
+        if (rank == 0 || !e.same_on_all_ranks)
+          std::fprintf(stderr, "fsdp-ckpt bench: %s\n", e.what());
+        code = 2;
+      } catch (const fsdp::CheckpointError& e) {
+        if (rank == 0) std::fprintf(stderr, "fsdp-ckpt bench: %s\n", e.what());
+        code = 2;
+      }
+    }
+  }
+  return finish(code);
+}

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+#include "io/checkpoint_format.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <regex>
+
+#include "io/h5_io.hpp"
+
+namespace fsdp::ckpt {
+namespace fs = std::filesystem;
+
+const char* group_path(Part p) {
+  switch (p) {
+    case Part::Params:
+      return "/model";
+    case Part::ExpAvg:
+      return "/optim/exp_avg";
+    case Part::ExpAvgSq:
+      return "/optim/exp_avg_sq";
+  }
+  return "?";
+}
+
+void write_header(hid_t f, const Header& h) {
+  using namespace h5;
+  write_attr_str(f, "format", kFormatName);
+  write_attr_i64(f, "format_version", kFormatVersion);
+  write_attr_i64(f, "step", h.step);
+  write_attr_i64(f, "tokens_seen", h.tokens_seen);
+  write_attr_u64(f, "sampler_seed", h.sampler_seed);
+  write_attr_i64(f, "optimizer_steps", h.optimizer_steps);
+  write_attr_i64(f, "lr_schedule_step", h.lr_step);
+  write_attr_f64(f, "lr", h.lr);
+  write_attr_i64(f, "model_n_layer", h.model.n_layer);
+  write_attr_i64(f, "model_n_head", h.model.n_head);
+  write_attr_i64(f, "model_n_embd", h.model.n_embd);
+  write_attr_i64(f, "model_vocab_size", h.model.vocab_size);
+  write_attr_i64(f, "model_block_size", h.model.block_size);
+  write_attr_i64(f, "model_n_positions", h.model.positions());
+  write_attr_str(f, "run_config", h.run_config);
+  write_attr_i64(f, "saved_ranks", h.saved_ranks);
+  write_attr_str(f, "saved_strategy", h.strategy);
+  write_attr_i64(f, "saved_shard_group_size", h.shard_group_size);
+  write_attr_str(f, "checksum_algorithm", "XXH3_64bits");
+  write_attr_i64(f, "checksum_block_elems", h.checksum_block_elems);
+}
+
+Header read_header(hid_t f) {
+  using namespace h5;
+  if (!has_attr(f, "format") || read_attr_str(f, "format") != kFormatName)
+    throw H5Error(std::string("not an fsdp checkpoint (no root attribute format = \"") +
+                  kFormatName + "\")");
+  const std::int64_t version = read_attr_i64(f, "format_version");
+  if (version != kFormatVersion)
+    throw H5Error("format_version " + std::to_string(version) + " is not one this program reads (" +
+                  std::to_string(kFormatVersion) + ")");
+  if (read_attr_str(f, "checksum_algorithm") != "XXH3_64bits")
+    throw H5Error("checksum_algorithm is not XXH3_64bits");
+  Header h;
+  h.step = read_attr_i64(f, "step");
+  h.tokens_seen = read_attr_i64(f, "tokens_seen");
+  h.sampler_seed = read_attr_u64(f, "sampler_seed");
+  h.optimizer_steps = read_attr_i64(f, "optimizer_steps");
+  h.lr_step = read_attr_i64(f, "lr_schedule_step");
+  h.lr = read_attr_f64(f, "lr");
+  // The file is untrusted: every number must describe a model that can exist before anything
+  // is sized from it (a lying n_layer would otherwise allocate without bound, a lying block
+  // size overflow the checksum arithmetic).
+  auto dim = [&](const char* key) {
+    const std::int64_t v = read_attr_i64(f, key);
+    if (v < 1 || v > std::numeric_limits<int>::max())
+      throw H5Error(std::string(key) + " " + std::to_string(v) + " is not a positive 32-bit count");
+    return int(v);
+  };
+  h.model.n_layer = dim("model_n_layer");
+  h.model.n_head = dim("model_n_head");
+  h.model.n_embd = dim("model_n_embd");
+  h.model.vocab_size = dim("model_vocab_size");
+  h.model.block_size = dim("model_block_size");
+  h.model.n_positions = dim("model_n_positions");
+  if (h.model.n_embd % h.model.n_head != 0)
+    throw H5Error("model_n_embd " + std::to_string(h.model.n_embd) +
+                  " is not a multiple of model_n_head " + std::to_string(h.model.n_head));
+  H5G_info_t model_group{};
+  if (H5Lexists(f, "model", H5P_DEFAULT) <= 0 ||
+      H5Gget_info_by_name(f, "model", &model_group, H5P_DEFAULT) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw H5Error("no /model group");
+  }
+  if (hsize_t(h.model.n_layer) > model_group.nlinks)  // every layer has datasets of its own
+    throw H5Error("model_n_layer " + std::to_string(h.model.n_layer) + ", but /model holds only " +
+                  std::to_string(model_group.nlinks) + " datasets");
+  const double C = h.model.n_embd, L = h.model.n_layer;
+  if ((double(h.model.vocab_size) + h.model.n_positions + L * (12 * C + 13) + 2) * C > 0x1p50)
+    throw H5Error("the stored model has more than 2^50 parameters");
+  h.run_config = read_attr_str(f, "run_config");
+  h.saved_ranks = read_attr_i64(f, "saved_ranks");
+  h.strategy = read_attr_str(f, "saved_strategy");
+  h.shard_group_size = read_attr_i64(f, "saved_shard_group_size");
+  h.checksum_block_elems = read_attr_i64(f, "checksum_block_elems");
+  if (h.checksum_block_elems <= 0 || h.checksum_block_elems > (std::int64_t(1) << 40))
+    throw H5Error("checksum_block_elems " + std::to_string(h.checksum_block_elems) +
+                  " is not in [1, 2^40]");
+  if (h.step < 0 || h.tokens_seen < 0 || h.optimizer_steps < 0 || h.lr_step < 0)
+    throw H5Error("step, tokens_seen, optimizer_steps and lr_schedule_step must not be negative");
+  return h;
+}
+
+std::string model_mismatch(const ModelConfig& saved, const ModelConfig& run) {
+  // block_size alone may change (a longer context over the same position table); everything
+  // that shapes a parameter, and the head count, may not.
+  std::string out;
+  auto cmp = [&](const char* key, long long a, long long b) {
+    if (a == b) return;
+    if (!out.empty()) out += ", ";
+    out += std::string(key) + " " + std::to_string(a) + " (this run: " + std::to_string(b) + ")";
+  };
+  cmp("n_layer", saved.n_layer, run.n_layer);
+  cmp("n_head", saved.n_head, run.n_head);
+  cmp("n_embd", saved.n_embd, run.n_embd);
+  cmp("vocab_size", saved.vocab_size, run.vocab_size);
+  cmp("n_positions", saved.positions(), run.positions());
+  return out;
+}
+
+std::string not_hdf5(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return "no such file";
+  if (!fs::is_regular_file(path, ec)) return "not a regular file";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "cannot be opened for reading";
+  // The signature sits at 0 or, after a user block, at 512, 1024, 2048, ...
+  static const char sig[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  const std::uintmax_t size = fs::file_size(path, ec);
+  for (std::uintmax_t at = 0; at + 8 <= size; at = at == 0 ? 512 : 2 * at) {
+    char buf[8] = {};
+    in.seekg(std::streamoff(at));
+    if (in.read(buf, 8) && std::equal(buf, buf + 8, sig)) return {};
+  }
+  return "not an HDF5 file (no HDF5 signature)";
+}
+
+h5::Plist file_access(MPI_Comm comm) {
+  h5::Plist p{FSDP_H5_ID(H5Pcreate(H5P_FILE_ACCESS))};
+  FSDP_H5_CHECK(H5Pset_fapl_mpio(p.get(), comm, MPI_INFO_NULL));
+  FSDP_H5_CHECK(H5Pset_all_coll_metadata_ops(p.get(), true));
+  FSDP_H5_CHECK(H5Pset_coll_metadata_write(p.get(), true));
+  FSDP_H5_CHECK(H5Pset_libver_bounds(p.get(), H5F_LIBVER_V18, H5F_LIBVER_V18));
+  return p;
+}
+
+h5::Plist collective_transfer() {
+  h5::Plist p{FSDP_H5_ID(H5Pcreate(H5P_DATASET_XFER))};
+  FSDP_H5_CHECK(H5Pset_dxpl_mpio(p.get(), H5FD_MPIO_COLLECTIVE));
+  return p;
+}
+
+h5::Plist dataset_creation() {
+  h5::Plist p{FSDP_H5_ID(H5Pcreate(H5P_DATASET_CREATE))};
+  FSDP_H5_CHECK(H5Pset_layout(p.get(), H5D_CONTIGUOUS));
+  FSDP_H5_CHECK(H5Pset_alloc_time(p.get(), H5D_ALLOC_TIME_EARLY));
+  FSDP_H5_CHECK(H5Pset_fill_time(p.get(), H5D_FILL_TIME_NEVER));  // every element is written
+  FSDP_H5_CHECK(H5Pset_obj_track_times(p.get(), false));          // same state, same bytes
+  return p;
+}
+
+std::string file_name(std::int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step_%06lld.h5", static_cast<long long>(step));
+  return buf;
+}
+
+std::vector<Entry> list_complete(const std::string& dir) {
+  std::vector<Entry> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  static const std::regex name(R"(step_(\d+)\.h5)");
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string fn = e.path().filename().string();
+    if (e.is_regular_file(ec) && std::regex_match(fn, m, name))
+      out.push_back({std::stoll(m[1].str()), e.path().string()});
+  }
+  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.step > b.step; });
+  return out;
+}
+
+void sync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0 && err != EINVAL)  // EINVAL: the file system cannot sync directories; nothing to do
+    throw std::runtime_error(path + ": fsync: " + std::strerror(err));
+}
+
+void write_latest(const std::string& dir, const std::string& name) {
+  const std::string tmp = dir + "/latest.tmp", dst = dir + "/latest";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << name << "\n";
+    out.flush();
+    if (!out) throw std::runtime_error(tmp + ": cannot write");
+  }
+  sync_path(tmp);
+  fs::rename(tmp, dst);
+  sync_path(dir);
+}
+
+std::vector<std::string> prune(const std::string& dir, int keep) {
+  std::vector<std::string> removed;
+  const std::vector<Entry> all = list_complete(dir);
+  for (std::size_t i = std::size_t(std::max(keep, 0)); i < all.size(); ++i) {
+    fs::remove(all[i].path);
+    removed.push_back(all[i].path);
+  }
+  std::error_code ec;
+  static const std::regex partial(R"(step_\d+\.h5\.tmp)");
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (std::regex_match(e.path().filename().string(), partial)) stale.push_back(e.path());
+  for (const auto& p : stale) {
+    fs::remove(p);
+    removed.push_back(p.string());
+  }
+  return removed;
+}
+
+}  // namespace fsdp::ckpt

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+#include "io/checkpoint_tools.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "core/check.hpp"
+#include "core/memory.hpp"
+#include "io/agree.hpp"
+#include "io/block_hash.hpp"
+#include "io/checkpoint_format.hpp"
+#include "io/h5_io.hpp"
+#include "model/gpt2_layout.hpp"
+
+namespace fsdp::ckpt {
+namespace {
+
+using h5::FlatRange;
+
+// Blocks per rank per round: 16 MiB of float32 read at a time.
+constexpr std::int64_t kBlocksPerRead = 16;
+
+struct Comm {
+  MPI_Comm comm;
+  int rank = 0, size = 1;
+  explicit Comm(MPI_Comm c) : comm(c) {
+    FSDP_MPI_CHECK(MPI_Comm_rank(c, &rank));
+    FSDP_MPI_CHECK(MPI_Comm_size(c, &size));
+  }
+};
+
+struct Expected {
+  std::string path;
+  std::vector<hsize_t> dims;
+};
+
+// Every dataset a checkpoint of model m holds, in layout order.
+std::vector<Expected> expected_datasets(const ModelConfig& m) {
+  std::vector<Expected> out;
+  for (Part p : kParts)
+    for (const UnitLayout& u : gpt2_units(m))
+      for (const TensorSpec& t : u.tensors)
+        out.push_back({std::string(group_path(p)) + "/" + t.name,
+                       std::vector<hsize_t>(t.shape.begin(), t.shape.end())});
+  return out;
+}
+
+// An open checkpoint and its header; the ranks agree on whether opening worked.
+struct Opened {
+  h5::File file;
+  Header header;
+  std::string error;
+};
+
+Opened open_checkpoint(const Comm& c, const std::string& path) {
+  h5::silence_errors();
+  Opened o;
+  std::string err;
+  try {
+    if (const std::string why = not_hdf5(path); !why.empty()) throw h5::H5Error(why);
+    const h5::Plist fapl = file_access(c.comm);
+    o.file = h5::File{FSDP_H5_ID(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()))};
+    try {
+      o.header = read_header(o.file.get());
+    } catch (const std::exception& e) {
+      throw h5::H5Error(std::string("root attributes: ") + e.what());
+    }
+  } catch (const std::exception& e) {
+    err = path + ": " + e.what();
+  }
+  o.error = agree_on_error(c.comm, err);
+  if (!o.error.empty()) o.file.reset();
+  return o;
+}
+
+// This rank's rounds over a dataset of n elements: whole blocks, kBlocksPerRead per rank per
+// round, round-robin over the ranks.
+void for_my_pieces(const Comm& c, std::int64_t n, std::int64_t B,
+                   const std::function<void(FlatRange)>& fn) {
+  const std::int64_t piece = kBlocksPerRead * B;
+  for (std::int64_t at = std::int64_t(c.rank) * piece; at < n; at += std::int64_t(c.size) * piece)
+    fn({at, std::min(at + piece, n)});
+}
+
+// Why dataset `e` does not match what the header promises, or "" (collective metadata reads).
+std::string check_shape(hid_t file, const Expected& e) {
+  if (H5Lexists(file, e.path.c_str(), H5P_DEFAULT) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return "missing";
+  }
+  h5::Dataset d{FSDP_H5_ID(H5Dopen2(file, e.path.c_str(), H5P_DEFAULT))};
+  const std::vector<hsize_t> dims = h5::dims_of(d.get());
+  if (dims != e.dims)
+    return "shape " + h5::shape_text(dims) + ", but the stored model config needs " +
+           h5::shape_text(e.dims);
+  h5::Type t{FSDP_H5_ID(H5Dget_type(d.get()))};
+  if (H5Tget_class(t.get()) != H5T_FLOAT || H5Tget_size(t.get()) != 4) return "not float32";
+  return {};
+}
+
+// Verifies one dataset; "" when good.
+std::string verify_dataset(const Comm& c, hid_t file, const Expected& e, std::int64_t B) {
+  std::string bad = check_shape(file, e);
+  if (!bad.empty()) return bad;
+  h5::Dataset d{FSDP_H5_ID(H5Dopen2(file, e.path.c_str(), H5P_DEFAULT))};
+  const std::int64_t n = h5::numel(e.dims);
+  const std::vector<std::uint64_t> stored = h5::read_attr_u64s(d.get(), "xxh3_blocks");
+  if (std::int64_t(stored.size()) != (n + B - 1) / B)
+    return "xxh3_blocks has " + std::to_string(stored.size()) + " entries, not one per block";
+  if (table_hash(stored) != h5::read_attr_u64(d.get(), "xxh3"))
+    return "xxh3 does not match xxh3_blocks: the checksums are damaged";
+  std::vector<std::uint64_t> table(stored.size(), 0);
+  std::vector<float> buf;
+  std::string read_error;
+  for_my_pieces(c, n, B, [&](FlatRange r) {
+    buf.resize(std::size_t(r.size()));
+    try {
+      h5::read_flat(d.get(), r, buf.data(), H5P_DEFAULT);  // independent: ranks read unevenly
+      hash_whole_blocks(buf.data(), r, n, B, table);
+    } catch (const std::exception& ex) {
+      if (read_error.empty()) read_error = ex.what();
+    }
+  });
+  read_error = agree_on_error(c.comm, read_error);
+  if (!read_error.empty()) return read_error;
+  if (!table.empty())
+    FSDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, table.data(), int(table.size()), MPI_UINT64_T,
+                                 MPI_BOR, c.comm));
+  for (std::size_t k = 0; k < table.size(); ++k)
+    if (table[k] != stored[k])
+      return "checksum mismatch in block " + std::to_string(k) + " of " +
+             std::to_string(table.size()) + " (elements " + std::to_string(std::int64_t(k) * B) +
+             ".." + std::to_string(std::min(std::int64_t(k + 1) * B, n) - 1) + ")";
+  return {};
+}
+
+}  // namespace
+
+int info(MPI_Comm comm, const std::string& path, bool datasets, bool deck) {
+  const Comm c(comm);
+  Opened o = open_checkpoint(c, path);
+  if (!o.error.empty()) {
+    if (c.rank == 0) std::fprintf(stderr, "fsdp-ckpt: %s\n", o.error.c_str());
+    return 2;
+  }
+  if (c.rank != 0) return 0;
+  const Header& h = o.header;
+  const ModelConfig& m = h.model;
+  std::error_code ec;
+  const auto file_bytes = std::filesystem::file_size(path, ec);
+  std::printf("file               %s (%s)\n", path.c_str(),
+              format_bytes(std::int64_t(file_bytes)).c_str());
+  std::printf("format             %s v%lld, XXH3-64 per %lld-element block\n", kFormatName,
+              (long long)kFormatVersion, (long long)h.checksum_block_elems);
+  std::printf("step               %lld (tokens seen %lld, optimizer steps %lld)\n",
+              (long long)h.step, (long long)h.tokens_seen, (long long)h.optimizer_steps);
+  std::printf("lr schedule        step %lld, lr %.6g\n", (long long)h.lr_step, h.lr);
+  std::printf("sampler            seed %llu (counter-based: continues at step %lld)\n",
+              (unsigned long long)h.sampler_seed, (long long)h.step);
+  std::printf(
+      "model              n_layer %d, n_head %d, n_embd %d, vocab_size %d, block_size %d, "
+      "n_positions %d (%lld parameters)\n",
+      m.n_layer, m.n_head, m.n_embd, m.vocab_size, m.block_size, m.positions(),
+      (long long)gpt2_num_params(m));
+  std::printf("saved by           %lld ranks, strategy %s, shard group %lld\n",
+              (long long)h.saved_ranks, h.strategy.c_str(), (long long)h.shard_group_size);
+  const std::vector<Expected> all = expected_datasets(m);
+  const std::size_t per_part = all.size() / 3;
+  for (Part p : kParts) {
+    std::printf("%-18s %zu datasets, %s\n", group_path(p), per_part,
+                format_bytes(4 * gpt2_num_params(m)).c_str());
+  }
+  if (datasets)
+    for (const Expected& e : all)
+      std::printf("  %-44s %s\n", e.path.c_str(), h5::shape_text(e.dims).c_str());
+  if (deck) std::printf("run deck:\n%s\n", h.run_config.c_str());
+  return 0;
+}
+
+int verify(MPI_Comm comm, const std::string& path) {
+  const Comm c(comm);
+  Opened o = open_checkpoint(c, path);
+  if (!o.error.empty()) {
+    if (c.rank == 0) std::fprintf(stderr, "fsdp-ckpt verify: %s\n", o.error.c_str());
+    return 2;
+  }
+  int bad = 0;
+  std::int64_t elems = 0;
+  const std::vector<Expected> all = expected_datasets(o.header.model);
+  for (const Expected& e : all) {
+    std::string why;
+    try {
+      why = verify_dataset(c, o.file.get(), e, o.header.checksum_block_elems);
+    } catch (const std::exception& ex) {  // metadata reads are collective: every rank is here
+      why = ex.what();
+    }
+    why = agree_on_error(comm, why);
+    if (!why.empty()) {
+      ++bad;
+      if (c.rank == 0)
+        std::fprintf(stderr, "fsdp-ckpt verify: %s: %s: %s\n", path.c_str(), e.path.c_str(),
+                     why.c_str());
+    }
+    elems += h5::numel(e.dims);
+  }
+  if (c.rank == 0) {
+    if (bad)
+      std::fprintf(stderr, "fsdp-ckpt verify: %s: BAD, %d of %zu datasets fail\n", path.c_str(),
+                   bad, all.size());
+    else
+      std::printf("verify %s: ok, %zu datasets, %s, every checksum matches\n", path.c_str(),
+                  all.size(), format_bytes(4 * elems).c_str());
+  }
+  return bad ? 1 : 0;
+}
+
+int diff(MPI_Comm comm, const std::string& pa, const std::string& pb) {
+  const Comm c(comm);
+  Opened a = open_checkpoint(c, pa), b = open_checkpoint(c, pb);
+  for (const Opened* o : {&a, &b})
+    if (!o->error.empty()) {
+      if (c.rank == 0) std::fprintf(stderr, "fsdp-ckpt diff: %s\n", o->error.c_str());
+      return 2;
+    }
+  if (c.rank == 0)
+    std::printf("diff %s (step %lld) %s (step %lld)\n", pa.c_str(), (long long)a.header.step,
+                pb.c_str(), (long long)b.header.step);
+  const std::int64_t B = kChecksumBlockElems;
+  double worst_abs = 0.0, worst_rel = 0.0;
+  int differing = 0;
+  const std::vector<Expected> all = expected_datasets(a.header.model);
+  for (const Expected& e : all) {
+    std::string why;
+    double m[2] = {0.0, 0.0};  // max abs, max rel
+    try {
+      why = check_shape(a.file.get(), e);
+      if (why.empty()) {
+        why = check_shape(b.file.get(), e);
+        if (!why.empty()) why = pb + ": " + why;
+      } else {
+        why = pa + ": " + why;
+      }
+      if (why.empty()) {
+        h5::Dataset da{FSDP_H5_ID(H5Dopen2(a.file.get(), e.path.c_str(), H5P_DEFAULT))};
+        h5::Dataset db{FSDP_H5_ID(H5Dopen2(b.file.get(), e.path.c_str(), H5P_DEFAULT))};
+        std::vector<float> x, y;
+        std::string read_error;
+        for_my_pieces(c, h5::numel(e.dims), B, [&](FlatRange r) {
+          x.resize(std::size_t(r.size()));
+          y.resize(x.size());
+          try {
+            h5::read_flat(da.get(), r, x.data(), H5P_DEFAULT);
+            h5::read_flat(db.get(), r, y.data(), H5P_DEFAULT);
+          } catch (const std::exception& ex) {
+            if (read_error.empty()) read_error = ex.what();
+            return;
+          }
+          for (std::size_t i = 0; i < x.size(); ++i) {
+            const double p = x[i], q = y[i];
+            if (p == q || (std::isnan(p) && std::isnan(q))) continue;
+            const double d = std::isfinite(p - q) ? std::abs(p - q) : HUGE_VAL;
+            m[0] = std::max(m[0], d);
+            m[1] = std::max(m[1], d / std::max(std::abs(p), std::abs(q)));
+          }
+        });
+        why = agree_on_error(comm, read_error);
+      }
+    } catch (const std::exception& ex) {
+      why = ex.what();
+    }
+    why = agree_on_error(comm, why);
+    FSDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m, 2, MPI_DOUBLE, MPI_MAX, comm));
+    if (!why.empty() || m[0] > 0) ++differing;
+    worst_abs = std::max(worst_abs, m[0]);
+    worst_rel = std::max(worst_rel, m[1]);
+    if (c.rank == 0) {
+      if (!why.empty())
+        std::printf("  %-44s %s\n", e.path.c_str(), why.c_str());
+      else
+        std::printf("  %-44s max abs %-10.4g max rel %.4g\n", e.path.c_str(), m[0], m[1]);
+    }
+  }
+  if (c.rank == 0)
+    std::printf("max abs diff %.6g, max rel diff %.6g: %s (%d of %zu tensors differ)\n", worst_abs,
+                worst_rel, differing ? "different" : "identical", differing, all.size());
+  return differing ? 1 : 0;
+}
+
+}  // namespace fsdp::ckpt

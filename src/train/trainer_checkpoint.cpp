@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+// The trainer's side of checkpoints (io/checkpoint.hpp): resuming at construction, writing the
+// state of the steps completed so far.
+#include <cstdio>
+
+#include "optim/lr_schedule.hpp"
+#include "train/trainer.hpp"
+
+namespace fsdp {
+
+void Trainer::resume() {
+  bool any_failed = false;
+  auto warn = [&](const std::string& m) {
+    any_failed = true;
+    if (rank_ == 0) std::fprintf(stderr, "fsdp-train: warning: %s\n", m.c_str());
+  };
+  ckpt::Header h;
+  std::string path = opts_.resume;
+  if (opts_.resume == "auto") {
+    path = checkpointer_->load_newest(*engine_, h, warn);
+    if (path.empty()) {
+      // A failed attempt may have overwritten part of the shards: start from the seed again.
+      if (any_failed) {
+        engine_.reset();
+        engine_ = std::make_unique<Engine>(cfg_, groups_, tracker_, trace_);
+      }
+      if (rank_ == 0 && opts_.log)
+        std::printf("fsdp-train: --resume auto: no complete checkpoint in %s, starting fresh\n",
+                    checkpointer_->dir().c_str());
+      return;
+    }
+  } else {
+    h = checkpointer_->load(path, *engine_);  // throws the same CheckpointError on every rank
+  }
+  start_step_ = steps_done_ = last_saved_ = int(h.step);
+  if (rank_ == 0 && h.sampler_seed != cfg_.train.seed)
+    std::fprintf(stderr,
+                 "fsdp-train: warning: %s was trained with train.seed = %llu, this run "
+                 "uses %llu: the data order changes from here on\n",
+                 path.c_str(), (unsigned long long)h.sampler_seed,
+                 (unsigned long long)cfg_.train.seed);
+  if (rank_ == 0 && opts_.log)
+    std::printf("fsdp-train: resumed from %s at step %lld (saved by %lld ranks, %s)\n",
+                path.c_str(), (long long)h.step, (long long)h.saved_ranks, h.strategy.c_str());
+}
+
+std::string Trainer::save_checkpoint() {
+  ckpt::Header h;
+  h.step = steps_done_;
+  h.tokens_seen = std::int64_t(steps_done_) * cfg_.train.batch_size * cfg_.model.block_size;
+  h.sampler_seed = train_sampler_->seed();
+  h.optimizer_steps = engine_->optimizer_steps();
+  h.lr_step = steps_done_;
+  h.lr = optim::learning_rate(cfg_.train, steps_done_);
+  const double t0 = now_s();
+  const std::string path = checkpointer_->save(*engine_, h);
+  last_saved_ = steps_done_;
+  if (rank_ == 0 && opts_.log) {
+    const double bytes = 3.0 * 4.0 * double(gpt2_num_params(cfg_.model));  // params + 2 moments
+    const double s = now_s() - t0;
+    std::printf("checkpoint %s: step %d, %s in %.2f s (%.0f MB/s)\n", path.c_str(), steps_done_,
+                format_bytes(std::int64_t(bytes)).c_str(), s, bytes / s / 1e6);
+    std::fflush(stdout);
+  }
+  return path;
+}
+
+}  // namespace fsdp

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+// Checkpoints on N ranks: block checksums and hyperslab ranges against serial references, a
+// written-then-read file against the engine's own gathered parameters, bit-for-bit resume at
+// the same N for every strategy, resharding onto one rank, and damaged files failing together.
+#include <xxhash.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "damage.hpp"
+#include "engine_fixture.hpp"
+#include "io/agree.hpp"
+#include "io/block_hash.hpp"
+#include "io/checkpoint.hpp"
+#include "io/h5_io.hpp"
+
+using namespace fsdp;
+namespace fs = std::filesystem;
+
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+// A fresh directory every rank sees (rank 0 makes it); removed at the end of the test.
+struct SharedTmpDir {
+  std::string path;
+  SharedTmpDir() {
+    std::string p;
+    if (world_rank() == 0) {
+      char tmpl[] = "/tmp/fsdp_ckpt_test_XXXXXX";
+      p = ::mkdtemp(tmpl);
+    }
+    path = broadcast_string(MPI_COMM_WORLD, p, 0);
+  }
+  ~SharedTmpDir() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank() == 0) fs::remove_all(path);
+  }
+};
+
+// A partition of [0, n) into `size` contiguous ranges of uneven (possibly zero) lengths,
+// assigned to the ranks in a shuffled order: the same on every rank (fixed seed).
+std::vector<h5::FlatRange> uneven_partition(std::int64_t n, int size, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::int64_t> cuts{0, n};
+  for (int q = 1; q < size; ++q) cuts.push_back(std::int64_t(rng() % std::uint64_t(n + 1)));
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<h5::FlatRange> r;
+  for (int q = 0; q < size; ++q) r.push_back({cuts[q], cuts[q + 1]});
+  std::shuffle(r.begin(), r.end(), rng);
+  return r;
+}
+
+RunConfig ckpt_config(const std::string& strategy, const std::string& dir) {
+  RunConfig c = test::tiny_config(strategy, 1);
+  c.train.steps = 10;
+  c.checkpoint.dir = dir;
+  if (strategy == "hybrid" && test::world_size() % 2 == 0) c.fsdp.shard_group_size = 2;
+  return c;
+}
+
+TrainOptions resume_from(const std::string& what) {
+  TrainOptions o = test::quiet();
+  o.resume = what;
+  return o;
+}
+
+struct Shards {
+  std::vector<std::vector<float>> p, m, v;
+};
+Shards shards(Engine& e) {
+  Shards s;
+  auto copy = [](Vec x) { return std::vector<float>(x.data(), x.data() + x.extent(0)); };
+  for (int u = 0; u < int(e.units().size()); ++u) {
+    s.p.push_back(copy(e.param_shard(u)));
+    s.m.push_back(copy(e.exp_avg_shard(u)));
+    s.v.push_back(copy(e.exp_avg_sq_shard(u)));
+  }
+  return s;
+}
+
+double rel(double a, double b) { return std::abs(a - b) / std::max(1e-12, std::abs(b)); }
+
+}  // namespace
+
+TEST_CASE("block checksums do not depend on how the array is split over ranks", "[checkpoint]") {
+  const int size = test::world_size(), rank = world_rank();
+  for (std::int64_t B : {std::int64_t(7), std::int64_t(64), kChecksumBlockElems}) {
+    for (std::int64_t n : {std::int64_t(1), std::int64_t(5), std::int64_t(1000)}) {
+      std::vector<float> full(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i) full[std::size_t(i)] = std::sin(0.37f * float(i));
+      std::vector<std::uint64_t> want;
+      for (std::int64_t b = 0; b < n; b += B)
+        want.push_back(XXH3_64bits(full.data() + b, std::size_t(std::min(B, n - b)) * 4));
+      for (unsigned seed = 1; seed <= 4; ++seed) {
+        const auto parts = uneven_partition(n, size, seed);
+        const h5::FlatRange mine = parts[std::size_t(rank)];
+        const auto got = block_hashes(MPI_COMM_WORLD, parts, full.data() + mine.begin, n, B);
+        INFO("n " << n << " block " << B << " partition " << seed);
+        REQUIRE(got == want);
+        REQUIRE(table_hash(got) == XXH3_64bits(want.data(), want.size() * 8));
+      }
+    }
+  }
+}
+
+TEST_CASE("flat ranges written by every rank read back exactly", "[checkpoint]") {
+  SharedTmpDir tmp;
+  const std::string file = tmp.path + "/ranges.h5";
+  const int size = test::world_size(), rank = world_rank();
+  const std::vector<std::vector<hsize_t>> shapes{{37}, {5, 13}, {3, 4, 7}, {1, 9}};
+  {
+    const h5::Plist fapl = ckpt::file_access(MPI_COMM_WORLD);
+    h5::File f{FSDP_H5_ID(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()))};
+    const h5::Plist dcpl = ckpt::dataset_creation(), dxpl = ckpt::collective_transfer();
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+      const auto& dims = shapes[k];
+      const std::int64_t n = h5::numel(dims);
+      REQUIRE(h5::flat_range_boxes(dims, {1, n - 1}).size() <= 2 * dims.size() - 1);
+      h5::Space s{FSDP_H5_ID(H5Screate_simple(int(dims.size()), dims.data(), nullptr))};
+      const std::string name = "d" + std::to_string(k);
+      h5::Dataset d{FSDP_H5_ID(H5Dcreate2(f.get(), name.c_str(), H5T_IEEE_F32LE, s.get(),
+                                          H5P_DEFAULT, dcpl.get(), H5P_DEFAULT))};
+      const h5::FlatRange mine = uneven_partition(n, size, unsigned(k + 11))[std::size_t(rank)];
+      std::vector<float> piece;
+      for (std::int64_t i = mine.begin; i < mine.end; ++i) piece.push_back(float(i));
+      h5::write_flat(d.get(), mine, piece.data(), dxpl.get());
+    }
+    f.close();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // Read back whole, serially, on every rank: element i of the row-major order holds i.
+  h5::File f{FSDP_H5_ID(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT))};
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    h5::Dataset d{FSDP_H5_ID(H5Dopen2(f.get(), ("d" + std::to_string(k)).c_str(), H5P_DEFAULT))};
+    const std::int64_t n = h5::numel(shapes[k]);
+    std::vector<float> all(std::size_t(n), -1.f);
+    FSDP_H5_CHECK(H5Dread(d.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()));
+    for (std::int64_t i = 0; i < n; ++i) REQUIRE(all[std::size_t(i)] == float(i));
+  }
+}
+
+TEST_CASE("a checkpoint holds each tensor in its natural shape and restores every shard",
+          "[checkpoint]") {
+  const std::string strategy = GENERATE(std::string("zero3"), std::string("hybrid"));
+  SharedTmpDir tmp;
+  RunConfig cfg = ckpt_config(strategy, tmp.path);
+  cfg.train.steps = 3;
+  std::string path;
+  Shards saved;
+  {
+    Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+    t.run();
+    path = t.save_checkpoint();  // the step-3 file again: saving twice is harmless
+    saved = shards(t.engine());
+    // Independent check of the layout: rank 0 reads each dataset whole with serial HDF5 and
+    // compares it with the engine's own gathered parameters.
+    for (int u = 0; u < int(t.engine().units().size()); ++u) {
+      const std::vector<float> full = t.engine().full_params(u);
+      if (world_rank() != 0) continue;
+      h5::File f{FSDP_H5_ID(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT))};
+      for (const TensorSpec& ts : t.engine().units()[u].layout->tensors) {
+        h5::Dataset d{FSDP_H5_ID(H5Dopen2(f.get(), ("/model/" + ts.name).c_str(), H5P_DEFAULT))};
+        REQUIRE(h5::dims_of(d.get()) == std::vector<hsize_t>(ts.shape.begin(), ts.shape.end()));
+        std::vector<float> got(std::size_t(ts.numel));
+        FSDP_H5_CHECK(
+            H5Dread(d.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got.data()));
+        for (std::int64_t i = 0; i < ts.numel; ++i)
+          REQUIRE(got[std::size_t(i)] == full[std::size_t(ts.offset + i)]);
+      }
+    }
+  }
+  REQUIRE(fs::path(path).filename() == "step_000003.h5");
+  cfg.train.seed = 4242;  // a different initialisation, overwritten by the load
+  Trainer r(cfg, MPI_COMM_WORLD, resume_from(path));
+  REQUIRE(r.start_step() == 3);
+  REQUIRE(r.engine().optimizer_steps() == 3);
+  const Shards got = shards(r.engine());
+  REQUIRE(got.p == saved.p);
+  REQUIRE(got.m == saved.m);
+  REQUIRE(got.v == saved.v);
+}
+
+TEST_CASE("5 steps, checkpoint, resume, 5 steps equals 10 steps bit for bit", "[checkpoint]") {
+  const std::string strategy =
+      GENERATE(std::string("ddp"), std::string("zero1"), std::string("zero2"), std::string("zero3"),
+               std::string("hybrid"));
+  INFO("strategy " << strategy << " ranks " << test::world_size());
+  SharedTmpDir tmp;
+  RunConfig cfg = ckpt_config(strategy, tmp.path + "/a");
+  std::vector<double> straight;
+  std::vector<std::vector<float>> straight_params;
+  {
+    Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+    straight = t.run().losses;
+    for (int u = 0; u < int(t.engine().units().size()); ++u)
+      straight_params.push_back(t.engine().full_params(u));
+  }
+  cfg.checkpoint.every = 5;
+  std::vector<double> with_checkpoints;
+  {
+    Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+    with_checkpoints = t.run().losses;
+  }
+  REQUIRE(with_checkpoints == straight);  // writing a checkpoint changes nothing
+  cfg.checkpoint.dir = tmp.path + "/b";
+  Trainer t(cfg, MPI_COMM_WORLD, resume_from(tmp.path + "/a/step_000005.h5"));
+  REQUIRE(t.start_step() == 5);
+  const std::vector<double> resumed = t.run().losses;
+  REQUIRE(resumed.size() == 5);
+  for (int s = 0; s < 5; ++s) {
+    INFO("step " << s + 6 << ": " << resumed[s] << " vs " << straight[s + 5]);
+    REQUIRE(resumed[std::size_t(s)] == straight[std::size_t(s + 5)]);
+  }
+  for (int u = 0; u < int(t.engine().units().size()); ++u)
+    REQUIRE(t.engine().full_params(u) == straight_params[std::size_t(u)]);
+}
+
+TEST_CASE("a checkpoint from N ranks resumes on one rank", "[checkpoint]") {
+  const std::string strategy = GENERATE(std::string("zero3"), std::string("ddp"));
+  SharedTmpDir tmp;
+  RunConfig cfg = ckpt_config(strategy, tmp.path);
+  cfg.checkpoint.every = 5;
+  std::vector<double> straight;
+  {
+    Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+    straight = t.run().losses;
+  }
+  // Every rank resumes alone (each its own one-rank job) and writes nothing.
+  RunConfig one = cfg;
+  one.checkpoint.every = 0;
+  one.fsdp.strategy = "zero3";
+  one.fsdp.shard_group_size = 0;
+  Trainer t(one, MPI_COMM_SELF, resume_from(tmp.path + "/step_000005.h5"));
+  const std::vector<double> resumed = t.run().losses;
+  for (int s = 0; s < 5; ++s) {
+    INFO("step " << s + 6 << ": " << resumed[s] << " vs " << straight[s + 5]);
+    REQUIRE(rel(resumed[std::size_t(s)], straight[std::size_t(s + 5)]) < 1e-5);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("damaged checkpoints fail on every rank, naming the dataset", "[checkpoint]") {
+  SharedTmpDir tmp;
+  RunConfig cfg = ckpt_config("zero3", tmp.path);
+  cfg.checkpoint.every = 5;
+  cfg.checkpoint.keep = 3;
+  {
+    Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+    t.run();
+  }
+  const std::string good = tmp.path + "/step_000005.h5", bad = tmp.path + "/step_000010.h5";
+  const std::string ds = "/optim/exp_avg/h.1.mlp.c_fc.weight";
+  if (world_rank() == 0) test::flip_byte(bad, ds, 1234);
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  std::string msg;
+  try {
+    Trainer t(cfg, MPI_COMM_WORLD, resume_from(bad));
+  } catch (const CheckpointError& e) {
+    msg = e.what();
+  }
+  INFO(msg);
+  REQUIRE(msg.find(bad) != std::string::npos);
+  REQUIRE(msg.find(ds) != std::string::npos);
+  REQUIRE(msg.find("checksum mismatch") != std::string::npos);
+  REQUIRE(broadcast_string(MPI_COMM_WORLD, msg, 0) == msg);  // the same line on every rank
+
+  // auto skips it and takes the previous good one.
+  Trainer t(cfg, MPI_COMM_WORLD, resume_from("auto"));
+  REQUIRE(t.start_step() == 5);
+
+  // A dataset of the wrong shape.
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) test::reshape_dataset(good, "/model/h.0.ln_1.bias");
+  MPI_Barrier(MPI_COMM_WORLD);
+  msg.clear();
+  try {
+    Trainer r(cfg, MPI_COMM_WORLD, resume_from(good));
+  } catch (const CheckpointError& e) {
+    msg = e.what();
+  }
+  INFO(msg);
+  REQUIRE(msg.find("/model/h.0.ln_1.bias: shape [21]") != std::string::npos);
+
+  // Nothing good left: auto starts fresh from the seed, exactly like a run without --resume.
+  Trainer fresh(cfg, MPI_COMM_WORLD, resume_from("auto"));
+  REQUIRE(fresh.start_step() == 0);
+  Trainer plain(cfg, MPI_COMM_WORLD, test::quiet());
+  REQUIRE(shards(fresh.engine()).p == shards(plain.engine()).p);
+}
