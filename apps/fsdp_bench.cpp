@@ -50,7 +50,6 @@ CLI::App* add_comm(CLI::App& app, fsdp::comm::CommBenchOptions& o) {
 
 int main(int argc, char** argv) {
   MpiSession mpi(&argc, &argv);
-  Kokkos::ScopeGuard kokkos(argc, argv);  // takes its --kokkos-* flags out of argv first
   int rank = 0;
   FSDP_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
 
@@ -64,6 +63,7 @@ int main(int argc, char** argv) {
     return rank == 0 ? app.exit(e) : e.get_exit_code();  // one copy of the message
   }
 
+  Kokkos::ScopeGuard kokkos(argc, argv);  // after parsing: --help is ours alone
   if (comm->parsed()) return fsdp::comm::run_comm_bench(MPI_COMM_WORLD, comm_options);
   return 0;
 }
