@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+// The planner's memory model: what one rank of this trainer allocates, by tracker category and
+// space, for a GPT shape, a strategy, N ranks, prefetch depth, offload, precision, micro-batch
+// and activation checkpointing. It replays the engine's allocations (plan/step_replay.hpp), so
+// for fp32 without offload it reproduces the MemoryTracker's peaks exactly. Also the closed-form
+// ZeRO model-state formulas (the paper's "mixed precision Adam, K = 12" mode) and the search for
+// the largest model that fits a device budget. No MPI.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/run_config.hpp"
+#include "core/memory.hpp"
+#include "fsdp/strategy.hpp"
+
+namespace fsdp::plan {
+
+// B = micro-batch, T = block_size, C = n_embd, V = vocab_size, L = n_layer, H = n_head.
+struct ModelShape {
+  int n_layer = 4;
+  int n_head = 4;
+  int n_embd = 128;
+  int vocab_size = 256;
+  int block_size = 64;
+  int n_positions = 0;  // rows of wpe; 0 = block_size
+  int positions() const { return n_positions > 0 ? n_positions : block_size; }
+};
+ModelShape shape_of(const ModelConfig& m);
+
+// Parameters per sharding unit, in the engine's order [embedding, h.0 .. h.{L-1}, ln_f]
+// (model/gpt2_layout.cpp): embedding V*C + positions*C, block 12C^2 + 13C, ln_f 2C.
+std::vector<std::int64_t> unit_numels(const ModelShape& s);
+std::int64_t num_params(const ModelShape& s);
+
+// The GPT family the planner scales along: n_embd = aspect * n_layer, rounded to a multiple of
+// head_dim, n_head = n_embd / head_dim; vocabulary and context are taken from `like`.
+// aspect 128 with head_dim 128 is GPT-3's ratio from 6.7B up (4096/32, 12288/96).
+ModelShape family_shape(int n_layer, const ModelShape& like, double aspect = 128.0,
+                        int head_dim = 128);
+// The family member whose parameter count is nearest `params`.
+ModelShape shape_for_params(double params, const ModelShape& like, double aspect = 128.0,
+                            int head_dim = 128);
+
+enum class Offload { None, Optimizer, Params };
+enum class Precision { FP32, BF16 };  // bf16: bf16 params/activations, fp32 master + moments
+Offload parse_offload(const std::string& s);
+Precision parse_precision(const std::string& s);
+const char* to_string(Offload o);
+const char* to_string(Precision p);
+const char* strategy_name(Strategy s);
+
+// One training configuration on one machine size.
+struct Setup {
+  ModelShape model;
+  Strategy strategy = Strategy::Zero3;
+  int ranks = 1;
+  int nodes = 1;
+  int shard_group_size = 0;  // hybrid: ranks per shard group; 0 = ranks per node
+  int prefetch = 1;
+  bool reshard_after_forward = true;
+  Offload offload = Offload::None;
+  Precision precision = Precision::FP32;
+  bool reduce_bf16 = false;  // fsdp.reduce_dtype = bf16
+  bool activation_checkpointing = false;
+  bool accumulate_sharded = false;  // fsdp.accumulate = sharded
+  int micro_batch = 1;              // sequences per forward+backward on one rank
+  int batch_size = 0;               // global sequences per step; 0 = one micro-batch per rank
+  bool deterministic = false;       // train.deterministic: canonical tree sums (fp32 only)
+
+  int ranks_per_node() const { return ranks / nodes; }
+  int shard_group() const;      // ddp 1, zero1/2/3 all ranks, hybrid the configured size
+  int replicate_group() const { return ranks / shard_group(); }
+  int micro_batches() const;    // per rank per step
+  std::int64_t global_batch() const { return batch_size > 0 ? batch_size : std::int64_t(ranks) * micro_batch; }
+  // Throws std::invalid_argument with a one-line reason (divisibility, unsupported offload).
+  void validate() const;
+};
+
+// The run deck's model, fsdp.* and train.* keys, on `ranks` ranks over `nodes` nodes.
+Setup setup_from_config(const RunConfig& cfg, int ranks, int nodes);
+
+// Deterministic mode sums the gradient norm in blocks of this many elements and pads every
+// unit to whole blocks per shard (Engine::kNormBlock).
+constexpr std::int64_t kNormBlock = 1024;
+// A unit of n parameters padded for a shard group of `shard_group` ranks.
+std::int64_t padded_numel(std::int64_t n, int shard_group, bool deterministic);
+
+// Bytes per element of each kind of buffer. fp32 is what the engine runs. bf16 is the
+// planner's model of fsdp.mixed_precision = bf16, which the engine accepts but does not run
+// yet: bf16 gathered parameters, working copies and activations; the fp32 shard (zero3,
+// hybrid) or a separate fp32 shard (ddp, zero1, zero2: `master`) as AdamW's master weights;
+// gradients in fsdp.reduce_dtype.
+struct ElementBytes {
+  int param = 4;       // working parameters: gathered units, the full copy ddp/zero1/zero2 keep
+  int master = 0;      // the separate fp32 master shard of ddp/zero1/zero2 under bf16
+  int grad = 4;        // full gradients, gradient shards and reduce-scatter buffers
+  int optimizer = 8;   // AdamW's two fp32 moments
+  int activation = 4;
+};
+ElementBytes element_bytes(const Setup& s);
+
+// Activation elements one rank allocates (Gpt2's constructor, all persistent): the residual
+// stream (L+1)BTC; per block (x L, or x 1 with checkpointing) 15BTC + 4BT + BHT^2 (ln1, qkv,
+// atty, res2, ln2, fch, fch_gelu, two LayerNorms' mean/rstd, the attention matrix); and once
+// 18BTC + 3BT + BTV + BHT (ln_f with its mean/rstd, logits, losses, the backward scratch, the
+// attention scratch).
+std::int64_t activation_elements(const ModelShape& s, int micro_batch, bool checkpointing);
+
+struct MemoryPlan {
+  std::int64_t params = 0;         // real parameters
+  std::int64_t padded_params = 0;  // each unit padded to a multiple of the shard group
+  std::int64_t largest_unit = 0;   // padded elements of the largest unit
+  int shard_group = 1;
+  // Peaks in bytes, as MemoryTracker::peak(category, space) and peak_total(space) report them.
+  std::array<std::array<std::int64_t, kNumMemCategories>, 2> peak{};
+  std::array<std::int64_t, 2> peak_total{};
+  std::int64_t device(MemCategory c) const { return peak[int(MemSpace::Device)][int(c)]; }
+  std::int64_t host(MemCategory c) const { return peak[int(MemSpace::Host)][int(c)]; }
+  std::int64_t device_total() const { return peak_total[int(MemSpace::Device)]; }
+  std::int64_t host_total() const { return peak_total[int(MemSpace::Host)]; }
+};
+MemoryPlan plan_memory(const Setup& s);
+
+// ---- The ZeRO paper's model-state formulas (Rajbhandari et al. 2020, section 5) -------------
+// Bytes per parameter: param (fp16/bf16 working copy), grad, and K for the optimizer (fp32
+// master, momentum and variance: K = 12 for mixed-precision Adam).
+struct ModelStateBytes {
+  double param = 2.0;
+  double grad = 2.0;
+  double optimizer_k = 12.0;
+};
+// "Paper mode": mixed-precision Adam, 2 + 2 + K with K = 12.
+inline ModelStateBytes paper_mixed_precision() { return {2.0, 2.0, 12.0}; }
+// What this trainer's fp32 AdamW keeps: 4 + 4 + 8 (the fp32 params are the master).
+inline ModelStateBytes fp32_adamw() { return {4.0, 4.0, 8.0}; }
+// Per-rank model states for psi parameters over n ranks, unpadded, no transient buffers:
+//   ddp (p+g+K)psi;  zero1 (p+g)psi + K psi/n;  zero2 p psi + (g+K) psi/n;  zero3 (p+g+K) psi/n.
+// Hybrid shards like zero3 over its shard group: pass n = the shard-group size.
+double zero_model_state_bytes(double psi, int n, Strategy s,
+                              const ModelStateBytes& b = paper_mixed_precision());
+
+// ---- The largest model that fits ----------------------------------------------------------
+struct LargestModel {
+  bool found = false;  // false: not even one layer fits
+  ModelShape shape;
+  std::int64_t params = 0;
+  MemoryPlan memory;
+  ModelShape next_shape;  // the first family member that does not fit
+  std::int64_t next_device_total = 0;
+};
+// Walks the family (family_shape) up in depth and returns the largest member whose device peak
+// (peak_total) is within device_budget bytes; everything else comes from `base`.
+LargestModel largest_model(const Setup& base, std::int64_t device_budget, double aspect = 128.0,
+                           int head_dim = 128, int max_layers = 2048);
+
+}  // namespace fsdp::plan

@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+#include "plan/step_replay.hpp"
+
+#include <algorithm>
+
+namespace fsdp::plan {
+namespace {
+
+using C = MemCategory;
+constexpr MemSpace kDev = MemSpace::Device;
+constexpr MemSpace kHost = MemSpace::Host;
+
+// The engine's stage schedules (fsdp/engine.cpp): the embedding unit appears at both ends of
+// each pass because the LM head is tied to wte.
+std::vector<int> forward_schedule(int L) {
+  std::vector<int> s{0};
+  for (int l = 0; l < L; ++l) s.push_back(l + 1);
+  s.push_back(L + 1);
+  s.push_back(0);
+  return s;
+}
+std::vector<int> backward_schedule(int L) {
+  std::vector<int> s{0, L + 1};
+  for (int l = L - 1; l >= 0; --l) s.push_back(l + 1);
+  s.push_back(0);
+  return s;
+}
+
+class Replay {
+ public:
+  Replay(const Setup& s, int max_micro)
+      : s_(s),
+        n_micro_(max_micro > 0 ? std::min(max_micro, s.micro_batches()) : s.micro_batches()),
+        b_(element_bytes(s)),
+        strategy_(s.strategy),
+        L_(s.model.n_layer),
+        k_(s.prefetch),
+        nshard_(s.shard_group()),
+        sharded_(shards_params(s.strategy)),
+        offload_(s.offload != Offload::None) {
+    const std::vector<std::int64_t> numel = unit_numels(s.model);
+    for (std::int64_t n : numel) {
+      const std::int64_t padded = padded_numel(n, nshard_, s.deterministic);
+      numel_.push_back(n);
+      padded_.push_back(padded);
+      shard_.push_back(padded / nshard_);
+    }
+    const std::size_t U = numel.size();
+    gathered_.assign(U, false);
+    in_flight_.assign(U, false);
+    gather_handle_.assign(U, -1);
+    staging_.assign(U, 0.0);
+    grad_full_.assign(U, false);
+  }
+
+  std::vector<StepEvent> run() {
+    construct();
+    train_step();
+    return std::move(ev_);
+  }
+
+ private:
+  // ---- events -------------------------------------------------------------------------------
+  void allocate(C c, MemSpace sp, double bytes, int unit) {
+    StepEvent e{StepEvent::Alloc};
+    e.cat = c;
+    e.space = sp;
+    e.bytes = bytes;
+    e.unit = unit;
+    ev_.push_back(e);
+  }
+  void deallocate(C c, MemSpace sp, double bytes, int unit) {
+    StepEvent e{StepEvent::Free};
+    e.cat = c;
+    e.space = sp;
+    e.bytes = bytes;
+    e.unit = unit;
+    ev_.push_back(e);
+  }
+  int issue(Coll op, Group g, double bytes, int unit, int after = -1) {
+    StepEvent e{StepEvent::Issue};
+    e.op = op;
+    e.group = g;
+    e.bytes = bytes;
+    e.unit = unit;
+    e.handle = next_handle_++;
+    e.after = after;
+    ev_.push_back(e);
+    return e.handle;
+  }
+  void wait(int h, int unit) {
+    StepEvent e{StepEvent::Wait};
+    e.handle = h;
+    e.unit = unit;
+    ev_.push_back(e);
+  }
+  void blocking(Coll op, Group g, double bytes, int unit) { wait(issue(op, g, bytes, unit), unit); }
+  void compute(double flops, double recompute, int unit) {
+    StepEvent e{StepEvent::Compute};
+    e.flops = flops;
+    e.recompute_flops = recompute;
+    e.unit = unit;
+    ev_.push_back(e);
+  }
+
+  // ---- Gpt2 and Engine constructors ---------------------------------------------------------
+  // Offload (Engine::Engine): AdamW's moments live on the host with any offload; with
+  // offload = params the parameter shard and the gradient shard do too. Full parameters and
+  // full gradients (ddp, zero1, zero2) stay on the device.
+  void construct() {
+    allocate(C::Activations, kDev,
+             double(b_.activation) *
+                 double(activation_elements(s_.model, s_.micro_batch, s_.activation_checkpointing)),
+             -1);
+    const MemSpace optim_space = offload_ ? kHost : kDev;
+    const MemSpace param_space = s_.offload == Offload::Params ? kHost : kDev;
+    for (std::size_t u = 0; u < numel_.size(); ++u) {
+      const int ui = int(u);
+      const double S = double(shard_[u]), P = double(padded_[u]);
+      // Parameters: the fp32 shard (zero3, hybrid; under bf16 it is the master copy), or the
+      // full working copy plus, under bf16, a separate fp32 master of the rank's shard.
+      if (sharded_) {
+        allocate(C::ParamShard, param_space, 4 * S, ui);
+      } else {
+        allocate(C::ParamShard, kDev, b_.param * P, ui);
+        if (b_.master > 0) allocate(C::ParamShard, optim_space, b_.master * S, ui);
+      }
+      // Gradients: the shard, or full gradients kept across the step (ddp, zero1).
+      if (shards_grads(strategy_)) {
+        allocate(C::Grads, param_space, b_.grad * S, ui);
+      } else {
+        allocate(C::Grads, kDev, b_.grad * P, ui);
+        grad_full_[u] = true;
+      }
+      // AdamW's exp_avg and exp_avg_sq over the shard.
+      allocate(C::OptimizerState, optim_space, b_.optimizer * S, ui);
+    }
+  }
+
+  // ---- GatherPipeline -----------------------------------------------------------------------
+  void issue_gather(int u) {
+    if (gathered_[u]) return;  // already gathered or in flight
+    const double S = double(shard_[u]), P = double(padded_[u]);
+    allocate(C::GatheredParams, kDev, b_.param * P, u);
+    int after = -1;
+    // An offloaded shard comes up over PCIe before it is gathered (free on a CPU build, where
+    // host and device share one memory). A bf16 gather sends a bf16 cast of the fp32 shard,
+    // staged in a device buffer until the gather completes.
+    if (s_.offload == Offload::Params) after = issue(Coll::HostToDevice, Group::Pcie, 4 * S, u);
+    if (s_.precision == Precision::BF16) {
+      staging_[u] = b_.param * S;
+      allocate(C::CommBuffers, kDev, staging_[u], u);
+    }
+    gather_handle_[u] = issue(Coll::AllGather, Group::Shard, b_.param * P, u, after);
+    gathered_[u] = true;
+    in_flight_[u] = true;
+  }
+
+  void acquire(int stage) {
+    const int u = sched_[stage];
+    if (!sharded_) return;
+    if (next_issue_ <= stage) {
+      issue_gather(u);
+      next_issue_ = stage + 1;
+    }
+    if (in_flight_[u]) {
+      wait(gather_handle_[u], u);
+      in_flight_[u] = false;
+      if (staging_[u] > 0) deallocate(C::CommBuffers, kDev, staging_[u], u);
+      staging_[u] = 0;
+    }
+    const int last = std::min<int>(stage + k_, int(sched_.size()) - 1);
+    for (; next_issue_ <= last; ++next_issue_) issue_gather(sched_[next_issue_]);
+  }
+
+  bool needed_soon(int stage) const {
+    for (int s = stage + 1; s < next_issue_; ++s)
+      if (sched_[s] == sched_[stage]) return true;
+    return false;
+  }
+
+  void release(int stage, bool keep = false) {
+    if (!sharded_ || keep || needed_soon(stage)) return;
+    const int u = sched_[stage];
+    deallocate(C::GatheredParams, kDev, b_.param * double(padded_[u]), u);
+    gathered_[u] = false;
+  }
+
+  void finish_pipeline() {
+    for (std::size_t u = 0; u < gathered_.size(); ++u) {
+      if (in_flight_[u]) {
+        wait(gather_handle_[u], int(u));
+        in_flight_[u] = false;
+        if (staging_[u] > 0) deallocate(C::CommBuffers, kDev, staging_[u], int(u));
+        staging_[u] = 0;
+      }
+      if (gathered_[u]) {
+        deallocate(C::GatheredParams, kDev, b_.param * double(padded_[u]), int(u));
+        gathered_[u] = false;
+      }
+    }
+  }
+
+  // ---- Engine: gradients and reductions -----------------------------------------------------
+  struct Pending {
+    int unit;
+    int handle;
+    double recv_bytes;
+  };
+
+  void begin_unit_backward(int u) {
+    for (std::size_t i = 0; i < pending_.size(); ++i)
+      if (pending_[i].unit == u) {
+        drain(pending_.size() - i - 1);
+        break;
+      }
+    if (!grad_full_[u]) {
+      allocate(C::Grads, kDev, b_.grad * double(padded_[u]), u);
+      grad_full_[u] = true;
+    }
+  }
+
+  void finish_unit_backward(int u, bool reduce_now) {
+    if (!reduce_now) return;
+    const double wire = wire_bytes() * double(padded_[u]);
+    Pending p{u, -1, 0.0};
+    if (strategy_ == Strategy::DDP) {
+      p.handle = issue(Coll::AllReduce, Group::Replicate, wire, u);
+    } else {
+      p.recv_bytes = b_.grad * double(shard_[u]);
+      allocate(C::CommBuffers, kDev, p.recv_bytes, u);
+      p.handle = issue(Coll::ReduceScatter, Group::Shard, wire, u);
+    }
+    pending_.push_back(p);
+    drain(std::size_t(std::max(1, k_)));
+  }
+
+  void drain(std::size_t keep) {
+    while (pending_.size() > keep) {
+      const Pending p = pending_.front();
+      pending_.erase(pending_.begin());
+      wait(p.handle, p.unit);
+      if (strategy_ == Strategy::DDP) continue;
+      const double S = double(shard_[p.unit]);
+      if (s_.replicate_group() > 1)
+        blocking(Coll::AllReduce, Group::Replicate, wire_bytes() * S, p.unit);
+      // offload = params: the reduced shard is added into the gradient shard on the host.
+      if (s_.offload == Offload::Params && shards_grads(strategy_))
+        blocking(Coll::DeviceToHost, Group::Pcie, b_.grad * S, p.unit);
+      if (shards_grads(strategy_)) {
+        deallocate(C::Grads, kDev, b_.grad * double(padded_[p.unit]), p.unit);
+        grad_full_[p.unit] = false;
+      }
+      deallocate(C::CommBuffers, kDev, p.recv_bytes, p.unit);
+    }
+  }
+
+  // Bytes per element a gradient reduction sends (fsdp.reduce_dtype).
+  double wire_bytes() const { return s_.reduce_bf16 ? 2.0 : double(b_.grad); }
+
+  // ---- Engine::micro_batch -----------------------------------------------------------------
+  // Model FLOPs per stage: a unit's GEMMs cost 2 x its parameters per token forward and twice
+  // that backward; attention adds 4TC forward and 8TC backward per block and token. The
+  // embedding's GEMM is the tied LM head (wte); wpe and the lookups are free. Summed over the
+  // stages: 6P + 12LTC per token.
+  void micro_batch(bool reduce_last) {
+    const std::vector<int> fwd = forward_schedule(L_), bwd = backward_schedule(L_);
+    sched_ = fwd;
+    sched_.insert(sched_.end(), bwd.begin(), bwd.end());
+    const int nf = int(fwd.size());
+    const bool keep_fwd = !s_.reshard_after_forward;
+    const double tok = double(s_.micro_batch) * s_.model.block_size;
+    const double TC = double(s_.model.block_size) * s_.model.n_embd;
+    const int lnf = L_ + 1;
+    auto fwd_flops = [&](int u) {
+      if (u == 0) return 0.0;
+      if (u == lnf) return 2.0 * double(numel_[u]) * tok;
+      return (2.0 * double(numel_[u]) + 4.0 * TC) * tok;
+    };
+    const double head = 2.0 * double(numel_[0]) * tok;
+
+    next_issue_ = 0;
+    for (int i = 0; i < nf; ++i) {
+      acquire(i);
+      compute(i == nf - 1 ? head : fwd_flops(sched_[i]), 0.0, sched_[i]);
+      release(i, keep_fwd);
+    }
+    for (int i = nf; i < int(sched_.size()); ++i) {
+      const int u = sched_[i];
+      acquire(i);
+      begin_unit_backward(u);
+      const int b = i - nf;
+      if (b == 0) compute(2.0 * head, 0.0, u);
+      else if (u == 0) compute(0.0, 0.0, u);
+      else if (u == lnf) compute(2.0 * fwd_flops(u), 0.0, u);
+      else compute(2.0 * fwd_flops(u), s_.activation_checkpointing ? fwd_flops(u) : 0.0, u);
+      release(i);
+      if (b != 0) finish_unit_backward(u, reduce_last);  // the head stage is not wte's last use
+    }
+    finish_pipeline();
+  }
+
+  // ---- Engine::train_step -------------------------------------------------------------------
+  void train_step() {
+    if (s_.deterministic) {
+      tree_accumulate(0, n_micro_);  // leaves the sum in every unit's full gradients
+      tree_reduce_grads();
+      // The step loss: every rank's micro-batch losses, one slot each.
+      blocking(Coll::AllReduce, Group::World, 8.0 * s_.micro_batches() * s_.ranks, -1);
+    } else {
+      for (int j = 0; j < n_micro_; ++j) {
+        const bool last_micro = j + 1 == n_micro_;
+        micro_batch(last_micro || (shards_grads(strategy_) && s_.accumulate_sharded));
+      }
+      drain(0);
+      blocking(Coll::AllReduce, Group::World, 8.0, -1);  // the step's mean loss
+    }
+    optimizer_step();
+  }
+
+  // ---- Deterministic mode (engine_deterministic.cpp) ----------------------------------------
+  // Each micro-batch's gradients go into fresh full buffers; sums along the canonical tree
+  // keep one set per open level alive.
+  void tree_accumulate(int lo, int hi) {
+    if (hi - lo == 1) {
+      for (std::size_t u = 0; u < padded_.size(); ++u) {
+        const double P = b_.grad * double(padded_[u]);
+        allocate(C::Grads, kDev, P, int(u));  // the new buffer exists before the old one goes
+        if (grad_full_[u]) deallocate(C::Grads, kDev, P, int(u));
+        grad_full_[u] = true;
+      }
+      micro_batch(false);
+      return;  // the set moves out of the units: still allocated, held by the caller
+    }
+    const int mid = lo + (hi - lo) / 2;
+    tree_accumulate(lo, mid);
+    for (std::size_t u = 0; u < padded_.size(); ++u) grad_full_[u] = false;  // held as `left`
+    tree_accumulate(mid, hi);
+    for (std::size_t u = 0; u < padded_.size(); ++u) grad_full_[u] = false;  // held as `right`
+    for (std::size_t u = 0; u < padded_.size(); ++u)
+      deallocate(C::Grads, kDev, b_.grad * double(padded_[u]), int(u));  // `right`, added into `left`
+  }
+
+  void tree_reduce_grads() {
+    for (std::size_t u = 0; u < padded_.size(); ++u) grad_full_[u] = true;  // the sum, moved in
+    for (std::size_t u = 0; u < padded_.size(); ++u) {
+      const double P = b_.grad * double(padded_[u]);
+      const double all = P * s_.ranks;
+      allocate(C::CommBuffers, kDev, all, int(u));
+      blocking(Coll::AllGather, Group::World, all, int(u));
+      if (shards_grads(strategy_)) {
+        deallocate(C::Grads, kDev, P, int(u));
+        grad_full_[u] = false;
+      }
+      deallocate(C::CommBuffers, kDev, all, int(u));
+    }
+  }
+
+  // ---- Engine::optimizer_step ---------------------------------------------------------------
+  void optimizer_step() {
+    double elems = 0.0;
+    for (std::int64_t n : shard_) elems += double(n);
+    // The global gradient norm: one double, or (deterministic) one per 1024-element block.
+    if (!s_.deterministic) {
+      blocking(Coll::AllReduce, Group::Shard, 8.0, -1);
+    } else if (nshard_ > 1) {
+      double blocks = 0.0;
+      for (std::int64_t n : numel_) blocks += double((n + kNormBlock - 1) / kNormBlock);
+      blocking(Coll::AllReduce, Group::Shard, 8.0 * blocks, -1);
+    }
+    // Offloaded AdamW runs on the host: the device-resident parameter and gradient shards go
+    // down and the updated parameters come back (offload = params keeps both on the host).
+    if (s_.offload == Offload::Optimizer)
+      blocking(Coll::DeviceToHost, Group::Pcie, (4.0 + b_.grad) * elems, -1);
+    // AdamW over the shard: the norm reads the gradients, the update reads the fp32 params,
+    // gradients and both moments and writes params and moments (plus the bf16 working copy).
+    double per_elem = 2 * double(b_.grad) + 2 * 4.0 + 2 * double(b_.optimizer);
+    if (s_.precision == Precision::BF16) per_elem += b_.param;
+    StepEvent e{StepEvent::Optimizer};
+    e.bytes = elems * per_elem;
+    e.on_host = offload_;
+    ev_.push_back(e);
+    if (s_.offload == Offload::Optimizer)
+      blocking(Coll::HostToDevice, Group::Pcie, 4.0 * elems, -1);
+    // Engine::sync_full_params: zero1/zero2 bring every rank's updated shard to everyone.
+    if (sharded_ || nshard_ == 1) return;
+    for (std::size_t u = 0; u < shard_.size(); ++u) {
+      const double send = b_.param * double(shard_[u]);
+      allocate(C::CommBuffers, kDev, send, int(u));
+      blocking(Coll::AllGather, Group::Shard, b_.param * double(padded_[u]), int(u));
+      deallocate(C::CommBuffers, kDev, send, int(u));
+    }
+  }
+
+  const Setup& s_;
+  int n_micro_;
+  ElementBytes b_;
+  Strategy strategy_;
+  int L_, k_, nshard_;
+  bool sharded_, offload_;
+  std::vector<std::int64_t> numel_, padded_, shard_;
+  std::vector<bool> gathered_, in_flight_, grad_full_;
+  std::vector<int> gather_handle_;
+  std::vector<double> staging_;
+  std::vector<int> sched_;
+  int next_issue_ = 0;
+  std::vector<Pending> pending_;
+  int next_handle_ = 0;
+  std::vector<StepEvent> ev_;
+};
+
+}  // namespace
+
+const char* to_string(Coll c) {
+  switch (c) {
+    case Coll::AllGather: return "all_gather";
+    case Coll::ReduceScatter: return "reduce_scatter";
+    case Coll::AllReduce: return "all_reduce";
+    case Coll::HostToDevice: return "host_to_device";
+    case Coll::DeviceToHost: return "device_to_host";
+  }
+  return "?";
+}
+
+std::vector<StepEvent> replay_step(const Setup& s, int max_micro_batches) {
+  s.validate();
+  return Replay(s, max_micro_batches).run();
+}
+
+}  // namespace fsdp::plan

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// The engine's training step replayed without data: the same unit schedule, prefetch window,
+// gradient buffers and pending reductions as fsdp/engine.cpp and fsdp/gather_pipeline.cpp, as a
+// list of events (allocate, free, compute, issue a collective, wait for it, optimizer pass).
+// The memory model folds the allocations into tracker peaks; the time model runs the compute
+// and collectives on a timeline. Keep this file in step with the engine: the MPI test
+// test_plan_vs_tracker fails when the two disagree.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "plan/memory_model.hpp"
+
+namespace fsdp::plan {
+
+enum class Coll { AllGather, ReduceScatter, AllReduce, HostToDevice, DeviceToHost };
+enum class Group { Shard, Replicate, World, Pcie };
+const char* to_string(Coll c);
+
+struct StepEvent {
+  enum Kind { Alloc, Free, Compute, Issue, Wait, Optimizer } kind;
+  // Alloc/Free: a tracked buffer.
+  MemCategory cat = MemCategory::Activations;
+  MemSpace space = MemSpace::Device;
+  // Alloc/Free: buffer bytes. Issue: the collective's full buffer (nccl-tests' "size").
+  // Optimizer: bytes of memory traffic.
+  double bytes = 0.0;
+  double flops = 0.0;           // Compute: model FLOPs of this stage
+  double recompute_flops = 0.0;  // Compute: activation-checkpointing recompute
+  Coll op = Coll::AllGather;     // Issue
+  Group group = Group::Shard;    // Issue
+  bool on_host = false;          // Optimizer: runs on the host (offload)
+  int handle = -1;               // Issue/Wait
+  int after = -1;                // Issue: starts only once this handle's transfer is done
+  int unit = -1;                 // the sharding unit concerned; -1: none
+};
+
+// Construction (Gpt2 then Engine) followed by one training step of s.micro_batches()
+// micro-batches (the tracker's peaks are reached in the first step and repeat in later ones).
+// max_micro_batches > 0 replays at most that many: from the second micro-batch on, each one
+// repeats the previous one's allocations, so two give the memory peaks of any number.
+std::vector<StepEvent> replay_step(const Setup& s, int max_micro_batches = 0);
+
+}  // namespace fsdp::plan

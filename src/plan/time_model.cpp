@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+#include "plan/time_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace fsdp::plan {
+namespace {
+
+struct GroupShape {
+  int n = 1;         // ranks
+  int per_node = 1;  // of them on one node
+  int nodes = 1;     // nodes the group spans
+};
+
+// Ranks are placed in blocks of ranks_per_node; shard groups are consecutive ranks and
+// replicate groups take every shard_group-th rank (comm/process_groups.hpp).
+GroupShape group_shape(const Setup& s, Group g) {
+  const int rpn = s.ranks_per_node(), S = s.shard_group();
+  GroupShape gs;
+  switch (g) {
+    case Group::Shard:
+      gs.n = S;
+      gs.per_node = std::min(S, rpn);
+      break;
+    case Group::Replicate:
+      gs.n = s.replicate_group();
+      gs.per_node = S >= rpn ? 1 : std::min(gs.n, rpn / S);
+      break;
+    case Group::World:
+    case Group::Pcie:
+      gs.n = s.ranks;
+      gs.per_node = rpn;
+      break;
+  }
+  gs.nodes = (gs.n + gs.per_node - 1) / gs.per_node;
+  return gs;
+}
+
+double bus_factor(Coll op, int n) {
+  const double f = double(n - 1) / double(n);
+  return op == Coll::AllReduce ? 2.0 * f : f;
+}
+
+double intra_busbw(const Machine& m, Coll op) {
+  switch (op) {
+    case Coll::AllGather: return m.intra_allgather_busbw;
+    case Coll::ReduceScatter: return m.intra_reducescatter_busbw;
+    default: return m.intra_allreduce_busbw;
+  }
+}
+
+}  // namespace
+
+double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes) {
+  if (op == Coll::HostToDevice || op == Coll::DeviceToHost)  // no PCIe: one shared memory
+    return m.pcie_bandwidth > 0 ? bytes / m.pcie_bandwidth : 0.0;
+  const GroupShape gs = group_shape(s, g);
+  if (gs.n == 1) {
+    // SingleCommunicator: an all-gather or reduce-scatter is a local copy; an all-reduce is
+    // nothing at all.
+    return op == Coll::AllReduce ? 0.0 : 2.0 * bytes / m.mem_bandwidth;
+  }
+  double bw = intra_busbw(m, op);
+  double latency = m.latency_s;
+  if (gs.nodes > 1) {
+    if (m.inter_node_busbw <= 0)
+      throw std::runtime_error("machine " + m.name +
+                               " has no inter_node_busbw (measured on one node): a plan over " +
+                               std::to_string(s.nodes) + " nodes cannot be predicted");
+    // Every rank of a node runs the same collective at once: the node's network is shared by
+    // rpn / per_node groups. A ring through the node also crosses its NVLink (per_node > 1).
+    const double net = m.inter_node_busbw * double(gs.per_node) / double(s.ranks_per_node());
+    bw = gs.per_node > 1 ? std::min(bw, net) : net;
+    latency += (gs.nodes - 1) * m.inter_node_latency_s;
+  }
+  if (bw <= 0) throw std::runtime_error("machine " + m.name + " has no bus bandwidth for " + to_string(op));
+  return latency + bus_factor(op, gs.n) * bytes / bw;
+}
+
+double emulated_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes) {
+  if (!m.emulated() || op == Coll::HostToDevice || op == Coll::DeviceToHost) return 0.0;
+  const int n = group_shape(s, g).n;
+  const double bus = n == 1 ? bytes : bus_factor(op, n) * bytes;  // comm/communicator.cpp
+  return m.emulate_latency_s + (m.emulate_busbw > 0 ? bus / m.emulate_busbw : 0.0);
+}
+
+TimePlan plan_time(const Setup& s, const Machine& m) {
+  const std::vector<StepEvent> events = replay_step(s);
+  const bool bf16 = s.precision == Precision::BF16;
+  TimePlan r;
+  r.peak_flops = m.peak_flops(bf16);
+  r.achieved_flops = r.peak_flops * m.gemm_efficiency;
+  if (r.achieved_flops <= 0) throw std::runtime_error("machine " + m.name + " has no GEMM rate");
+  if (s.offload != Offload::None && m.host_mem_bandwidth <= 0)
+    throw std::runtime_error("machine " + m.name + " has no host_mem_bandwidth: offload cannot be predicted");
+
+  double t = 0.0;                       // the compute stream's clock
+  double link_free[2] = {0.0, 0.0};     // network, PCIe: when each is next idle
+  std::unordered_map<int, double> done;  // handle -> completion
+  std::unordered_map<int, bool> on_pcie;
+  double recompute_flops = 0.0;
+  for (const StepEvent& e : events) {
+    switch (e.kind) {
+      case StepEvent::Alloc:
+      case StepEvent::Free: break;
+      case StepEvent::Compute: {
+        const double dt = e.flops / r.achieved_flops, dr = e.recompute_flops / r.achieved_flops;
+        r.compute_s += dt;
+        r.recompute_s += dr;
+        recompute_flops += e.recompute_flops;
+        t += dt + dr;
+        break;
+      }
+      case StepEvent::Issue: {
+        const bool pcie = e.group == Group::Pcie;
+        const int ch = pcie ? 1 : 0;
+        const double real = collective_seconds(s, m, e.op, e.group, e.bytes);
+        const double emu = emulated_seconds(s, m, e.op, e.group, e.bytes);
+        double end;
+        if (!pcie && !m.comm_overlaps_compute) {
+          // The data moves on this rank's core at issue; the emulated delay runs from issue.
+          const double issued = t;
+          t += real;
+          r.comm_exposed_s += real;
+          end = std::max(t, issued + emu);
+        } else {
+          double start = t;
+          if (e.after >= 0) start = std::max(start, done[e.after]);
+          if (m.serialize_collectives || pcie) start = std::max(start, link_free[ch]);
+          const double end_real = start + real;
+          if (m.serialize_collectives || pcie) link_free[ch] = end_real;
+          end = std::max(end_real, t + emu);
+        }
+        done[e.handle] = end;
+        on_pcie[e.handle] = pcie;
+        if (!pcie) {
+          r.comm_busy_s += real;
+          r.comm_bytes += e.bytes;
+          if (e.op == Coll::AllGather) ++r.all_gathers;
+          if (e.op == Coll::ReduceScatter) ++r.reduce_scatters;
+          if (e.op == Coll::AllReduce) ++r.all_reduces;
+        }
+        break;
+      }
+      case StepEvent::Wait: {
+        const double end = done.at(e.handle);
+        if (end > t) {
+          (on_pcie[e.handle] ? r.offload_exposed_s : r.comm_exposed_s) += end - t;
+          t = end;
+        }
+        break;
+      }
+      case StepEvent::Optimizer: {
+        const double dt = e.bytes / (e.on_host ? m.host_mem_bandwidth : m.mem_bandwidth);
+        r.optimizer_s += dt;
+        t += dt;
+        break;
+      }
+    }
+  }
+  r.step_s = t;
+  const double P = double(num_params(s.model));
+  const double L = s.model.n_layer, T = s.model.block_size, Cc = s.model.n_embd;
+  r.tokens_per_step = double(s.global_batch()) * T;
+  r.tokens_per_s = r.tokens_per_step / r.step_s;
+  r.tokens_per_s_per_rank = r.tokens_per_s / s.ranks;
+  r.model_flops_per_token = 6.0 * P + 12.0 * L * T * Cc;
+  const double tokens_per_rank = r.tokens_per_step / s.ranks;
+  r.hardware_flops_per_token = r.model_flops_per_token + recompute_flops / tokens_per_rank;
+  r.mfu = r.tokens_per_s * r.model_flops_per_token / (s.ranks * r.peak_flops);
+  r.model_tflops_per_rank = r.tokens_per_s_per_rank * r.model_flops_per_token / 1e12;
+  r.hardware_tflops_per_rank = r.tokens_per_s_per_rank * r.hardware_flops_per_token / 1e12;
+  r.scaling_efficiency = (r.step_s - r.comm_exposed_s) / r.step_s;
+  return r;
+}
+
+std::vector<std::string> time_assumptions(const Setup& s, const Machine& m) {
+  std::vector<std::string> a;
+  auto fmt = [](double v, const char* unit) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, *unit ? "%.4g %s" : "%.4g", v, unit);
+    return std::string(buf);
+  };
+  const bool bf16 = s.precision == Precision::BF16;
+  a.push_back("machine " + m.name + ": " + m.notes);
+  a.push_back("compute at " + fmt(m.peak_flops(bf16) * m.gemm_efficiency / 1e12, "TFLOP/s") +
+              " per rank (" + (bf16 ? "bf16" : "fp32") + " peak " +
+              fmt(m.peak_flops(bf16) / 1e12, "TFLOP/s") + " x GEMM efficiency " +
+              fmt(m.gemm_efficiency, "") + ")");
+  a.push_back("model FLOPs per token 6P + 12LTC (T = block_size)" +
+              std::string(s.activation_checkpointing
+                              ? "; checkpointing recomputes each block's forward (2P_block + 4TC)"
+                              : ""));
+  a.push_back(std::string("collectives: latency + busfactor x bytes / busbw, ") +
+              (m.serialize_collectives ? "one at a time on the link" : "each from its own issue") +
+              (m.comm_overlaps_compute ? ", overlapping compute until waited for"
+                                       : ", the transfer on the rank's own core at issue"));
+  if (m.emulated())
+    a.push_back("link emulation: " + fmt(m.emulate_latency_s * 1e6, "us") + " + bus bytes / " +
+                fmt(m.emulate_busbw / 1e9, "GB/s") + " per collective");
+  a.push_back("AdamW memory-bound at " + fmt((s.offload != Offload::None ? m.host_mem_bandwidth : m.mem_bandwidth) / 1e9, "GB/s") +
+              (s.offload != Offload::None ? " (host)" : " (device)"));
+  if (s.precision == Precision::BF16 || s.reduce_bf16)
+    a.push_back("bf16 is the planner's model of a feature the engine does not run yet "
+                "(docs/planner.md); fp32 memory is what the tracker checks, byte for byte");
+  if (s.offload != Offload::None)
+    a.push_back("offloaded AdamW runs on the host at " + fmt(m.host_mem_bandwidth / 1e9, "GB/s") +
+                "; host<->device copies at " +
+                (m.pcie_bandwidth > 0 ? fmt(m.pcie_bandwidth / 1e9, "GB/s") : std::string("no cost (one memory)")));
+  return a;
+}
+
+}  // namespace fsdp::plan
