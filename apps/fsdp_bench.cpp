@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // fsdp-bench: micro-benchmarks that print nccl-tests-style tables, one subcommand each
-// (comm: our collectives beside raw MPI).
+// (comm: our collectives beside raw MPI; machine: the rates fsdp-plan reads).
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 
+#include "bench/bench_machine.hpp"
 #include "comm/bench_comm.hpp"
+#include "core/blas_setup.hpp"
 #include "core/check.hpp"
 
 namespace {
@@ -49,6 +51,7 @@ CLI::App* add_comm(CLI::App& app, fsdp::comm::CommBenchOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fsdp::select_blas_kernel(argv);
   MpiSession mpi(&argc, &argv);
   int rank = 0;
   FSDP_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -57,6 +60,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   fsdp::comm::CommBenchOptions comm_options;
   CLI::App* comm = add_comm(app, comm_options);
+  fsdp::bench::MachineBenchOptions machine_options;
+  CLI::App* machine = app.add_subcommand(
+      "machine", "measure GEMM, collective and memory rates; write an fsdp-machine/1 file");
+  machine->add_option("--out", machine_options.out, "the machine file")->capture_default_str();
+  machine->add_option("--iters", machine_options.iters, "repeats per figure")->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -65,5 +73,6 @@ int main(int argc, char** argv) {
 
   Kokkos::ScopeGuard kokkos(argc, argv);  // after parsing: --help is ours alone
   if (comm->parsed()) return fsdp::comm::run_comm_bench(MPI_COMM_WORLD, comm_options);
+  if (machine->parsed()) return fsdp::bench::run_machine_bench(MPI_COMM_WORLD, machine_options);
   return 0;
 }

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+// `fsdp-bench machine`: measures what the planner needs about this machine (GEMM rate per rank,
+// intra-node all-gather/reduce-scatter/all-reduce bus bandwidth, small-collective latency,
+// memory bandwidth) with every rank busy at once, and writes them as an fsdp-machine/1 file.
+#pragma once
+#include <mpi.h>
+
+#include <string>
+
+namespace fsdp::bench {
+
+struct MachineBenchOptions {
+  std::string out = "machine.json";
+  double comm_bytes = 16.0 * (1 << 20);  // full buffer per rank for the bandwidth figures
+  int iters = 10;
+};
+
+int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o);
+
+}  // namespace fsdp::bench
