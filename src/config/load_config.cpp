@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -121,12 +122,97 @@ void apply_table(Deck& d, const toml::table& root) {
   }
 }
 
+// toml++ 3.3 reaches __builtin_unreachable (undefined behaviour) when it asks whether some
+// non-ASCII characters are whitespace: anywhere outside strings and comments, and after a
+// backslash in a multi-line basic string (marzer/tomlplusplus#190, #295). TOML allows neither,
+// so such text is turned away before it reaches the parser. The scan errs on the strict side: a
+// quote opens a string only where toml++ would read one (never inside a bare key or value, where
+// toml++ scans everything up to whitespace, ',', ']', '}' or '#'). Returns the 1-based line and
+// column of the first offending character, or {0, 0}.
+std::pair<int, int> unsafe_non_ascii(const std::string& text) {
+  enum class In { Code, Comment, Basic, Literal, MultiBasic, MultiLiteral } in = In::Code;
+  int line = 1, col = 0;
+  bool value = false;    // after '=' (or in an array): a bare value runs to a terminator
+  bool bare = false;     // inside a bare key or value
+  std::string nest;      // open arrays ('a') and inline tables ('t') of the current value
+  std::size_t i = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;  // a UTF-8 byte order mark
+  auto at = [&](const char* s) { return text.compare(i, std::strlen(s), s) == 0; };
+  auto close = [&](char q) {  // a multi-line string's closing quotes, and any right after them
+    while (i + 1 < text.size() && text[i + 1] == q) ++i, ++col;
+    in = In::Code;
+    bare = false;
+  };
+  for (; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++line;
+      col = 0;
+      if (in == In::Comment || in == In::Basic || in == In::Literal) in = In::Code;
+      if (in == In::Code) {
+        bare = false;
+        value = !nest.empty() && nest.back() == 'a';
+      }
+      continue;
+    }
+    if ((c & 0xC0) != 0x80) ++col;  // count characters, not UTF-8 continuation bytes
+    switch (in) {
+      case In::Code:
+        if (c >= 0x80) return {line, col};
+        if (c == '#') {
+          in = In::Comment;
+        } else if (c == ' ' || c == '\t' || c == ',' || c == ']' || c == '}') {
+          if (c == ']' && !nest.empty() && nest.back() == 'a') nest.pop_back();
+          if (c == '}' && !nest.empty() && nest.back() == 't') nest.pop_back();
+          if (c == ',') value = !nest.empty() && nest.back() == 'a';
+          if (c == '}') value = true;
+          bare = false;
+        } else if (!bare && (c == '"' || c == '\'')) {
+          if (at("\"\"\"")) in = In::MultiBasic, i += 2, col += 2;
+          else if (at("'''")) in = In::MultiLiteral, i += 2, col += 2;
+          else in = c == '"' ? In::Basic : In::Literal;
+        } else if (!value && c == '=') {  // ends a key; in a value it is a bare character
+          value = true;
+          bare = false;
+        } else if (!bare && value && (c == '[' || c == '{')) {
+          nest += c == '[' ? 'a' : 't';
+          value = c == '[';
+        } else if (!(c == '[' && !value)) {  // '[' of a table header is no bare character
+          bare = true;
+        }
+        break;
+      case In::Comment: break;
+      case In::Basic:
+        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i, ++col;
+        else if (c == '"') in = In::Code, bare = false;
+        break;
+      case In::Literal:
+        if (c == '\'') in = In::Code, bare = false;
+        break;
+      case In::MultiBasic:
+        if (c == '\\') {  // an escape, or a line-ending backslash and the whitespace it eats
+          std::size_t j = i + 1;
+          while (j < text.size() && text[j] != '\0' && std::strchr(" \t\r\n", text[j])) ++j;
+          if (j < text.size() && static_cast<unsigned char>(text[j]) >= 0x80)
+            return {line, col + 1};
+          if (j == i + 1 && j < text.size()) ++i, ++col;  // skip the escaped character
+        } else if (at("\"\"\"")) {
+          close('"');
+        }
+        break;
+      case In::MultiLiteral:
+        if (at("'''")) close('\'');
+        break;
+    }
+  }
+  return {0, 0};
+}
+
 // An override value reads as a TOML value; text that does not parse as one is a bare string.
 ConfigValue parse_override_value(const std::string& text, KeyType type) {
   const bool quoted = !text.empty() && (text[0] == '"' || text[0] == '\'');
   // Paths and names like 2024 or builtin:train are meant as text, whatever they look like.
   if ((type == KeyType::String || type == KeyType::Enum) && !quoted) return text;
-  if (text.find_first_of("\n\r") == std::string::npos) {
+  if (text.find_first_of("\n\r") == std::string::npos && unsafe_non_ascii(text).first == 0) {
     try {
       toml::table t = toml::parse("v = " + text);
       if (t.size() == 1)
@@ -169,6 +255,10 @@ RunConfig load_config_from_string(const std::string& toml_text, const std::strin
   Deck d;
   d.source = source_name;
   toml::table root;
+  if (const auto [line, col] = unsafe_non_ascii(toml_text); line > 0)
+    throw ConfigError(source_name + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                      ": TOML syntax error: a non-ASCII character outside a string or comment, "
+                      "or after a backslash in a multi-line string");
   try {
     root = toml::parse(toml_text, source_name);
   } catch (const toml::parse_error& e) {

@@ -321,6 +321,27 @@ std::optional<std::int64_t> parse_byte_size(const std::string& text) {
   return std::nullopt;
 }
 
+// A TOML deck is UTF-8, and so is the resolved deck written back out; text from --set is not
+// checked by the TOML parser, so it is checked here.
+static bool valid_utf8(const std::string& s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int more =  // continuation bytes that follow this lead byte
+        c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2 : (c >> 3) == 0x1e ? 3 : -1;
+    if (more < 0 || s.size() - i <= std::size_t(more)) return false;  // truncated sequence
+    std::uint32_t cp = more == 0 ? c : c & (0x3f >> more);
+    for (int j = 1; j <= more; ++j) {
+      const auto cc = static_cast<unsigned char>(s[i + std::size_t(j)]);
+      if ((cc >> 6) != 0x2) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    static const std::uint32_t smallest[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < smallest[more] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += std::size_t(more) + 1;
+  }
+  return true;
+}
+
 std::string check_value(const KeySpec& k, const ConfigValue& given, ConfigValue& out) {
   const std::string expected = "expected " + describe_accepted(k);
   const std::string got_value = ", got " + toml_literal(given);
@@ -354,6 +375,7 @@ std::string check_value(const KeySpec& k, const ConfigValue& given, ConfigValue&
       return "";
     case KeyType::String:
       if (!std::holds_alternative<std::string>(given)) return expected + got_kind;
+      if (!valid_utf8(std::get<std::string>(given))) return expected + " in UTF-8" + got_value;
       out = given;
       return "";
     case KeyType::Enum: {
