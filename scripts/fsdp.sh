@@ -29,8 +29,18 @@ install_packages() {
 }
 
 build() {
-  if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release
+  local args=(-DCMAKE_BUILD_TYPE=Release)
+  # Where the CUDA toolkit is installed (no GPU needed), the NCCL/CUDA communicators are compiled
+  # and their tests run (GPU tests report "Skipped" without a GPU). FSDP_CUDA_COMM=0 opts out.
+  local nvcc=${FSDP_NVCC:-/usr/local/cuda/bin/nvcc} cuda=0
+  if [ "${FSDP_CUDA_COMM:-1}" != 0 ] && [ -x "$nvcc" ]; then
+    cuda=1
+    args+=(-DFSDP_BUILD_CUDA_COMM=ON "-DCMAKE_CUDA_COMPILER=$nvcc")
+  fi
+  # Configure once; again only if a build made before the CUDA toolkit still lacks it.
+  if [ ! -f "$BUILD/CMakeCache.txt" ] ||
+    { [ $cuda = 1 ] && ! grep -q '^FSDP_BUILD_CUDA_COMM:BOOL=ON' "$BUILD/CMakeCache.txt"; }; then
+    cmake -S "$ROOT" -B "$BUILD" "${args[@]}"
   fi
   cmake --build "$BUILD" -j"$(nproc)"
 }

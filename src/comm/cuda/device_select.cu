@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: MIT
+#include <cstring>
+#include <vector>
+
+#include "comm/cuda/cuda_aware.hpp"
+#include "comm/cuda/cuda_check.hpp"
+#include "comm/cuda/device_select.hpp"
+#include "comm/cuda/nccl_communicator.hpp"
+#include "comm/cuda/staged_communicator.hpp"
+#include "comm/owned_comm.hpp"
+#include "core/check.hpp"
+
+namespace fsdp::comm {
+namespace {
+
+std::string ranks(int n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
+
+std::string group(const GroupFacts& f) { return "group '" + f.name + "' (" + ranks(f.size) + ")"; }
+
+DevicePlan planned(DevicePath path, const GroupFacts& f, const std::string& why) {
+  DevicePlan p;
+  p.path = path;
+  p.description = f.name + " (" + ranks(f.size) + "): " + label(path) + ": " + why;
+  return p;
+}
+
+DevicePlan refused(const std::string& why) {
+  DevicePlan p;
+  p.error = why;
+  return p;
+}
+
+DevicePlan mpi_plan(const GroupFacts& f, const std::string& why) {
+  if (f.mpi_cuda_aware)
+    return planned(DevicePath::MpiCudaAware, f,
+                   why +
+                       "; MPI is CUDA-aware: all-gathers and broadcasts pass device pointers, "
+                       "reductions go through pinned host memory for the rank-ordered sum");
+  return planned(DevicePath::MpiStaged, f,
+                 why + "; MPI is not CUDA-aware: device buffers go through pinned host memory");
+}
+
+std::string shared_gpu(const GroupFacts& f) {
+  return "ranks " + std::to_string(f.shared_a) + " and " + std::to_string(f.shared_b) +
+         " share a GPU";
+}
+
+// The communicator splits of make_process_groups, freed once the backend has its duplicate.
+std::unique_ptr<Communicator> device_split(MPI_Comm world, int color, int key,
+                                           const std::string& backend, LinkEmulation link,
+                                           std::string& description, DeviceCommOptions options,
+                                           const char* name) {
+  MPI_Comm raw = MPI_COMM_NULL;
+  FSDP_MPI_CHECK(MPI_Comm_split(world, color, key, &raw));
+  const OwnedComm part = OwnedComm::adopt(raw);
+  options.name = name;
+  return make_device_communicator(part.get(), backend, link, description, options);
+}
+
+}  // namespace
+
+std::optional<DeviceBackend> parse_device_backend(const std::string& s) {
+  if (s == "auto") return DeviceBackend::Auto;
+  if (s == "nccl") return DeviceBackend::Nccl;
+  if (s == "mpi") return DeviceBackend::Mpi;
+  return std::nullopt;
+}
+
+const char* to_string(DeviceBackend b) {
+  switch (b) {
+    case DeviceBackend::Auto:
+      return "auto";
+    case DeviceBackend::Nccl:
+      return "nccl";
+    case DeviceBackend::Mpi:
+      return "mpi";
+  }
+  return "?";
+}
+
+const char* label(DevicePath p) {
+  switch (p) {
+    case DevicePath::Nccl:
+      return "nccl";
+    case DevicePath::MpiStaged:
+      return "mpi (host staging)";
+    case DevicePath::MpiCudaAware:
+      return "mpi (CUDA-aware)";
+    case DevicePath::Host:
+      return "mpi (host staging)";
+  }
+  return "?";
+}
+
+DevicePlan plan_device_path(DeviceBackend requested, const GroupFacts& f) {
+  const std::string asked = std::string("comm.backend=") + to_string(requested);
+  if (f.ranks_with_gpu == 0) {
+    const std::string none =
+        "no rank sees a GPU (cudaGetDeviceCount: " +
+        (f.no_gpu_reason.empty() ? std::string("0 devices") : f.no_gpu_reason) + ")";
+    if (requested == DeviceBackend::Nccl)
+      return refused(asked + " needs a GPU on every rank of " + group(f) + ", but " + none +
+                     "; use comm.backend=auto or mpi on a machine without GPUs");
+    return planned(DevicePath::Host, f,
+                   none +
+                       "; the buffers are host memory, so the host MPI collectives run on "
+                       "them with nothing to stage");
+  }
+  if (f.ranks_with_gpu < f.size)
+    return refused("only " + std::to_string(f.ranks_with_gpu) + " of the " + ranks(f.size) +
+                   " of " + group(f) + " see a GPU" +
+                   (f.no_gpu_reason.empty() ? "" : " (this one: " + f.no_gpu_reason + ")") +
+                   "; every rank needs one, or none");
+  const bool shared = f.shared_a >= 0;
+  switch (requested) {
+    case DeviceBackend::Nccl:
+      if (shared)
+        return refused(asked + ": " + shared_gpu(f) + " in " + group(f) +
+                       ", and NCCL needs one GPU per rank; give each rank its own GPU "
+                       "(srun --gpus-per-task=1, or one rank per GPU) or use comm.backend=mpi");
+      return planned(DevicePath::Nccl, f, asked + ", every rank has its own GPU");
+    case DeviceBackend::Auto:
+      if (shared) return mpi_plan(f, shared_gpu(f) + ", which NCCL does not allow");
+      return planned(DevicePath::Nccl, f,
+                     f.size == 1 ? std::string("one rank with a GPU")
+                                 : std::string("every rank has its own GPU"));
+    case DeviceBackend::Mpi:
+      return mpi_plan(f, asked);
+  }
+  return refused("unknown comm.backend");
+}
+
+int visible_devices(std::string* reason) {
+  int n = 0;
+  const cudaError_t rc = cudaGetDeviceCount(&n);
+  if (rc != cudaSuccess) {
+    if (reason) *reason = std::string(cudaGetErrorName(rc)) + ": " + cudaGetErrorString(rc);
+    (void)cudaGetLastError();  // not a failure of this program: there is just no GPU
+    return 0;
+  }
+  if (n == 0 && reason) *reason = "0 devices";
+  return n;
+}
+
+GroupFacts gather_group_facts(MPI_Comm comm, const std::string& name) {
+  GroupFacts f;
+  f.name = name;
+  FSDP_MPI_CHECK(MPI_Comm_size(comm, &f.size));
+  struct Mine {
+    int has_gpu;
+    unsigned char uuid[16];
+  } mine{};
+  if (visible_devices(&f.no_gpu_reason) > 0) {
+    int d = 0;
+    FSDP_CUDA_CHECK(cudaGetDevice(&d));
+    cudaDeviceProp prop{};
+    FSDP_CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
+    mine.has_gpu = 1;
+    std::memcpy(mine.uuid, prop.uuid.bytes, sizeof(mine.uuid));
+    f.no_gpu_reason.clear();
+  }
+  std::vector<Mine> all(std::size_t(f.size));
+  FSDP_MPI_CHECK(MPI_Allgather(&mine, int(sizeof(Mine)), MPI_BYTE, all.data(), int(sizeof(Mine)),
+                               MPI_BYTE, comm));
+  for (int a = 0; a < f.size; ++a) {
+    const Mine& x = all[std::size_t(a)];
+    f.ranks_with_gpu += x.has_gpu;
+    for (int b = a + 1; b < f.size && f.shared_a < 0 && x.has_gpu; ++b) {
+      const Mine& y = all[std::size_t(b)];
+      if (y.has_gpu && std::memcmp(x.uuid, y.uuid, sizeof(x.uuid)) == 0) {
+        f.shared_a = a;
+        f.shared_b = b;
+      }
+    }
+  }
+  int aware = mpi_is_cuda_aware() ? 1 : 0, all_aware = 0;
+  FSDP_MPI_CHECK(MPI_Allreduce(&aware, &all_aware, 1, MPI_INT, MPI_MIN, comm));
+  f.mpi_cuda_aware = all_aware == 1;
+  return f;
+}
+
+std::unique_ptr<Communicator> make_device_communicator(MPI_Comm comm, const std::string& backend,
+                                                       LinkEmulation link, std::string& description,
+                                                       const DeviceCommOptions& options) {
+  const auto requested = parse_device_backend(backend);
+  if (!requested) fatal("comm.backend must be auto, nccl or mpi; got '" + backend + "'");
+  const GroupFacts facts = gather_group_facts(comm, options.name);
+  const DevicePlan plan = plan_device_path(*requested, facts);
+  if (!plan.error.empty()) fatal(plan.error);
+  description = plan.description;
+  MpiOptions mpi = options.mpi;
+  mpi.name = options.name;
+  mpi.link = link;
+  switch (plan.path) {
+    case DevicePath::Nccl:
+      return std::make_unique<NcclCommunicator>(comm, options.name, link, options.compute_stream);
+    case DevicePath::MpiStaged:
+    case DevicePath::MpiCudaAware:
+      return std::make_unique<StagedCommunicator>(comm, mpi, options.compute_stream,
+                                                  plan.path == DevicePath::MpiCudaAware);
+    case DevicePath::Host:
+      return make_communicator(comm, mpi);
+  }
+  fatal("comm: no communicator for path " + std::string(label(plan.path)));
+}
+
+ProcessGroups make_device_process_groups(MPI_Comm world, int shard_group_size,
+                                         const std::string& backend, LinkEmulation link,
+                                         std::string& description,
+                                         const DeviceCommOptions& options) {
+  int rank = 0, n = 0;
+  FSDP_MPI_CHECK(MPI_Comm_rank(world, &rank));
+  FSDP_MPI_CHECK(MPI_Comm_size(world, &n));
+  const int s = shard_group_size == 0 ? n : shard_group_size;
+  if (s <= 0 || n % s != 0)
+    fatal("comm::make_device_process_groups: shard group size " + std::to_string(shard_group_size) +
+          " does not divide the world size " + std::to_string(n) +
+          " (use a divisor of it, or 0 for the whole world)");
+  ProcessGroups g;
+  std::string line;
+  g.ranks_per_node = ranks_per_node(world);
+  DeviceCommOptions o = options;
+  o.name = "world";
+  g.world = make_device_communicator(world, backend, link, line, o);
+  description = line;
+  g.shard = device_split(world, rank / s, rank, backend, link, line, options, "shard");
+  description += "\n" + line;
+  g.replicate = device_split(world, rank % s, rank, backend, link, line, options, "replicate");
+  description += "\n" + line;
+  return g;
+}
+
+int bind_local_device(MPI_Comm comm) {
+  // The split first: it is collective, and a rank without a GPU must still take part.
+  MPI_Comm raw = MPI_COMM_NULL;
+  FSDP_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &raw));
+  const OwnedComm node = OwnedComm::adopt(raw);
+  int local = 0;
+  FSDP_MPI_CHECK(MPI_Comm_rank(node.get(), &local));
+  const int n = visible_devices();
+  if (n == 0) return -1;
+  const int d = local % n;
+  FSDP_CUDA_CHECK(cudaSetDevice(d));
+  return d;
+}
+
+}  // namespace fsdp::comm
