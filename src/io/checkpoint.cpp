@@ -168,19 +168,26 @@ std::string Checkpointer::save(Engine& engine, ckpt::Header h) {
         // On a host build this is the shard itself; on a GPU build, a host copy of it.
         const auto host =
             Kokkos::create_mirror_view_and_copy(HostSpace(), part_shard(engine, p, u));
+        std::vector<DistributedArray> arrays;
         for (const TensorSpec& t : su.layout->tensors) {
+          const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
+          const float* local =
+              mine.empty() ? nullptr : host.data() + (t.offset + mine.begin - su.shard_begin);
+          arrays.push_back({hash_ranges(map, su, t), local, t.numel});
+        }
+        where = std::string(ckpt::group_path(p)) + "/" + su.layout->name + " (checksums)";
+        const auto tables = block_hashes(comm, arrays);
+        for (std::size_t i = 0; i < arrays.size(); ++i) {
+          const TensorSpec& t = su.layout->tensors[i];
           where = dataset_path(p, t);
           const std::vector<hsize_t> dims = dims_of(t);
           h5::Space space{FSDP_H5_ID(H5Screate_simple(int(dims.size()), dims.data(), nullptr))};
           h5::Dataset d{FSDP_H5_ID(H5Dcreate2(g.get(), t.name.c_str(), H5T_IEEE_F32LE, space.get(),
                                               H5P_DEFAULT, dcpl.get(), H5P_DEFAULT))};
           const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
-          const float* local =
-              mine.empty() ? nullptr : host.data() + (t.offset + mine.begin - su.shard_begin);
-          h5::write_flat(d.get(), mine, local, dxpl.get());
-          const auto table = block_hashes(comm, hash_ranges(map, su, t), local, t.numel);
-          h5::write_attr_u64s(d.get(), "xxh3_blocks", table);
-          h5::write_attr_u64(d.get(), "xxh3", table_hash(table));
+          h5::write_flat(d.get(), mine, arrays[i].local, dxpl.get());
+          h5::write_attr_u64s(d.get(), "xxh3_blocks", tables[i]);
+          h5::write_attr_u64(d.get(), "xxh3", table_hash(tables[i]));
         }
       }
       if (p == Part::Params) pause_for_tests(rank_);
@@ -265,9 +272,9 @@ ckpt::Header Checkpointer::load(const std::string& path, Engine& engine) {
   }
   fail_together(err);
 
-  // Phase 2: each rank reads its slice; the writers recompute the block tables and compare.
-  // A rank that fails still joins every collective of the unit; the ranks agree per unit.
-  const h5::Plist dxpl = ckpt::collective_transfer();
+  // Phase 2: each rank reads its slice (independently: nobody waits on a slow neighbour), then
+  // per unit the writers recompute the tables and all compare and agree. A rank whose read
+  // failed still joins the unit's collectives.
   std::size_t k = 0;
   for (Part p : ckpt::kParts)
     for (int u = 0; u < int(engine.units().size()); ++u) {
@@ -275,22 +282,25 @@ ckpt::Header Checkpointer::load(const std::string& path, Engine& engine) {
       const Vec shard = part_shard(engine, p, u);
       const auto host = Kokkos::create_mirror_view(HostSpace(), shard);
       Kokkos::deep_copy(host, 0.f);  // the padding beyond the unit's numel stays 0
+      std::vector<DistributedArray> arrays;
       for (const TensorSpec& t : su.layout->tensors) {
-        Stored& s = stored[k++];
-        const std::string ds = dataset_path(p, t);
         const FlatRange mine = slice(su, pos, t);
         float* local =
             mine.empty() ? nullptr : host.data() + (t.offset + mine.begin - su.shard_begin);
         try {
-          h5::read_flat(s.d.get(), mine, local, dxpl.get());
+          h5::read_flat(stored[k + arrays.size()].d.get(), mine, local, H5P_DEFAULT);
         } catch (const std::exception& e) {
-          if (err.empty()) err = ds + ": " + e.what();
+          if (err.empty()) err = dataset_path(p, t) + ": " + e.what();
         }
-        const auto table = block_hashes(comm, hash_ranges(map, su, t), writer ? local : nullptr,
-                                        t.numel, h.checksum_block_elems);
-        const std::string bad = compare_tables(s.blocks, table, t.numel, h.checksum_block_elems);
-        if (err.empty() && !bad.empty()) err = ds + ": " + bad;
-        s.d.reset();
+        arrays.push_back({hash_ranges(map, su, t), writer ? local : nullptr, t.numel});
+      }
+      const auto tables = block_hashes(comm, arrays, h.checksum_block_elems);
+      for (std::size_t i = 0; i < arrays.size(); ++i, ++k) {
+        const TensorSpec& t = su.layout->tensors[i];
+        const std::string bad =
+            compare_tables(stored[k].blocks, tables[i], t.numel, h.checksum_block_elems);
+        if (err.empty() && !bad.empty()) err = dataset_path(p, t) + ": " + bad;
+        stored[k].d.reset();
       }
       fail_together(err);
       Kokkos::deep_copy(shard, host);

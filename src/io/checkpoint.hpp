@@ -11,11 +11,12 @@
 //
 // Checksums: each dataset's row-major contents are cut into fixed blocks of
 // checksum_block_elems (2^18) elements, independent of the rank count. The rank holding a
-// block's first element hashes it (XXH3-64), receiving the block's remainder from its
-// neighbours in one all-to-all (block_hash.hpp); the table goes into the dataset's attributes.
-// Loading reads each rank's slice, recomputes the table the same way (over the current ranks)
-// and compares, so a flipped bit anywhere in the raw data is found without reading anything
-// twice; the file's metadata is covered by HDF5's own checksums (1.8 format).
+// block's first element hashes it (XXH3-64), receiving the block's remainder from the ranks
+// that hold it; one all-to-all and one all-reduce per unit serve all its tensors
+// (block_hash.hpp). The table goes into the dataset's attributes. Loading reads each rank's
+// slice (independent reads), recomputes the tables the same way over the current ranks and
+// compares, so a flipped bit anywhere in the raw data is found without reading anything twice;
+// the file's metadata is covered by HDF5's own checksums (1.8 format).
 //
 // Failures: loading runs in phases (open and check every header, shape and checksum table;
 // then read and verify unit by unit), and after each phase all ranks agree on the first error,

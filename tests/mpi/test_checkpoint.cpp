@@ -90,22 +90,32 @@ double rel(double a, double b) { return std::abs(a - b) / std::max(1e-12, std::a
 
 }  // namespace
 
-TEST_CASE("block checksums do not depend on how the array is split over ranks", "[checkpoint]") {
+TEST_CASE("block checksums do not depend on how the arrays are split over ranks", "[checkpoint]") {
   const int size = test::world_size(), rank = world_rank();
+  const std::vector<std::int64_t> sizes{1, 5, 1000, 64, 333};
+  std::vector<std::vector<float>> full;
+  for (std::int64_t n : sizes) {
+    full.emplace_back(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i)
+      full.back()[std::size_t(i)] = std::sin(0.37f * float(i + n));
+  }
   for (std::int64_t B : {std::int64_t(7), std::int64_t(64), kChecksumBlockElems}) {
-    for (std::int64_t n : {std::int64_t(1), std::int64_t(5), std::int64_t(1000)}) {
-      std::vector<float> full(static_cast<std::size_t>(n));
-      for (std::int64_t i = 0; i < n; ++i) full[std::size_t(i)] = std::sin(0.37f * float(i));
-      std::vector<std::uint64_t> want;
-      for (std::int64_t b = 0; b < n; b += B)
-        want.push_back(XXH3_64bits(full.data() + b, std::size_t(std::min(B, n - b)) * 4));
-      for (unsigned seed = 1; seed <= 4; ++seed) {
-        const auto parts = uneven_partition(n, size, seed);
-        const h5::FlatRange mine = parts[std::size_t(rank)];
-        const auto got = block_hashes(MPI_COMM_WORLD, parts, full.data() + mine.begin, n, B);
+    for (unsigned seed = 1; seed <= 4; ++seed) {
+      // All arrays in one call, each split its own way.
+      std::vector<DistributedArray> arrays;
+      for (std::size_t a = 0; a < sizes.size(); ++a) {
+        const auto parts = uneven_partition(sizes[a], size, seed * 31 + unsigned(a));
+        arrays.push_back({parts, full[a].data() + parts[std::size_t(rank)].begin, sizes[a]});
+      }
+      const auto got = block_hashes(MPI_COMM_WORLD, arrays, B);
+      for (std::size_t a = 0; a < sizes.size(); ++a) {
+        const std::int64_t n = sizes[a];
+        std::vector<std::uint64_t> want;
+        for (std::int64_t b = 0; b < n; b += B)
+          want.push_back(XXH3_64bits(full[a].data() + b, std::size_t(std::min(B, n - b)) * 4));
         INFO("n " << n << " block " << B << " partition " << seed);
-        REQUIRE(got == want);
-        REQUIRE(table_hash(got) == XXH3_64bits(want.data(), want.size() * 8));
+        REQUIRE(got[a] == want);
+        REQUIRE(table_hash(got[a]) == XXH3_64bits(want.data(), want.size() * 8));
       }
     }
   }
