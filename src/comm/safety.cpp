@@ -57,7 +57,7 @@ WatchdogState& watchdog() {
                who.c_str());
   std::fflush(stderr);
   std::fflush(stdout);
-  _exit(5);  // MPI_Abort from a second thread is not safe under MPI_THREAD_SINGLE
+  _exit(6);  // MPI_Abort from a second thread is not safe under MPI_THREAD_SINGLE
 }
 
 void watchdog_loop() {

@@ -59,7 +59,7 @@ class ArrivalBoard {
 };
 
 // Starts the process-wide watchdog thread (idempotent). A watched operation running longer than
-// timeout_s prints what it was and who had not arrived, then ends this process with exit code 5,
+// timeout_s prints what it was and who had not arrived, then ends this process with exit code 6,
 // which makes the launcher end the job.
 void start_watchdog(double timeout_s);
 
