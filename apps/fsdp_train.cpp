@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // fsdp-train: trains a GPT-2 described by a TOML run deck on every MPI rank of the job.
 // Exit codes: 0 done; 2 bad run deck or arguments; 3 bad data; 4 non-finite loss or gradients;
-// 5 a checkpoint that cannot be read or written; 1 any other error.
+// 5 a checkpoint that cannot be read or written; 75 stopped by SIGUSR1/SIGTERM after a whole
+// step with a checkpoint written (resume with --resume auto); 1 any other error.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@
 #include "config/load_config.hpp"
 #include "core/memory.hpp"
 #include "data/data_error.hpp"
+#include "train/signals.hpp"
 #include "train/trainer.hpp"
 
 namespace {
@@ -22,6 +24,7 @@ constexpr int kExitBadData = 3;
 constexpr int kExitError = 1;
 constexpr int kExitNonFinite = 4;
 constexpr int kExitCheckpoint = 5;
+constexpr int kExitPreempted = 75;  // EX_TEMPFAIL: the job scripts requeue on it
 
 int finish(int code) {
   MPI_Finalize();
@@ -31,6 +34,7 @@ int finish(int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fsdp::install_stop_handlers();  // first: a batch system's signal must never kill a rank
   fsdp::select_blas_kernel(argv);
   MPI_Init(&argc, &argv);
   int rank = 0;
@@ -52,7 +56,7 @@ int main(int argc, char** argv) {
                  "auto: continue from the newest complete checkpoint in checkpoint.dir (or start "
                  "fresh); PATH: continue from that checkpoint file");
   app.footer("Run deck keys (section.key = default  meaning):\n" + fsdp::config_help() +
-             "\nExit codes: 0 done, 1 error, 2 bad run deck or arguments, 3 bad data file, 4 non-finite loss or gradients (train.on_nonfinite = abort), 5 bad checkpoint.");
+             "\nExit codes: 0 done, 1 error, 2 bad run deck or arguments, 3 bad data file, 4 non-finite loss or gradients (train.on_nonfinite = abort), 5 bad checkpoint,\n75 stopped by SIGUSR1 or SIGTERM after a whole step, checkpoint written (resume with --resume auto).");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -78,7 +82,7 @@ int main(int argc, char** argv) {
       opts.profile = profile;
       opts.resume = resume;
       fsdp::Trainer trainer(cfg, MPI_COMM_WORLD, opts);
-      trainer.run();
+      if (trainer.run().stop_signal != 0) code = kExitPreempted;
     } catch (const fsdp::SetupError& e) {
       const bool print = std::string(e.what()).size() > 0 && (rank == 0 || !e.same_on_all_ranks);
       if (print) std::fprintf(stderr, "fsdp-train: %s\n", e.what());

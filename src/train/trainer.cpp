@@ -9,6 +9,7 @@
 #include "core/check.hpp"
 #include "core/kernel_profile.hpp"
 #include "model/gemm.hpp"
+#include "train/signals.hpp"
 
 namespace fsdp {
 namespace {
@@ -257,6 +258,20 @@ TrainSummary Trainer::run() {
     }
     steps_done_ = step + 1;
     if (cfg_.checkpoint.every > 0 && steps_done_ % cfg_.checkpoint.every == 0) save_checkpoint();
+    // A stop request (SIGUSR1/SIGTERM on any rank, train/signals.hpp) ends the run after this
+    // step on every rank, with a checkpoint of it; fsdp-train exits 75 and the job resumes.
+    if (!last && (sum.stop_signal = groups_.world->all_reduce_max(stop_signal())) != 0) {
+      sum.checkpoint = last_saved_ == steps_done_
+                           ? checkpointer_->dir() + "/" + ckpt::file_name(steps_done_)
+                           : save_checkpoint();
+      if (rank_ == 0)
+        std::printf("fsdp-train: stop requested (%s) after step %d/%d; checkpoint written: %s\n",
+                    signal_name(sum.stop_signal), steps_done_, cfg_.train.steps,
+                    sum.checkpoint.c_str());
+      std::fflush(stdout);
+      trace_.write();
+      return sum;
+    }
   }
   if (cfg_.checkpoint.every > 0 && last_saved_ != steps_done_) save_checkpoint();  // the final one
   if (!rates.empty()) {
