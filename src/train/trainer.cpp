@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 #include "core/check.hpp"
 #include "core/kernel_profile.hpp"
@@ -44,6 +46,17 @@ std::unique_ptr<TokenFile> load_everywhere(const std::string& path, const RunCon
     throw SetupError(all ? err : "rank " + std::to_string(rank) + ": " + err, all == 1, 3);
   }
   return f;
+}
+
+// Test-only fault injection: FSDP_TEST_STALL=<world rank>@<step>:<seconds> makes that rank
+// sleep before that (0-based) step, as a hung rank would (comm.timeout_s must catch it).
+void stall_for_test(int step, int rank) {
+  static const char* spec = std::getenv("FSDP_TEST_STALL");
+  if (!spec) return;
+  int r = -1, s = -1;
+  double seconds = 0;
+  if (std::sscanf(spec, "%d@%d:%lf", &r, &s, &seconds) == 3 && r == rank && s == step)
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
 }  // namespace
@@ -136,6 +149,9 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
 
   comm::LinkEmulation link{cfg_.comm.emulate_latency_us, cfg_.comm.emulate_gbps};
   groups_ = comm::make_process_groups(world, shard_group_size_for(cfg_, world), link);
+  for (comm::Communicator* c : {groups_.world.get(), groups_.shard.get(), groups_.replicate.get()})
+    c->set_check_collectives(cfg_.debug.check_collectives);
+  if (cfg_.comm.timeout_s > 0) comm::start_watchdog(cfg_.comm.timeout_s);
   if (!opts_.trace_path.empty() || opts_.trace_in_memory) trace_.enable(opts_.trace_path, rank_);
   engine_ = std::make_unique<Engine>(cfg_, groups_, tracker_, trace_);
   checkpointer_ = std::make_unique<Checkpointer>(world, cfg_);
@@ -233,6 +249,7 @@ TrainSummary Trainer::run() {
                            inputs_.data(), targets_.data());
       m.set_batch(inputs_.data(), targets_.data());
     };
+    stall_for_test(step, rank_);
     groups_.world->barrier();  // time the step as the slowest rank sees it
     const double t0 = now_s();
     if (opts_.profile && step == 1) profile::enable();  // step 0 is a warm-up
