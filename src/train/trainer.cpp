@@ -157,7 +157,7 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   checkpointer_ = std::make_unique<Checkpointer>(world, cfg_);
   if (!opts_.resume.empty()) resume();
   if (rank_ == 0 && !opts_.metrics_path.empty())
-    metrics_ = std::make_unique<MetricsWriter>(opts_.metrics_path);
+    metrics_ = std::make_unique<MetricsWriter>(opts_.metrics_path, /*append=*/start_step_ > 0);
 
   const std::int64_t T = cfg_.model.block_size;
   inputs_.resize(std::size_t(t.micro_batch_size) * T);
@@ -297,7 +297,7 @@ TrainSummary Trainer::run() {
   }
   if (rank_ == 0 && opts_.log) {
     std::printf("done: %d steps in %.1f s, median %.0f tok/s, peak device memory %s\n  %s\n",
-                cfg_.train.steps, now_s() - run_start_s_, sum.tokens_per_s,
+                cfg_.train.steps - start_step_, now_s() - run_start_s_, sum.tokens_per_s,
                 format_bytes(tracker_.peak_total()).c_str(), tracker_.report().c_str());
   }
   if (opts_.profile && rank_ == 0 && profile::enabled())
