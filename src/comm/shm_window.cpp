@@ -13,6 +13,10 @@ namespace {
 
 // The PeerInfo header, padded so the data after it starts on a page.
 constexpr std::size_t kHeaderBytes = 4096;
+// MPI promises no alignment for a shared segment (Open MPI's start 264 bytes into a page, even
+// with alloc_shared_noncontig): each is allocated one page longer and used from its first page
+// boundary, so PeerInfo is 64-byte aligned and the data page-aligned, as their types promise.
+constexpr std::size_t kSegmentAlign = 4096;
 
 // Every rank must take the same branch, so each local verdict is combined first.
 bool all_true(bool local, MPI_Comm comm) {
@@ -48,13 +52,15 @@ std::unique_ptr<ShmWindow> ShmWindow::create(MPI_Comm comm, std::size_t bytes_pe
   void* base = nullptr;
   MPI_Win win = MPI_WIN_NULL;
   // Not checked by FSDP_MPI_CHECK on purpose: a failure here means "fall back", not "abort".
-  const int rc = MPI_Win_allocate_shared(MPI_Aint(bytes), sizeof(float), info, comm, &base, &win);
+  const int rc = MPI_Win_allocate_shared(MPI_Aint(bytes + kSegmentAlign), sizeof(float), info,
+                                         comm, &base, &win);
   FSDP_MPI_CHECK(MPI_Info_free(&info));
   if (!all_true(rc == MPI_SUCCESS, comm)) {
     if (rc == MPI_SUCCESS) FSDP_MPI_CHECK(MPI_Win_free(&win));
     return nullptr;
   }
-  std::memset(base, 0, bytes);  // fault the pages in now, not inside the first timed collective
+  // Fault the pages in now, not inside the first timed collective.
+  std::memset(base, 0, bytes + kSegmentAlign);
   FSDP_MPI_CHECK(MPI_Barrier(comm));  // every header is zeroed before anyone reads an epoch
   return std::make_unique<ShmWindow>(Key{}, comm, win, (bytes - kHeaderBytes) / sizeof(float));
 }
@@ -73,8 +79,10 @@ ShmWindow::ShmWindow(Key, MPI_Comm comm, MPI_Win win, std::size_t floats)
     int disp = 0;
     void* p = nullptr;
     FSDP_MPI_CHECK(MPI_Win_shared_query(win_, q, &seg_bytes, &disp, &p));
-    infos_.push_back(static_cast<PeerInfo*>(p));
-    segments_.push_back(reinterpret_cast<float*>(static_cast<char*>(p) + kHeaderBytes));
+    char* seg = static_cast<char*>(p);
+    seg += (kSegmentAlign - reinterpret_cast<std::uintptr_t>(seg) % kSegmentAlign) % kSegmentAlign;
+    infos_.push_back(reinterpret_cast<PeerInfo*>(seg));
+    segments_.push_back(reinterpret_cast<float*>(seg + kHeaderBytes));
   }
 }
 
