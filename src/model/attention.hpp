@@ -2,98 +2,134 @@
 // Causal multi-head self-attention core (between c_attn and c_proj).
 // B = batch, T = time, C = channels, H = heads, D = C / H head size.
 // qkv [B*T, 3C] holds q | k | v; out [B*T, C]; att [B*H, T, T] keeps the softmax probabilities
-// (row t uses columns 0..t). Backward assigns dqkv (=); scratch [B*H, T] is a work row per head.
+// (row t uses columns 0..t; columns past t up to the end of t's causal block hold 0).
+// Backward assigns dqkv (=); work [T, T] holds one head's score gradients at a time.
+// Every product is a gemm per head and causal row block on strided windows of the row-major
+// matrices (subviews keep LayoutRight, and BLAS takes the row stride as leading dimension), so
+// nothing is copied into head-major buffers.
 #pragma once
+#include <algorithm>
+
 #include "core/math.hpp"
 #include "core/types.hpp"
+#include "model/gemm.hpp"
 
 namespace fsdp::kernels {
 
 using Att3 = Kokkos::View<float***, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
 using ConstAtt3 = Kokkos::View<const float***, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
 
+// Query rows [begin(i), end(i)) see keys [0, end(i)), so block i's scores are one
+// [end - begin, end] gemm and the keys past a block's last row are never multiplied (with two
+// blocks, 3/4 of the full T x T work). The masked corner inside a block is computed and zeroed.
+struct CausalBlocks {
+  int T, rows;  // rows per block; only the last block may be shorter
+  KOKKOS_INLINE_FUNCTION int count() const { return (T + rows - 1) / rows; }
+  KOKKOS_INLINE_FUNCTION int begin(int i) const { return i * rows; }
+  KOKKOS_INLINE_FUNCTION int end(int i) const { return (i + 1) * rows < T ? (i + 1) * rows : T; }
+};
+
+// At least two blocks (so short test sequences take the multi-block path too) of at most 64 rows:
+// smaller blocks skip more of the masked triangle but make smaller, slower gemms. On one core,
+// 32 and 64 rows tie at T = 128 and 32 rows win at T = 64.
+inline CausalBlocks causal_blocks(int T) { return {T, T < 2 ? 1 : std::min(64, (T + 1) / 2)}; }
+
+// Floats of work space attention_backward needs.
+inline std::int64_t attention_work_size(int T) { return std::int64_t(T) * T; }
+
+namespace detail {
+using Range = Kokkos::pair<int, int>;
+// Rows [r0, r1), columns [c0, c0 + n) of a row-major matrix, with the parent's row stride.
+inline ConstMat window(const ConstMat& m, int r0, int r1, int c0, int n) {
+  return Kokkos::subview(m, Range(r0, r1), Range(c0, c0 + n));
+}
+inline Mat window(const Mat& m, int r0, int r1, int c0, int n) {
+  return Kokkos::subview(m, Range(r0, r1), Range(c0, c0 + n));
+}
+}  // namespace detail
+
 inline void attention_forward(const Mat& out, const Att3& att, const ConstMat& qkv, int B, int T,
                               int H) {
+  using detail::window;
   const int C = out.extent(1), D = C / H;
   const float scale = 1.f / kmath::sqrt(static_cast<float>(D));
-  Kokkos::parallel_for(
-      "attention::forward", Kokkos::RangePolicy<ExecSpace>(0, B * H * T),
-      KOKKOS_LAMBDA(const int idx) {
-        const int t = idx % T, bh = idx / T, h = bh % H, b = bh / H;
-        const int row = b * T + t;
-        const float* q = &qkv(row, h * D);
-        float mx = -3.0e38f;
-        for (int t2 = 0; t2 <= t; ++t2) {
-          const float* k = &qkv(b * T + t2, C + h * D);
-          float s = 0.f;
-          for (int d = 0; d < D; ++d) s += q[d] * k[d];
-          s *= scale;
-          att(bh, t, t2) = s;
-          mx = s > mx ? s : mx;
-        }
-        float sum = 0.f;
-        for (int t2 = 0; t2 <= t; ++t2) {
-          const float e = kmath::exp(att(bh, t, t2) - mx);
-          att(bh, t, t2) = e;
-          sum += e;
-        }
-        const float inv = 1.f / sum;
-        float* o = &out(row, h * D);
-        for (int d = 0; d < D; ++d) o[d] = 0.f;
-        for (int t2 = 0; t2 <= t; ++t2) {
-          const float p = att(bh, t, t2) * inv;
-          att(bh, t, t2) = p;
-          const float* v = &qkv(b * T + t2, 2 * C + h * D);
-          for (int d = 0; d < D; ++d) o[d] += p * v[d];
-        }
-      });
+  const CausalBlocks cb = causal_blocks(T);
+  // One head at a time, so its [T, T] probabilities are still in cache for the second gemm.
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h) {
+      const int bh = b * H + h, r = b * T;
+      const Mat p(att.data() + std::int64_t(bh) * T * T, T, T);
+      for (int i = 0; i < cb.count(); ++i) {
+        const int r0 = cb.begin(i), r1 = cb.end(i);
+        gemm("N", "T", scale, window(qkv, r + r0, r + r1, h * D, D),
+             window(qkv, r, r + r1, C + h * D, D), 0.f, window(p, r0, r1, 0, r1));
+      }
+      Kokkos::parallel_for(
+          "attention::softmax", Kokkos::RangePolicy<ExecSpace>(0, T), KOKKOS_LAMBDA(const int t) {
+            float* s = &p(t, 0);
+            const int n = t + 1, width = cb.end(t / cb.rows);
+            const float mx = kmath::row_max(s, n);
+            for (int j = 0; j < n; ++j) s[j] = kmath::exp_fast(s[j] - mx);
+            const float inv = 1.f / kmath::lane_sum(n, [&](int j) { return s[j]; });
+            for (int j = 0; j < n; ++j) s[j] *= inv;
+            for (int j = n; j < width; ++j) s[j] = 0.f;
+          });
+      for (int i = 0; i < cb.count(); ++i) {
+        const int r0 = cb.begin(i), r1 = cb.end(i);
+        gemm("N", "N", 1.f, window(p, r0, r1, 0, r1), window(qkv, r, r + r1, 2 * C + h * D, D), 0.f,
+             window(out, r + r0, r + r1, h * D, D));
+      }
+    }
 }
 
-inline void attention_backward(const Mat& dqkv, const Mat& scratch, const ConstMat& dout,
-                               const ConstAtt3& att, const ConstMat& qkv, int B, int T, int H) {
+inline void attention_backward(const Mat& dqkv, const ConstMat& dout, const ConstAtt3& att,
+                               const ConstMat& qkv, int B, int T, int H, const Vec& work) {
+  using detail::window;
   const int C = dout.extent(1), D = C / H;
   const float scale = 1.f / kmath::sqrt(static_cast<float>(D));
-  // One (batch, head) per thread: dk and dv of a position collect contributions from every later
-  // query, so the head is the unit of ownership (no atomics, fixed order).
-  Kokkos::parallel_for(
-      "attention::backward", Kokkos::RangePolicy<ExecSpace>(0, B * H), KOKKOS_LAMBDA(const int bh) {
-        const int h = bh % H, b = bh / H;
-        for (int t = 0; t < T; ++t) {
-          const int row = b * T + t;
-          for (int d = 0; d < D; ++d) {
-            dqkv(row, h * D + d) = 0.f;
-            dqkv(row, C + h * D + d) = 0.f;
-            dqkv(row, 2 * C + h * D + d) = 0.f;
-          }
-        }
-        for (int t = 0; t < T; ++t) {
-          const int row = b * T + t;
-          const float* go = &dout(row, h * D);
-          const float* q = &qkv(row, h * D);
-          float* dq = &dqkv(row, h * D);
-          float dot = 0.f;
-          for (int t2 = 0; t2 <= t; ++t2) {
-            const float* v = &qkv(b * T + t2, 2 * C + h * D);
-            float s = 0.f;
-            for (int d = 0; d < D; ++d) s += go[d] * v[d];
-            scratch(bh, t2) = s;
-            dot += att(bh, t, t2) * s;
-          }
-          for (int t2 = 0; t2 <= t; ++t2) {
-            const float p = att(bh, t, t2);
-            const float dpre = p * (scratch(bh, t2) - dot) * scale;
-            const int row2 = b * T + t2;
-            const float* k = &qkv(row2, C + h * D);
-            float* dk = &dqkv(row2, C + h * D);
-            float* dv = &dqkv(row2, 2 * C + h * D);
-            for (int d = 0; d < D; ++d) {
-              dq[d] += dpre * k[d];
-              dk[d] += dpre * q[d];
-              dv[d] += p * go[d];
-            }
-          }
-        }
-      });
+  const CausalBlocks cb = causal_blocks(T);
+  const Mat ds(work.data(), T, T);  // dprobs, then dscores (the 1/sqrt(D) goes to the gemms)
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h) {
+      const int bh = b * H + h, r = b * T;
+      const ConstMat p(att.data() + std::int64_t(bh) * T * T, T, T);
+      for (int i = 0; i < cb.count(); ++i) {
+        const int r0 = cb.begin(i), r1 = cb.end(i);
+        gemm("N", "T", 1.f, window(dout, r + r0, r + r1, h * D, D),
+             window(qkv, r, r + r1, 2 * C + h * D, D), 0.f, window(ds, r0, r1, 0, r1));
+      }
+      Kokkos::parallel_for(
+          "attention::softmax_backward", Kokkos::RangePolicy<ExecSpace>(0, T),
+          KOKKOS_LAMBDA(const int t) {
+            const float* pr = &p(t, 0);
+            float* g = &ds(t, 0);
+            const int n = t + 1, width = cb.end(t / cb.rows);
+            const float dot = kmath::lane_sum(n, [&](int j) { return pr[j] * g[j]; });
+            for (int j = 0; j < n; ++j) g[j] = pr[j] * (g[j] - dot);
+            for (int j = n; j < width; ++j) g[j] = 0.f;
+          });
+      // Keys and values collect from every later block: the last block spans all keys, so it
+      // assigns (beta 0) and the earlier ones accumulate, always in the same order.
+      for (int i = cb.count() - 1; i >= 0; --i) {
+        const int r0 = cb.begin(i), r1 = cb.end(i);
+        const float beta = i == cb.count() - 1 ? 0.f : 1.f;
+        const ConstMat dsi = window(ConstMat(ds), r0, r1, 0, r1);
+        gemm("N", "N", scale, dsi, window(qkv, r, r + r1, C + h * D, D), 0.f,
+             window(dqkv, r + r0, r + r1, h * D, D));
+        gemm("T", "N", scale, dsi, window(qkv, r + r0, r + r1, h * D, D), beta,
+             window(dqkv, r, r + r1, C + h * D, D));
+        gemm("T", "N", 1.f, window(p, r0, r1, 0, r1), window(dout, r + r0, r + r1, h * D, D), beta,
+             window(dqkv, r, r + r1, 2 * C + h * D, D));
+      }
+    }
+}
+
+// The signature of the per-head kernel this replaced, for tests and one-off calls: it allocates
+// its own untracked work space (the model passes tracked work space) and ignores `scratch`.
+inline void attention_backward(const Mat& dqkv, const Mat& /*scratch*/, const ConstMat& dout,
+                               const ConstAtt3& att, const ConstMat& qkv, int B, int T, int H) {
+  FlatView work("attention::work", attention_work_size(T));
+  attention_backward(dqkv, dout, att, qkv, B, T, H, Vec(work.data(), work.extent(0)));
 }
 
 }  // namespace fsdp::kernels

@@ -2,6 +2,7 @@
 // Fused softmax + cross-entropy over the vocabulary. N = rows (B*T), V = vocabulary.
 // Forward writes each row's loss; backward overwrites the logits with dlogits in place
 // (= (softmax - onehot) * dloss), so the [N, V] buffer is never held twice.
+// Both sum the exponentials in double: at V = 50257 a float sum's rounding would show.
 #pragma once
 #include "core/math.hpp"
 #include "core/types.hpp"
@@ -13,11 +14,18 @@ inline void cross_entropy_forward(const Vec& losses, const ConstMat& logits,
   const int N = logits.extent(0), V = logits.extent(1);
   Kokkos::parallel_for(
       "cross_entropy::forward", Kokkos::RangePolicy<ExecSpace>(0, N), KOKKOS_LAMBDA(const int i) {
-        float mx = -3.0e38f;
-        for (int v = 0; v < V; ++v) mx = logits(i, v) > mx ? logits(i, v) : mx;
+        const float* z = &logits(i, 0);
+        const float mx = kmath::row_max(z, V);
+        // The exponentials go through a small buffer: a loop of exp_fast alone vectorizes.
+        constexpr int chunk = 256;
+        float e[chunk];
         double sum = 0.0;
-        for (int v = 0; v < V; ++v) sum += kmath::exp(logits(i, v) - mx);
-        losses(i) = static_cast<float>(kmath::log(sum) + mx - logits(i, targets(i)));
+        for (int v0 = 0; v0 < V; v0 += chunk) {
+          const int len = V - v0 < chunk ? V - v0 : chunk;
+          for (int j = 0; j < len; ++j) e[j] = kmath::exp_fast(z[v0 + j] - mx);
+          sum += kmath::lane_sum_double(len, [&](int j) { return e[j]; });
+        }
+        losses(i) = static_cast<float>(kmath::log(sum) + mx - z[targets(i)]);
       });
 }
 
@@ -25,20 +33,16 @@ inline void cross_entropy_forward(const Vec& losses, const ConstMat& logits,
 inline void cross_entropy_backward(const Mat& logits_to_dlogits, const ConstTokens& targets,
                                    float dloss) {
   const int N = logits_to_dlogits.extent(0), V = logits_to_dlogits.extent(1);
-  const Mat& z = logits_to_dlogits;
+  const Mat& zm = logits_to_dlogits;
   Kokkos::parallel_for(
       "cross_entropy::backward", Kokkos::RangePolicy<ExecSpace>(0, N), KOKKOS_LAMBDA(const int i) {
-        float mx = -3.0e38f;
-        for (int v = 0; v < V; ++v) mx = z(i, v) > mx ? z(i, v) : mx;
-        float sum = 0.f;
-        for (int v = 0; v < V; ++v) {
-          const float e = kmath::exp(z(i, v) - mx);
-          z(i, v) = e;
-          sum += e;
-        }
-        const float inv = dloss / sum;
-        for (int v = 0; v < V; ++v) z(i, v) *= inv;
-        z(i, targets(i)) -= dloss;
+        float* z = &zm(i, 0);
+        const float mx = kmath::row_max(z, V);
+        for (int v = 0; v < V; ++v) z[v] = kmath::exp_fast(z[v] - mx);
+        const float inv =
+            static_cast<float>(dloss / kmath::lane_sum_double(V, [&](int v) { return z[v]; }));
+        for (int v = 0; v < V; ++v) z[v] *= inv;
+        z[targets(i)] -= dloss;
       });
 }
 

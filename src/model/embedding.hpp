@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Token + position embedding. B = batch, T = time, C = channels, V = vocabulary.
-// Backward accumulates (+=) into the parameter gradients, one channel per thread and tokens in
-// order, so it needs no atomics and is deterministic on every backend.
+// Backward accumulates (+=) into the parameter gradients, one block of channels per thread and
+// tokens in order, so it needs no atomics and is deterministic on every backend.
 #pragma once
 #include "core/types.hpp"
 
@@ -18,15 +18,22 @@ inline void embedding_forward(const Mat& x, const ConstTokens& tokens, const Con
       });
 }
 
+// Channels per thread in the backward: each token's row segment is a contiguous (vector) update.
+constexpr int kEmbeddingChannelBlock = 32;
+
 // dwte[tok] += dx, dwpe[t] += dx
 inline void embedding_backward(const Mat& dwte, const Mat& dwpe, const ConstMat& dx,
                                const ConstTokens& tokens, int T) {
   const int BT = dx.extent(0), C = dx.extent(1);
+  constexpr int CB = kEmbeddingChannelBlock;
   Kokkos::parallel_for(
-      "embedding::backward", Kokkos::RangePolicy<ExecSpace>(0, C), KOKKOS_LAMBDA(const int c) {
+      "embedding::backward", Kokkos::RangePolicy<ExecSpace>(0, (C + CB - 1) / CB),
+      KOKKOS_LAMBDA(const int blk) {
+        const int c0 = blk * CB, c1 = c0 + CB < C ? c0 + CB : C;
         for (int bt = 0; bt < BT; ++bt) {
-          dwte(tokens(bt), c) += dx(bt, c);
-          dwpe(bt % T, c) += dx(bt, c);
+          const int tok = tokens(bt), t = bt % T;
+          for (int c = c0; c < c1; ++c) dwte(tok, c) += dx(bt, c);
+          for (int c = c0; c < c1; ++c) dwpe(t, c) += dx(bt, c);
         }
       });
 }

@@ -61,8 +61,8 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker)
   d_atty_ = TrackedBuffer(tracker, "gpt2::d_atty", BTC, MC::Activations);
   d_fch_ = TrackedBuffer(tracker, "gpt2::d_fch", 4 * BTC, MC::Activations);
   d_fchg_ = TrackedBuffer(tracker, "gpt2::d_fch_gelu", 4 * BTC, MC::Activations);
-  att_scratch_ = TrackedBuffer(tracker, "gpt2::att_scratch", std::int64_t(B_) * H_ * T_,
-                               MC::Activations);
+  att_work_ = TrackedBuffer(tracker, "gpt2::att_work", k::attention_work_size(T_),
+                            MC::Activations);
 }
 
 void Gpt2::set_batch(const std::int32_t* inputs, const std::int32_t* targets) {
@@ -177,9 +177,9 @@ void Gpt2::block_backward(int l, ConstVec p, Vec g) {
   k::residual_backward(d_tmp_.vec(), ConstVec(dx_out.data(), dx_out.extent(0)));  // d res2
   k::linear_backward(m(d_atty_, BT, C), gm(g, o.proj_w, C, C), gv(g, o.proj_b, C),
                      cm(d_tmp_, BT, C), cm(a.atty, BT, C), pm(p, o.proj_w, C, C));
-  k::attention_backward(m(d_qkv_, BT, 3 * C), m(att_scratch_, B_ * H_, T_), cm(d_atty_, BT, C),
+  k::attention_backward(m(d_qkv_, BT, 3 * C), cm(d_atty_, BT, C),
                         k::ConstAtt3(a.att.data(), B_ * H_, T_, T_), cm(a.qkv, BT, 3 * C), B_, T_,
-                        H_);
+                        H_, att_work_.vec());
   k::linear_backward(m(d_ln_, BT, C), gm(g, o.attn_w, C, 3 * C), gv(g, o.attn_b, 3 * C),
                      cm(d_qkv_, BT, 3 * C), cm(a.ln1, BT, C), pm(p, o.attn_w, C, 3 * C));
   k::layernorm_backward(Mat(dx_in.data(), BT, C), gv(g, o.ln1_w, C), gv(g, o.ln1_b, C),

@@ -61,7 +61,7 @@ class Gpt2 {
   std::vector<std::unique_ptr<BlockActivations>> acts_;
   TrackedBuffer lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
   TrackedBuffer tmp_, dres_a_, dres_b_, d_ln_, d_tmp_, d_qkv_, d_atty_, d_fch_, d_fchg_,
-      att_scratch_;
+      att_work_;  // one head's attention score gradients
   Vec dres_out_;
   std::vector<double> seq_losses_;  // the gradient of the current top of the residual stream
 };

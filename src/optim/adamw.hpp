@@ -3,6 +3,7 @@
 // Decay applies to 2-D weights only; the engine calls this once per tensor segment.
 #pragma once
 #include <cmath>
+#include <cstdint>
 
 #include "core/math.hpp"
 #include "core/types.hpp"
@@ -11,8 +12,8 @@ namespace fsdp::optim {
 
 struct AdamWStep {
   float lr, beta1, beta2, eps, weight_decay;
-  int t;              // 1-based step count, for bias correction
-  float grad_scale;   // clipping factor applied to the gradient
+  int t;             // 1-based step count, for bias correction
+  float grad_scale;  // clipping factor applied to the gradient
 };
 
 inline void adamw_update(const Vec& p, const ConstVec& g, const Vec& m, const Vec& v,
@@ -21,6 +22,7 @@ inline void adamw_update(const Vec& p, const ConstVec& g, const Vec& m, const Ve
   const float wd = decay ? s.weight_decay : 0.f;
   const float c1 = 1.f / (1.f - std::pow(b1, static_cast<float>(s.t)));
   const float c2 = 1.f / (1.f - std::pow(b2, static_cast<float>(s.t)));
+  // sqrt_fast: with libm's sqrt (errno) this loop runs one element at a time.
   Kokkos::parallel_for(
       "adamw::update", Kokkos::RangePolicy<ExecSpace>(0, p.extent(0)),
       KOKKOS_LAMBDA(const int64_t i) {
@@ -29,16 +31,28 @@ inline void adamw_update(const Vec& p, const ConstVec& g, const Vec& m, const Ve
         const float vi = b2 * v(i) + (1.f - b2) * grad * grad;
         m(i) = mi;
         v(i) = vi;
-        p(i) -= lr * ((mi * c1) / (kmath::sqrt(vi * c2) + eps) + wd * p(i));
+        p(i) -= lr * ((mi * c1) / (kmath::sqrt_fast(vi * c2) + eps) + wd * p(i));
       });
 }
 
-// Sum of squares in fixed order (double accumulator): the partial the global norm is built from.
+// Sum of squares in double, in a fixed order: the partial the global norm is built from.
+// Chunks of 4096 values, each summed in lanes, are combined by the reduction (in chunk order on
+// the host backends).
 inline double sum_squares(const ConstVec& g) {
+  constexpr std::int64_t chunk = 4096;
+  const std::int64_t n = g.extent(0);
   double s = 0.0;
   Kokkos::parallel_reduce(
-      "adamw::sum_squares", Kokkos::RangePolicy<ExecSpace>(0, g.extent(0)),
-      KOKKOS_LAMBDA(const int64_t i, double& acc) { acc += double(g(i)) * double(g(i)); }, s);
+      "adamw::sum_squares", Kokkos::RangePolicy<ExecSpace>(0, (n + chunk - 1) / chunk),
+      KOKKOS_LAMBDA(const int64_t c, double& acc) {
+        const std::int64_t b = c * chunk;
+        const int len = static_cast<int>(n - b < chunk ? n - b : chunk);
+        acc += kmath::lane_sum_double(len, [&](int i) {
+          const double x = g(b + i);
+          return x * x;
+        });
+      },
+      s);
   return s;
 }
 

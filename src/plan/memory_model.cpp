@@ -191,8 +191,8 @@ std::int64_t activation_elements(const ModelShape& s, int micro_batch, bool chec
   const std::int64_t per_block = 15 * BTC + 4 * BT + B * H * T * T;
   const std::int64_t blocks = checkpointing ? 1 : L;
   // lnf BTC, lnf mean/rstd 2BT, logits BTV, losses BT; backward scratch tmp, dres_a, dres_b,
-  // d_ln, d_tmp, d_atty (BTC each), d_qkv 3BTC, d_fch and d_fch_gelu 4BTC each; att_scratch BHT.
-  const std::int64_t once = BTC + 3 * BT + BT * V + 6 * BTC + 3 * BTC + 8 * BTC + B * H * T;
+  // d_ln, d_tmp, d_atty (BTC each), d_qkv 3BTC, d_fch and d_fch_gelu 4BTC each; att_work T*T.
+  const std::int64_t once = BTC + 3 * BT + BT * V + 6 * BTC + 3 * BTC + 8 * BTC + T * T;
   return (L + 1) * BTC + blocks * per_block + once;
 }
 
