@@ -202,10 +202,10 @@ void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_
     const double eta = (cfg_.train.steps - step - 1) * step_s;
     std::printf(
         "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | MFU %5.1f%% | "
-        "mem %s | comm exposed %.0f%% | ETA %s\n",
+        "mem %s | comm %.1f/%.1f ms exposed/total | ETA %s\n",
         step + 1, cfg_.train.steps, r.loss, r.lr, r.grad_norm, tok_s, 100.0 * mfu,
         format_bytes(tracker_.peak_total()).c_str(),
-        r.comm_total_s > 0 ? 100.0 * r.comm_exposed_s / r.comm_total_s : 0.0,
+        1e3 * r.comm_exposed_s, 1e3 * r.comm_total_s,
         format_duration(eta).c_str());
     std::fflush(stdout);
   }
