@@ -4,6 +4,8 @@
 // rank counts are refused at start with a reason.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "engine_fixture.hpp"
 
 using namespace fsdp;
@@ -73,4 +75,39 @@ TEST_CASE("deterministic mode refuses what it cannot honour", "[deterministic]")
     REQUIRE_THROWS_WITH(Trainer(cfg, MPI_COMM_WORLD, test::quiet()),
                         Catch::Contains("power-of-two number of ranks"));
   }
+}
+
+TEST_CASE("deterministic mode resumes bit-identically at another rank count", "[deterministic]") {
+  if (!power_of_two(test::world_size())) return;
+  RunConfig cfg = deterministic_config("zero3");
+  const Bits straight = run(cfg, MPI_COMM_SELF);  // 5 steps on one rank
+  // 3 steps on N ranks, checkpointed; then steps 4..5 on one rank from that checkpoint.
+  cfg.checkpoint.dir = "test_deterministic_ckpt_np" + std::to_string(test::world_size());
+  cfg.checkpoint.every = 3;
+  cfg.checkpoint.keep = 1;
+  RunConfig first = cfg;
+  first.train.steps = 3;
+  {
+    Trainer t(first, MPI_COMM_WORLD, test::quiet());
+    const TrainSummary s = t.run();
+    for (int i = 0; i < 3; ++i) REQUIRE(s.losses[i] == straight.losses[i]);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    TrainOptions o = test::quiet();
+    o.resume = "auto";
+    cfg.checkpoint.every = 0;
+    Trainer t(cfg, MPI_COMM_SELF, o);
+    REQUIRE(t.start_step() == 3);
+    const TrainSummary s = t.run();
+    REQUIRE(s.losses.size() == 2);
+    REQUIRE(s.losses[0] == straight.losses[3]);
+    REQUIRE(s.losses[1] == straight.losses[4]);
+    for (std::size_t u = 0; u < t.engine().units().size(); ++u)
+      REQUIRE(t.engine().full_params(int(u)) == straight.params[u]);
+    std::filesystem::remove_all(cfg.checkpoint.dir);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
 }
