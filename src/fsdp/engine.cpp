@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "fsdp/schedule.hpp"
 #include "fsdp/engine.hpp"
 
 #include <algorithm>
@@ -14,21 +15,6 @@ namespace {
 using HostConstVec = Kokkos::View<const float*, HostSpace, Unmanaged>;
 using HostVec = Kokkos::View<float*, HostSpace, Unmanaged>;
 
-// The step's stages: forward embedding, blocks, ln_f, head; backward head, ln_f, blocks, embedding.
-// The embedding unit appears at both ends because the LM head is tied to wte.
-std::vector<int> forward_schedule(int L) {
-  std::vector<int> s{0};
-  for (int l = 0; l < L; ++l) s.push_back(l + 1);
-  s.push_back(L + 1);
-  s.push_back(0);
-  return s;
-}
-std::vector<int> backward_schedule(int L) {
-  std::vector<int> s{0, L + 1};
-  for (int l = L - 1; l >= 0; --l) s.push_back(l + 1);
-  s.push_back(0);
-  return s;
-}
 
 }  // namespace
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "fsdp/schedule.hpp"
 #include "plan/step_replay.hpp"
 
 #include <algorithm>
@@ -10,21 +11,6 @@ using C = MemCategory;
 constexpr MemSpace kDev = MemSpace::Device;
 constexpr MemSpace kHost = MemSpace::Host;
 
-// The engine's stage schedules (fsdp/engine.cpp): the embedding unit appears at both ends of
-// each pass because the LM head is tied to wte.
-std::vector<int> forward_schedule(int L) {
-  std::vector<int> s{0};
-  for (int l = 0; l < L; ++l) s.push_back(l + 1);
-  s.push_back(L + 1);
-  s.push_back(0);
-  return s;
-}
-std::vector<int> backward_schedule(int L) {
-  std::vector<int> s{0, L + 1};
-  for (int l = L - 1; l >= 0; --l) s.push_back(l + 1);
-  s.push_back(0);
-  return s;
-}
 
 class Replay {
  public:
