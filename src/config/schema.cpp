@@ -309,8 +309,9 @@ std::optional<std::int64_t> parse_byte_size(const std::string& text) {
   auto res = std::from_chars(text.data() + b, text.data() + e + 1, v, std::chars_format::fixed);
   if (res.ec != std::errc()) return std::nullopt;
   const char* u = res.ptr;
-  while (*u == ' ' || *u == '\t') ++u;
-  std::string unit(u, text.data() + e + 1);
+  const char* end = text.data() + e + 1;  // the skip must stop there: "1.\t\t" ends in blanks
+  while (u < end && (*u == ' ' || *u == '\t')) ++u;
+  std::string unit(u, end);
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (const auto& [name, scale] : units) {
     if (unit != name) continue;
