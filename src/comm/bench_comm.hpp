@@ -18,7 +18,7 @@ struct CommBenchOptions {
   bool fallback = false;  // also time our MPI path (no shared memory) as impl "ours-mpi"
   std::size_t window_bytes = std::size_t(2) << 20;
   std::size_t step_bytes = std::size_t(1) << 20;
-  std::size_t single_copy_max_bytes = std::size_t(16) << 20;
+  std::size_t single_copy_max_bytes = std::size_t(32) << 20;
   std::string json_path;  // empty: no JSON
 };
 

@@ -21,7 +21,7 @@ struct ShmSettings {
   std::size_t step_bytes = std::size_t(1) << 20;
   // All-gathers whose full buffer is at most this use single-copy reads (0: never). Past it,
   // staging with streaming stores wins: the kernel's copy pays a read-for-ownership per line.
-  std::size_t single_copy_max_bytes = std::size_t(16) << 20;
+  std::size_t single_copy_max_bytes = std::size_t(32) << 20;
 };
 
 class ShmCollectives {
