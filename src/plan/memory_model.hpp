@@ -104,8 +104,8 @@ ElementBytes element_bytes(const Setup& s);
 // Activation elements one rank allocates (Gpt2's constructor, all persistent): the residual
 // stream (L+1)BTC; per block (x L, or x 1 with checkpointing) 15BTC + 4BT + BHT^2 (ln1, qkv,
 // atty, res2, ln2, fch, fch_gelu, two LayerNorms' mean/rstd, the attention matrix); and once
-// 18BTC + 3BT + BTV + BHT (ln_f with its mean/rstd, logits, losses, the backward scratch, the
-// attention scratch).
+// 18BTC + 3BT + BTV + T^2 (ln_f with its mean/rstd, logits, losses, the backward scratch, the
+// attention backward's T x T work buffer).
 std::int64_t activation_elements(const ModelShape& s, int micro_batch, bool checkpointing);
 
 struct MemoryPlan {
