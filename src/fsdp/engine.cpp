@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-#include "fsdp/schedule.hpp"
 #include "fsdp/engine.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
+#include "fsdp/schedule.hpp"
 #include "optim/adamw.hpp"
 #include "optim/lr_schedule.hpp"
 
@@ -14,7 +14,6 @@ namespace {
 
 using HostConstVec = Kokkos::View<const float*, HostSpace, Unmanaged>;
 using HostVec = Kokkos::View<float*, HostSpace, Unmanaged>;
-
 
 }  // namespace
 
@@ -60,8 +59,8 @@ Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker&
       Kokkos::deep_copy(su.params.vec(), HostConstVec(full.data(), su.padded));
     }
     if (shards_grads(strategy_))
-      su.grad_shard = TrackedBuffer(tracker, name + "::grad_shard", su.shard, MemCategory::Grads,
-                                    param_space);
+      su.grad_shard =
+          TrackedBuffer(tracker, name + "::grad_shard", su.shard, MemCategory::Grads, param_space);
     else
       su.grad_full = TrackedBuffer(tracker, name + "::grads", su.padded, MemCategory::Grads);
     su.exp_avg = TrackedBuffer(tracker, name + "::exp_avg", su.shard, MemCategory::OptimizerState,
@@ -69,9 +68,9 @@ Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker&
     su.exp_avg_sq = TrackedBuffer(tracker, name + "::exp_avg_sq", su.shard,
                                   MemCategory::OptimizerState, optim_space);
   }
-  pipeline_ = std::make_unique<GatherPipeline>(units_, shard_comm_, tracker, trace,
-                                               cfg.fsdp.prefetch, shards_params(strategy_),
-                                               comm_times_);
+  pipeline_ =
+      std::make_unique<GatherPipeline>(units_, shard_comm_, tracker, trace, cfg.fsdp.prefetch,
+                                       shards_params(strategy_), comm_times_);
 }
 
 Engine::~Engine() = default;
@@ -123,7 +122,8 @@ void Engine::finish_unit_backward(int u, bool reduce_now) {
   } else {
     pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.shard,
                             MemCategory::CommBuffers);
-    pr.handle = shard_comm_.ireduce_scatter(su.grad_full.cvec(), pr.recv.vec(), comm::ReduceOp::Avg);
+    pr.handle =
+        shard_comm_.ireduce_scatter(su.grad_full.cvec(), pr.recv.vec(), comm::ReduceOp::Avg);
   }
   comm_times_.exposed_s += now_s() - t0;
   pending_.push_back(std::move(pr));
@@ -141,12 +141,14 @@ void Engine::drain_reductions(std::size_t keep_pending) {
     const double t1 = now_s();
     comm_times_.exposed_s += t1 - t0;
     comm_times_.total_s += pr.handle.completion_time() - pr.handle.issue_time();
-    trace_.add("wait reduce " + su.layout->name, "wait", t0, t1, 0);
-    trace_.add(std::string(strategy_ == Strategy::DDP ? "all_reduce " : "reduce_scatter ") +
-                   su.layout->name,
-               "comm", pr.handle.issue_time(), pr.handle.completion_time(), 1);
+    if (trace_.enabled()) trace_.add("wait reduce " + su.layout->name, "wait", t0, t1, 0);
+    if (trace_.enabled())
+      trace_.add(std::string(strategy_ == Strategy::DDP ? "all_reduce " : "reduce_scatter ") +
+                     su.layout->name,
+                 "comm", pr.handle.issue_time(), pr.handle.completion_time(), 1);
     if (strategy_ == Strategy::DDP) continue;
-    if (groups_.replicate->size() > 1) groups_.replicate->all_reduce(pr.recv.vec(), comm::ReduceOp::Avg);
+    if (groups_.replicate->size() > 1)
+      groups_.replicate->all_reduce(pr.recv.vec(), comm::ReduceOp::Avg);
     const Vec dst = grad_shard(su);
     const ConstVec src = pr.recv.cvec();
     if (shards_grads(strategy_)) {
@@ -175,13 +177,18 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
   for (int i = 0; i < nf; ++i) {
     const ConstVec p = pipeline_->acquire(i);
     const double t0 = now_s();
-    if (i == 0) m.embed_forward(p);
-    else if (i <= L) m.block_forward(i - 1, p);
-    else if (i == L + 1) m.lnf_forward(p);
-    else loss = m.head_forward(p);
+    if (i == 0)
+      m.embed_forward(p);
+    else if (i <= L)
+      m.block_forward(i - 1, p);
+    else if (i == L + 1)
+      m.lnf_forward(p);
+    else
+      loss = m.head_forward(p);
     Kokkos::fence();
     const double t1 = now_s();
-    trace_.add("forward " + units_[sched[i]].layout->name, "compute", t0, t1, 0);
+    if (trace_.enabled())
+      trace_.add("forward " + units_[sched[i]].layout->name, "compute", t0, t1, 0);
     pipeline_->release(i, keep_fwd);
   }
   for (int i = nf; i < int(sched.size()); ++i) {
@@ -191,13 +198,17 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     const Vec g = units_[u].grad_full.vec();
     const int b = i - nf;
     const double t0 = now_s();
-    if (b == 0) m.head_backward(p, g, dloss);
-    else if (b == 1) m.lnf_backward(p, g);
-    else if (b <= L + 1) m.block_backward(L - (b - 1), p, g);
-    else m.embed_backward(g);
+    if (b == 0)
+      m.head_backward(p, g, dloss);
+    else if (b == 1)
+      m.lnf_backward(p, g);
+    else if (b <= L + 1)
+      m.block_backward(L - (b - 1), p, g);
+    else
+      m.embed_backward(g);
     Kokkos::fence();
     const double t1 = now_s();
-    trace_.add("backward " + units_[u].layout->name, "compute", t0, t1, 0);
+    if (trace_.enabled()) trace_.add("backward " + units_[u].layout->name, "compute", t0, t1, 0);
     pipeline_->release(i);
     if (b != 0) finish_unit_backward(u, reduce_last);  // the head stage is not wte's last use
   }
@@ -287,7 +298,8 @@ double Engine::optimizer_step(int step, StepResult& r) {
     const std::string what =
         "step " + std::to_string(step + 1) + ": non-finite " +
         (std::isfinite(r.loss) ? "" : "loss (" + std::to_string(r.loss) + ") and ") +
-        "gradient norm (" + std::to_string(grad_norm) + "); first unit with non-finite gradients: " +
+        "gradient norm (" + std::to_string(grad_norm) +
+        "); first unit with non-finite gradients: " +
         (r.nonfinite_unit.empty() ? "none (the loss alone)" : r.nonfinite_unit);
     if (cfg_.train.on_nonfinite != "skip_step") throw NonFiniteError(what);
     r.skipped = true;  // parameters and optimizer state stay as they were
@@ -341,10 +353,14 @@ std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {
     pipeline_->begin(fwd);
     for (int i = 0; i < int(fwd.size()); ++i) {
       const ConstVec p = pipeline_->acquire(i);
-      if (i == 0) m.embed_forward(p);
-      else if (i <= L) m.block_forward(i - 1, p);
-      else if (i == L + 1) m.lnf_forward(p);
-      else m.head_forward(p);
+      if (i == 0)
+        m.embed_forward(p);
+      else if (i <= L)
+        m.block_forward(i - 1, p);
+      else if (i == L + 1)
+        m.lnf_forward(p);
+      else
+        m.head_forward(p);
       pipeline_->release(i);
     }
     pipeline_->finish();

@@ -71,9 +71,10 @@ ConstVec GatherPipeline::acquire(int stage) {
     su.gather_in_flight = false;
     times_.exposed_s += t1 - t0;
     times_.total_s += su.gather.completion_time() - su.gather.issue_time();
-    trace_.add("wait all_gather " + su.layout->name, "wait", t0, t1, 0);
-    trace_.add("all_gather " + su.layout->name, "comm", su.gather.issue_time(),
-               su.gather.completion_time(), 1);
+    if (trace_.enabled()) trace_.add("wait all_gather " + su.layout->name, "wait", t0, t1, 0);
+    if (trace_.enabled())
+      trace_.add("all_gather " + su.layout->name, "comm", su.gather.issue_time(),
+                 su.gather.completion_time(), 1);
   }
   const int last = std::min<int>(stage + depth_, int(schedule_.size()) - 1);
   for (; next_issue_ <= last; ++next_issue_) issue(schedule_[next_issue_]);
