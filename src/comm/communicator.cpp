@@ -149,20 +149,35 @@ Handle Communicator::issued(const char* op, std::size_t bytes, double bus, Clock
   return Handle(op, bytes, t0, due, std::move(pending));
 }
 
-Handle Communicator::gather(ConstVec send, Vec recv, bool blocking) {
-  const std::size_t c = send.extent(0);
+Handle Communicator::gather(ConstVec send, Vec recv, bool blocking, const char* dtype,
+                            std::size_t elem_bytes) {
+  const std::size_t per_word = 4 / elem_bytes;  // elements per word
+  const std::size_t c = send.extent(0), elems = recv.extent(0) * per_word;
   if (recv.extent(0) != std::size_t(size_) * c)
-    fatal(extent_error(name_, "all_gather", "recv == size * send", c, recv.extent(0), size_));
+    fatal(extent_error(name_, "all_gather", "recv == size * send", c * per_word, elems, size_));
   const bool in_place = c > 0 && send.data() == recv.data() + std::size_t(rank_) * c;
   if (!in_place && overlap(send.data(), c, recv.data(), recv.extent(0)))
     fatal("comm::all_gather on '" + name_ + "': send overlaps recv but is not its own block");
-  const std::uint64_t seq = enter("all_gather", "float", recv.extent(0));
-  Watch watch(watch_label("all_gather", recv.extent(0)), board_, seq);
+  const std::uint64_t seq = enter("all_gather", dtype, elems);
+  Watch watch(watch_label("all_gather", elems), board_, seq);
   Kokkos::fence();
   const auto t0 = Clock::now();
   auto pending = start_all_gather(send, recv, blocking);
   const std::size_t bytes = recv.extent(0) * sizeof(float);
   return issued("all_gather", bytes, bus_bytes(bytes, size_, 1.0), t0, std::move(pending));
+}
+
+Handle Communicator::gather_bf16(ConstBf16Vec send, Bf16Vec recv, bool blocking) {
+  const std::size_t c = send.extent(0);
+  if (c % 2 != 0)
+    fatal("comm::all_gather of bf16 on communicator '" + name_ + "': " + std::to_string(c) +
+          " elements per rank is odd; bf16 gathers move whole 4-byte words");
+  if (recv.extent(0) != std::size_t(size_) * c)
+    fatal(extent_error(name_, "all_gather", "recv == size * send", c, recv.extent(0), size_));
+  // The bits travel as words: no backend needs to know the element type.
+  const ConstVec words(reinterpret_cast<const float*>(send.data()), c / 2);
+  const Vec rwords(reinterpret_cast<float*>(recv.data()), recv.extent(0) / 2);
+  return gather(words, rwords, blocking, "bf16", 2);
 }
 
 Handle Communicator::scatter(ConstVec send, Vec recv, ReduceOp op, bool blocking) {
@@ -178,6 +193,32 @@ Handle Communicator::scatter(ConstVec send, Vec recv, ReduceOp op, bool blocking
   auto pending = start_reduce_scatter(send, recv, op, blocking);
   const std::size_t bytes = send.extent(0) * sizeof(float);
   return issued("reduce_scatter", bytes, bus_bytes(bytes, size_, 1.0), t0, std::move(pending));
+}
+
+Handle Communicator::scatter_bf16(ConstBf16Vec send, Vec recv, ReduceOp op, bool blocking) {
+  const std::size_t c = recv.extent(0);
+  if (send.extent(0) != std::size_t(size_) * c)
+    fatal(extent_error(name_, "reduce_scatter", "send == size * recv", send.extent(0), c, size_));
+  const char* s0 = reinterpret_cast<const char*>(send.data());
+  const char* r0 = reinterpret_cast<const char*>(recv.data());
+  if (c > 0 && s0 < r0 + c * sizeof(float) && r0 < s0 + send.extent(0) * sizeof(std::uint16_t))
+    fatal("comm::reduce_scatter on '" + name_ + "': send and recv overlap");
+  const std::uint64_t seq = enter("reduce_scatter", "bf16", send.extent(0));
+  Watch watch(watch_label("reduce_scatter", send.extent(0)), board_, seq);
+  Kokkos::fence();
+  const auto t0 = Clock::now();
+  auto pending = start_reduce_scatter_bf16(send, recv, op, blocking);
+  const std::size_t bytes = send.extent(0) * sizeof(std::uint16_t);
+  return issued("reduce_scatter", bytes, bus_bytes(bytes, size_, 1.0), t0, std::move(pending));
+}
+
+std::unique_ptr<detail::Pending> Communicator::start_reduce_scatter_bf16(ConstBf16Vec send,
+                                                                         Vec recv, ReduceOp op,
+                                                                         bool) {
+  FlatView wide("comm::reduce_scatter_bf16_widened", send.extent(0));
+  widen_bf16(send, Vec(wide.data(), wide.extent(0)));
+  Kokkos::fence();
+  return start_reduce_scatter(ConstVec(wide.data(), wide.extent(0)), recv, op, true);
 }
 
 Handle Communicator::reduce(Vec buf, ReduceOp op, bool blocking) {
@@ -201,6 +242,19 @@ Handle Communicator::ireduce_scatter(ConstVec send, Vec recv, ReduceOp op) {
   return scatter(send, recv, op, false);
 }
 Handle Communicator::iall_reduce(Vec buf, ReduceOp op) { return reduce(buf, op, false); }
+
+void Communicator::all_gather(ConstBf16Vec send, Bf16Vec recv) {
+  gather_bf16(send, recv, true).wait();
+}
+Handle Communicator::iall_gather(ConstBf16Vec send, Bf16Vec recv) {
+  return gather_bf16(send, recv, false);
+}
+void Communicator::reduce_scatter(ConstBf16Vec send, Vec recv, ReduceOp op) {
+  scatter_bf16(send, recv, op, true).wait();
+}
+Handle Communicator::ireduce_scatter(ConstBf16Vec send, Vec recv, ReduceOp op) {
+  return scatter_bf16(send, recv, op, false);
+}
 
 void Communicator::broadcast(Vec buf, int root) {
   if (root < 0 || root >= size_)

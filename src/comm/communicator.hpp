@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/safety.hpp"
+#include "core/bf16.hpp"
 #include "core/types.hpp"
 
 namespace fsdp::comm {
@@ -109,6 +110,15 @@ class Communicator {
   Handle ireduce_scatter(ConstVec send, Vec recv, ReduceOp op);
   Handle iall_reduce(Vec buf, ReduceOp op);
 
+  // bf16 payloads (fsdp.mixed_precision, fsdp.reduce_dtype), half the bytes on the wire. The
+  // all-gather moves the bits unchanged; per-rank counts must be even (whole 4-byte words).
+  // The reduce-scatter sums the widened bf16 blocks in float, in rank order as above, and
+  // leaves that float sum in recv: one rounding (the sender's cast), not one per hop.
+  void all_gather(ConstBf16Vec send, Bf16Vec recv);
+  Handle iall_gather(ConstBf16Vec send, Bf16Vec recv);
+  void reduce_scatter(ConstBf16Vec send, Vec recv, ReduceOp op);
+  Handle ireduce_scatter(ConstBf16Vec send, Vec recv, ReduceOp op);
+
   // debug.check_collectives: before each collective the ranks compare fingerprints (op, group,
   // dtype, count, call site) and a mismatch fails every rank with both sides' descriptions.
   void set_check_collectives(bool on) { check_ = on; }
@@ -128,6 +138,10 @@ class Communicator {
                                                                 ReduceOp op, bool blocking) = 0;
   virtual std::unique_ptr<detail::Pending> start_all_reduce(Vec buf, ReduceOp op,
                                                             bool blocking) = 0;
+  // The default widens send to a float copy and reduces that (correct, but float on the wire);
+  // backends that can move bf16 override it.
+  virtual std::unique_ptr<detail::Pending> start_reduce_scatter_bf16(ConstBf16Vec send, Vec recv,
+                                                                     ReduceOp op, bool blocking);
   virtual void do_broadcast(Vec buf, int root) = 0;
   // recv (size() * bytes) gets every rank's `bytes` in rank order: the base of the scalar helpers.
   virtual void all_gather_bytes(const void* send, void* recv, std::size_t bytes) = 0;
@@ -139,8 +153,12 @@ class Communicator {
   std::string watch_label(const char* op, std::uint64_t count) const;
 
  private:
-  Handle gather(ConstVec send, Vec recv, bool blocking);
+  // send and recv in 4-byte words; `dtype` and `elem_bytes` describe the elements they carry.
+  Handle gather(ConstVec send, Vec recv, bool blocking, const char* dtype = "float",
+                std::size_t elem_bytes = 4);
+  Handle gather_bf16(ConstBf16Vec send, Bf16Vec recv, bool blocking);
   Handle scatter(ConstVec send, Vec recv, ReduceOp op, bool blocking);
+  Handle scatter_bf16(ConstBf16Vec send, Vec recv, ReduceOp op, bool blocking);
   Handle reduce(Vec buf, ReduceOp op, bool blocking);
   Handle issued(const char* op, std::size_t bytes, double bus_bytes, Clock::time_point t0,
                 std::unique_ptr<detail::Pending> pending) const;

@@ -63,6 +63,7 @@ class StagedOp final : public detail::Pending {
   bool blocking;
   std::vector<std::function<MPI_Request()>> stages;
   std::vector<float> staging;  // blocks from every rank, summed in rank order
+  std::vector<std::uint16_t> staging_bf16;
   std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
 
  private:
@@ -133,6 +134,32 @@ std::unique_ptr<detail::Pending> reduce_scatter(MPI_Comm comm, const float* send
   });
   op->stages.push_back([o, recv, count, n, op_kind] {
     sum_in_rank_order(blocks(o->staging, n, count).data(), n, recv, count, op_kind);
+    return MPI_Request(MPI_REQUEST_NULL);
+  });
+  return StagedOp::launch(std::move(op));
+}
+
+std::unique_ptr<detail::Pending> reduce_scatter(MPI_Comm comm, const std::uint16_t* send,
+                                                float* recv, std::size_t count, ReduceOp op_kind,
+                                                bool blocking) {
+  const int n = comm_size(comm);
+  const int c = checked_count(count, "reduce_scatter");
+  auto op = std::make_unique<StagedOp>(comm, blocking);
+  op->staging_bf16.resize(std::size_t(n) * count);
+  StagedOp* o = op.get();
+  op->stages.push_back([o, send, c] {
+    std::uint16_t* st = o->staging_bf16.data();
+    return o->start(
+        [&] { FSDP_MPI_CHECK(MPI_Alltoall(send, c, MPI_UINT16_T, st, c, MPI_UINT16_T, o->comm)); },
+        [&](MPI_Request* r) {
+          FSDP_MPI_CHECK(MPI_Ialltoall(send, c, MPI_UINT16_T, st, c, MPI_UINT16_T, o->comm, r));
+        });
+  });
+  op->stages.push_back([o, recv, count, n, op_kind] {
+    std::vector<const std::uint16_t*> src(static_cast<std::size_t>(n));
+    for (int q = 0; q < n; ++q)
+      src[std::size_t(q)] = o->staging_bf16.data() + std::size_t(q) * count;
+    sum_in_rank_order(src.data(), n, recv, count, op_kind);
     return MPI_Request(MPI_REQUEST_NULL);
   });
   return StagedOp::launch(std::move(op));

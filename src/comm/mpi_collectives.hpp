@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "comm/communicator.hpp"
@@ -18,6 +19,10 @@ std::unique_ptr<detail::Pending> all_gather(MPI_Comm comm, const float* send, fl
                                             std::size_t count, bool in_place, bool blocking);
 std::unique_ptr<detail::Pending> reduce_scatter(MPI_Comm comm, const float* send, float* recv,
                                                 std::size_t count, ReduceOp op, bool blocking);
+// bf16 blocks in, their float sum out (rank_order_sum.hpp).
+std::unique_ptr<detail::Pending> reduce_scatter(MPI_Comm comm, const std::uint16_t* send,
+                                                float* recv, std::size_t count, ReduceOp op,
+                                                bool blocking);
 std::unique_ptr<detail::Pending> all_reduce(MPI_Comm comm, float* buf, std::size_t count,
                                             ReduceOp op, bool blocking);
 

@@ -75,6 +75,16 @@ std::unique_ptr<detail::Pending> MpiCommunicator::start_reduce_scatter(ConstVec 
   return mpi::reduce_scatter(comm_.get(), send.data(), recv.data(), recv.extent(0), op, blocking);
 }
 
+std::unique_ptr<detail::Pending> MpiCommunicator::start_reduce_scatter_bf16(ConstBf16Vec send,
+                                                                            Vec recv, ReduceOp op,
+                                                                            bool blocking) {
+  if (shm_) {
+    shm_->reduce_scatter(send.data(), recv.data(), recv.extent(0), op);
+    return nullptr;
+  }
+  return mpi::reduce_scatter(comm_.get(), send.data(), recv.data(), recv.extent(0), op, blocking);
+}
+
 std::unique_ptr<detail::Pending> MpiCommunicator::start_all_reduce(Vec buf, ReduceOp op,
                                                                    bool blocking) {
   if (shm_) {

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/bf16.hpp"
+
 // Wider vectors pay here because the blocks are usually still in cache. Element-wise adds give
 // the same bits at any width.
 #if defined(__x86_64__) && defined(__has_attribute)
@@ -32,6 +34,16 @@ FSDP_VECTOR_CLONES void accumulate(float* __restrict d, const float* __restrict 
   for (std::size_t i = 0; i < m; ++i) d[i] += a[i];
 }
 
+FSDP_VECTOR_CLONES void widen(float* __restrict d, const std::uint16_t* __restrict a,
+                              std::size_t m) {
+  for (std::size_t i = 0; i < m; ++i) d[i] = from_bf16(a[i]);
+}
+
+FSDP_VECTOR_CLONES void accumulate_bf16(float* __restrict d, const std::uint16_t* __restrict a,
+                                        std::size_t m) {
+  for (std::size_t i = 0; i < m; ++i) d[i] += from_bf16(a[i]);
+}
+
 FSDP_VECTOR_CLONES void divide(float* __restrict d, float n, std::size_t m) {
   for (std::size_t i = 0; i < m; ++i) d[i] /= n;
 }
@@ -47,6 +59,17 @@ void sum_in_rank_order(const float* const* src, int n, float* dst, std::size_t c
     else
       add2(d, src[0] + t, src[1] + t, m);
     for (int q = 2; q < n; ++q) accumulate(d, src[q] + t, m);
+    if (op == ReduceOp::Avg && n > 1) divide(d, float(n), m);
+  }
+}
+
+void sum_in_rank_order(const std::uint16_t* const* src, int n, float* dst, std::size_t count,
+                       ReduceOp op) {
+  for (std::size_t t = 0; t < count; t += kTile) {
+    const std::size_t m = std::min(kTile, count - t);
+    float* d = dst + t;
+    widen(d, src[0] + t, m);
+    for (int q = 1; q < n; ++q) accumulate_bf16(d, src[q] + t, m);
     if (op == ReduceOp::Avg && n > 1) divide(d, float(n), m);
   }
 }

@@ -3,6 +3,7 @@
 // (ReduceOp's contract), so the shared-memory and MPI paths agree bit for bit.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "comm/communicator.hpp"
 
@@ -11,5 +12,9 @@ namespace fsdp::comm {
 // dst[i] = ((src[0][i] + src[1][i]) + ...) + src[n-1][i], then / float(n) for Avg.
 // dst must not alias any src (it is written before the later ranks are read).
 void sum_in_rank_order(const float* const* src, int n, float* dst, std::size_t count, ReduceOp op);
+// The same over bf16 blocks: each element widened to float (exactly), then summed as above, so
+// the result is the float sum of what was sent, never rounded back to bf16.
+void sum_in_rank_order(const std::uint16_t* const* src, int n, float* dst, std::size_t count,
+                       ReduceOp op);
 
 }  // namespace fsdp::comm

@@ -133,6 +133,29 @@ void ShmCollectives::reduce_scatter(const float* send, float* recv, std::size_t 
   }
 }
 
+void ShmCollectives::reduce_scatter(const std::uint16_t* send, float* recv, std::size_t count,
+                                    ReduceOp op) {
+  // The same steps as the float version; a slot holds twice as many bf16 elements.
+  std::size_t per_block = 2 * step_ / std::size_t(size_);
+  if (per_block >= 32) per_block = per_block / 32 * 32;
+  std::vector<const std::uint16_t*> src(static_cast<std::size_t>(size_));
+  for (std::size_t off = 0; off < count; off += per_block) {
+    const std::size_t m = std::min(per_block, count - off);
+    auto* mine = reinterpret_cast<std::uint16_t*>(slot(rank_));
+    for (int q = 0; q < size_; ++q)
+      if (q != rank_)
+        std::memcpy(mine + std::size_t(q) * m, send + std::size_t(q) * count + off,
+                    m * sizeof(std::uint16_t));
+    window_->sync();
+    for (int q = 0; q < size_; ++q)
+      src[std::size_t(q)] =
+          q == rank_ ? send + std::size_t(rank_) * count + off
+                     : reinterpret_cast<const std::uint16_t*>(slot(q)) + std::size_t(rank_) * m;
+    sum_in_rank_order(src.data(), size_, recv + off, m, op);
+    end_step();
+  }
+}
+
 void ShmCollectives::all_reduce(float* buf, std::size_t count, ReduceOp op) {
   const std::size_t n = std::size_t(size_);
   for (std::size_t off = 0; off < count; off += step_) {

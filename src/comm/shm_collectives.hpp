@@ -32,6 +32,8 @@ class ShmCollectives {
   bool single_copy() const { return single_copy_; }
   void all_gather(const float* send, float* recv, std::size_t count);  // count per rank
   void reduce_scatter(const float* send, float* recv, std::size_t count, ReduceOp op);
+  // bf16 blocks in, their float sum out (rank_order_sum.hpp); count is recv's elements.
+  void reduce_scatter(const std::uint16_t* send, float* recv, std::size_t count, ReduceOp op);
   void all_reduce(float* buf, std::size_t count, ReduceOp op);
 
  private:

@@ -24,6 +24,14 @@ std::unique_ptr<detail::Pending> SingleCommunicator::start_reduce_scatter(ConstV
   return nullptr;
 }
 
+std::unique_ptr<detail::Pending> SingleCommunicator::start_reduce_scatter_bf16(ConstBf16Vec send,
+                                                                               Vec recv, ReduceOp,
+                                                                               bool) {
+  widen_bf16(send, recv);
+  Kokkos::fence();
+  return nullptr;
+}
+
 void SingleCommunicator::all_gather_bytes(const void* send, void* recv, std::size_t bytes) {
   copy(send, recv, bytes);
 }

@@ -19,6 +19,8 @@ class SingleCommunicator final : public Communicator {
                                                     bool blocking) override;
   std::unique_ptr<detail::Pending> start_reduce_scatter(ConstVec send, Vec recv, ReduceOp op,
                                                         bool blocking) override;
+  std::unique_ptr<detail::Pending> start_reduce_scatter_bf16(ConstBf16Vec send, Vec recv,
+                                                             ReduceOp op, bool blocking) override;
   std::unique_ptr<detail::Pending> start_all_reduce(Vec, ReduceOp, bool) override {
     return nullptr;  // the sum of one rank, and its average, are the buffer itself
   }

@@ -15,9 +15,11 @@ const char* to_string(MemCategory c) {
     case MemCategory::OptimizerState: return "optimizer_state";
     case MemCategory::Activations: return "activations";
     case MemCategory::CommBuffers: return "comm_buffers";
+    case MemCategory::WidenedParams: return "widened_params";
   }
   return "?";
 }
+const char* to_string(Dtype d) { return d == Dtype::BF16 ? "bf16" : "fp32"; }
 const char* to_string(MemSpace s) { return s == MemSpace::Device ? "device" : "host"; }
 
 std::string format_bytes(std::int64_t b) {
@@ -87,11 +89,12 @@ std::string MemoryTracker::report() const {
 }
 
 TrackedBuffer::TrackedBuffer(MemoryTracker& t, const std::string& label, std::int64_t n,
-                             MemCategory c, MemSpace s)
-    : label_(label), n_(n), cat_(c), space_(s) {
-  t.on_alloc(c, s, n * static_cast<std::int64_t>(sizeof(float)), label);
+                             MemCategory c, MemSpace s, Dtype d)
+    : label_(label), n_(n), cat_(c), space_(s), dtype_(d) {
+  const std::int64_t words = d == Dtype::BF16 ? (n + 1) / 2 : n;
+  t.on_alloc(c, s, words * 4, label);
   tracker_ = &t;
-  view_ = FlatView(label, n);  // zero-initialised by Kokkos
+  view_ = FlatView(label, words);  // zero-initialised by Kokkos
 }
 
 TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& o) noexcept {
@@ -103,6 +106,7 @@ TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& o) noexcept {
     n_ = o.n_;
     cat_ = o.cat_;
     space_ = o.space_;
+    dtype_ = o.dtype_;
     o.tracker_ = nullptr;
     o.view_ = FlatView();
     o.n_ = 0;
@@ -111,7 +115,7 @@ TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& o) noexcept {
 }
 
 void TrackedBuffer::reset() {
-  if (tracker_) tracker_->on_free(cat_, space_, n_ * static_cast<std::int64_t>(sizeof(float)), label_);
+  if (tracker_) tracker_->on_free(cat_, space_, bytes(), label_);
   tracker_ = nullptr;
   view_ = FlatView();
   n_ = 0;

@@ -9,13 +9,23 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/bf16.hpp"
 #include "core/types.hpp"
 
 namespace fsdp {
 
-enum class MemCategory { ParamShard, GatheredParams, Grads, OptimizerState, Activations, CommBuffers };
+// WidenedParams: the float copies that bf16 parameters are widened into for float kernels.
+enum class MemCategory {
+  ParamShard,
+  GatheredParams,
+  Grads,
+  OptimizerState,
+  Activations,
+  CommBuffers,
+  WidenedParams
+};
 enum class MemSpace { Device, Host };
-constexpr int kNumMemCategories = 6;
+constexpr int kNumMemCategories = 7;
 const char* to_string(MemCategory c);
 const char* to_string(MemSpace s);
 
@@ -46,12 +56,16 @@ class MemoryTracker {
   std::map<std::string, std::int64_t> live_;  // label -> bytes, for the OOM report
 };
 
-// An owning, tracked 1-D float buffer. Move-only; frees its accounting when destroyed.
+enum class Dtype { F32, BF16 };
+const char* to_string(Dtype d);
+
+// An owning, tracked 1-D buffer of n float or bf16 elements (bf16: whole 4-byte words, so an
+// odd n costs 2 bytes more). Move-only; frees its accounting when destroyed.
 class TrackedBuffer {
  public:
   TrackedBuffer() = default;
   TrackedBuffer(MemoryTracker& t, const std::string& label, std::int64_t n, MemCategory c,
-                MemSpace s = MemSpace::Device);
+                MemSpace s = MemSpace::Device, Dtype d = Dtype::F32);
   TrackedBuffer(TrackedBuffer&& o) noexcept { *this = std::move(o); }
   TrackedBuffer& operator=(TrackedBuffer&& o) noexcept;
   TrackedBuffer(const TrackedBuffer&) = delete;
@@ -60,8 +74,15 @@ class TrackedBuffer {
 
   void reset();
   bool allocated() const { return tracker_ != nullptr; }
-  std::int64_t size() const { return n_; }
+  std::int64_t size() const { return n_; }  // elements of dtype()
+  Dtype dtype() const { return dtype_; }
+  std::int64_t bytes() const { return std::int64_t(view_.extent(0)) * 4; }
   float* data() const { return view_.data(); }
+  // The bf16 elements of a Dtype::BF16 buffer.
+  Bf16Vec bf16() const { return Bf16Vec(reinterpret_cast<std::uint16_t*>(view_.data()), n_); }
+  ConstBf16Vec cbf16() const {
+    return ConstBf16Vec(reinterpret_cast<const std::uint16_t*>(view_.data()), n_);
+  }
   Vec vec() const { return Vec(view_.data(), view_.extent(0)); }
   Vec vec(std::int64_t off, std::int64_t n) const { return Vec(view_.data() + off, n); }
   ConstVec cvec() const { return ConstVec(view_.data(), view_.extent(0)); }
@@ -73,6 +94,7 @@ class TrackedBuffer {
   std::int64_t n_ = 0;
   MemCategory cat_ = MemCategory::Activations;
   MemSpace space_ = MemSpace::Device;
+  Dtype dtype_ = Dtype::F32;
 };
 
 std::string format_bytes(std::int64_t b);

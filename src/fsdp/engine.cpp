@@ -27,6 +27,8 @@ Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker&
       trace_(trace),
       nshard_(groups.shard->size()),
       deterministic_(cfg.train.deterministic) {
+  reduce_bf16_ = cfg.fsdp.reduce_dtype == "bf16";
+  const bool bf16_params = cfg.fsdp.mixed_precision == "bf16";
   model_ = std::make_unique<Gpt2>(cfg.model, cfg.train.micro_batch_size, tracker);
   const int r = shard_comm_.rank();
   // Offload keeps what the optimizer owns in host memory; the optimizer step runs there. On a
@@ -41,7 +43,11 @@ Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker&
     su.numel = su.layout->numel;
     // Deterministic mode pads to whole norm blocks per shard, so block boundaries (and the
     // partial sums of the gradient norm) do not depend on the number of ranks.
-    const std::int64_t quantum = std::int64_t(nshard_) * (deterministic_ ? kNormBlock : 1);
+    // bf16 shards are whole 4-byte words; a bf16 all-reduce (ddp, hybrid's replicas) splits
+    // the buffer into even blocks per replica.
+    std::int64_t quantum = std::int64_t(nshard_) * (deterministic_ ? kNormBlock : 1);
+    if (bf16_params || reduce_bf16_) quantum *= 2;
+    if (reduce_bf16_) quantum *= groups.replicate->size();
     su.padded = (su.numel + quantum - 1) / quantum * quantum;
     su.shard = su.padded / nshard_;
     su.shard_begin = std::int64_t(r) * su.shard;
@@ -68,9 +74,10 @@ Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker&
     su.exp_avg_sq = TrackedBuffer(tracker, name + "::exp_avg_sq", su.shard,
                                   MemCategory::OptimizerState, optim_space);
   }
+  if (bf16_params) widener_ = std::make_unique<ParamWidener>(tracker, model_->units());
   pipeline_ =
       std::make_unique<GatherPipeline>(units_, shard_comm_, tracker, trace, cfg.fsdp.prefetch,
-                                       shards_params(strategy_), comm_times_);
+                                       shards_params(strategy_), comm_times_, widener_.get());
 }
 
 Engine::~Engine() = default;
@@ -114,18 +121,36 @@ void Engine::finish_unit_backward(int u, bool reduce_now) {
   if (!reduce_now) return;
   ShardedUnit& su = units_[u];
   Kokkos::fence();  // the gradients must be final before the collective reads them
-  PendingReduce pr{u, {}, {}};
+  PendingReduce pr{u, {}, {}, {}};
   const double t0 = now_s();  // time blocked inside the issue is exposed communication
   FSDP_COMM_SITE("reduce " + su.layout->name);
-  if (strategy_ == Strategy::DDP) {
+  if (reduce_bf16_) {
+    pr.send = TrackedBuffer(tracker_, su.layout->name + "::reduce_send_bf16", su.padded,
+                            MemCategory::CommBuffers, MemSpace::Device, Dtype::BF16);
+    cast_to_bf16(su.grad_full.cvec(), pr.send.bf16());
+    Kokkos::fence();
+    // Sharded gradients need only the cast from here on.
+    if (shards_grads(strategy_)) su.grad_full.reset();
+  }
+  if (strategy_ == Strategy::DDP && reduce_bf16_) {
+    // A bf16 all-reduce: this reduce-scatter, then finish_bf16_all_reduce in drain_reductions.
+    comm::Communicator& rep = *groups_.replicate;
+    pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.padded / rep.size(),
+                            MemCategory::CommBuffers);
+    pr.handle = rep.ireduce_scatter(pr.send.cbf16(), pr.recv.vec(), comm::ReduceOp::Avg);
+  } else if (strategy_ == Strategy::DDP) {
     pr.handle = groups_.replicate->iall_reduce(su.grad_full.vec(), comm::ReduceOp::Avg);
   } else {
     pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.shard,
                             MemCategory::CommBuffers);
-    pr.handle =
-        shard_comm_.ireduce_scatter(su.grad_full.cvec(), pr.recv.vec(), comm::ReduceOp::Avg);
+    if (reduce_bf16_)
+      pr.handle = shard_comm_.ireduce_scatter(pr.send.cbf16(), pr.recv.vec(), comm::ReduceOp::Avg);
+    else
+      pr.handle =
+          shard_comm_.ireduce_scatter(su.grad_full.cvec(), pr.recv.vec(), comm::ReduceOp::Avg);
   }
   comm_times_.exposed_s += now_s() - t0;
+  comm_times_.reduce_bytes += double(pr.handle.bytes());
   pending_.push_back(std::move(pr));
   // Let the newest reductions overlap the next units' backward, up to the prefetch depth.
   drain_reductions(std::max(1, cfg_.fsdp.prefetch));
@@ -146,9 +171,18 @@ void Engine::drain_reductions(std::size_t keep_pending) {
       trace_.add(std::string(strategy_ == Strategy::DDP ? "all_reduce " : "reduce_scatter ") +
                      su.layout->name,
                  "comm", pr.handle.issue_time(), pr.handle.completion_time(), 1);
-    if (strategy_ == Strategy::DDP) continue;
-    if (groups_.replicate->size() > 1)
-      groups_.replicate->all_reduce(pr.recv.vec(), comm::ReduceOp::Avg);
+    if (strategy_ == Strategy::DDP) {
+      if (reduce_bf16_)
+        finish_bf16_all_reduce(*groups_.replicate, pr.send, pr.recv, su.grad_full.vec());
+      continue;
+    }
+    pr.send.reset();
+    if (groups_.replicate->size() > 1) {
+      if (reduce_bf16_)
+        all_reduce_bf16(*groups_.replicate, pr.recv.vec());
+      else
+        groups_.replicate->all_reduce(pr.recv.vec(), comm::ReduceOp::Avg);
+    }
     const Vec dst = grad_shard(su);
     const ConstVec src = pr.recv.cvec();
     if (shards_grads(strategy_)) {
@@ -160,6 +194,28 @@ void Engine::drain_reductions(std::size_t keep_pending) {
       Kokkos::deep_copy(dst, src);  // zero1: the reduced shard lands in its slice of the full grads
     }
   }
+}
+
+void Engine::finish_bf16_all_reduce(comm::Communicator& c, TrackedBuffer& send,
+                                    const TrackedBuffer& block, Vec out) {
+  const std::int64_t n = block.size();
+  const Bf16Vec own(send.bf16().data() + std::int64_t(c.rank()) * n, n);
+  cast_to_bf16(block.cvec(), own);
+  Kokkos::fence();
+  c.all_gather(ConstBf16Vec(own.data(), n), send.bf16());
+  widen_bf16(send.cbf16(), out);
+}
+
+void Engine::all_reduce_bf16(comm::Communicator& c, Vec buf) {
+  const std::int64_t n = std::int64_t(buf.extent(0));
+  TrackedBuffer send(tracker_, "replicate_reduce_send_bf16", n, MemCategory::CommBuffers,
+                     MemSpace::Device, Dtype::BF16);
+  TrackedBuffer block(tracker_, "replicate_reduce_block", n / c.size(), MemCategory::CommBuffers);
+  cast_to_bf16(ConstVec(buf.data(), n), send.bf16());
+  Kokkos::fence();
+  c.reduce_scatter(send.cbf16(), block.vec(), comm::ReduceOp::Avg);
+  comm_times_.reduce_bytes += double(n) * 2.0;
+  finish_bf16_all_reduce(c, send, block, buf);
 }
 
 double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool reduce_last) {
@@ -175,7 +231,7 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
   load(j, m);
   pipeline_->begin(sched);
   for (int i = 0; i < nf; ++i) {
-    const ConstVec p = pipeline_->acquire(i);
+    const UnitParams p = pipeline_->acquire(i);
     const double t0 = now_s();
     if (i == 0)
       m.embed_forward(p);
@@ -193,7 +249,7 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
   }
   for (int i = nf; i < int(sched.size()); ++i) {
     const int u = sched[i];
-    const ConstVec p = pipeline_->acquire(i);
+    const UnitParams p = pipeline_->acquire(i);
     begin_unit_backward(u);
     const Vec g = units_[u].grad_full.vec();
     const int b = i - nf;
@@ -251,6 +307,8 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
   r.optimizer_s = optimizer_step(step, r);
   r.comm_exposed_s = comm_times_.exposed_s;
   r.comm_total_s = comm_times_.total_s;
+  r.gather_bytes = comm_times_.gather_bytes;
+  r.reduce_bytes = comm_times_.reduce_bytes;
   r.compute_s = (t_opt - t_start) - r.comm_exposed_s;
   return r;
 }
@@ -352,7 +410,7 @@ std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {
     load(j, m);
     pipeline_->begin(fwd);
     for (int i = 0; i < int(fwd.size()); ++i) {
-      const ConstVec p = pipeline_->acquire(i);
+      const UnitParams p = pipeline_->acquire(i);
       if (i == 0)
         m.embed_forward(p);
       else if (i <= L)

@@ -23,8 +23,9 @@ struct StepResult {
   double grad_norm = 0.0;  // before clipping
   double lr = 0.0;
   double compute_s = 0.0, comm_exposed_s = 0.0, comm_total_s = 0.0, optimizer_s = 0.0;
-  bool skipped = false;          // non-finite loss or gradients and train.on_nonfinite = skip_step
-  std::string nonfinite_unit;    // the first unit whose gradients are not finite, if any
+  double gather_bytes = 0.0, reduce_bytes = 0.0;  // parameter all-gathers, gradient reductions
+  bool skipped = false;        // non-finite loss or gradients and train.on_nonfinite = skip_step
+  std::string nonfinite_unit;  // the first unit whose gradients are not finite, if any
 };
 
 // Non-finite loss or gradient norm under train.on_nonfinite = abort (every rank throws it).
@@ -92,7 +93,13 @@ class Engine {
     int unit;
     comm::Handle handle;
     TrackedBuffer recv;
+    TrackedBuffer send;  // fsdp.reduce_dtype = bf16: the cast of the unit's gradients
   };
+  // The second half of a bf16 all-reduce whose reduce-scatter of `send` into `block` is done:
+  // round the averaged block to bf16, all-gather it into `send`, widen into `out`.
+  static void finish_bf16_all_reduce(comm::Communicator& c, TrackedBuffer& send,
+                                     const TrackedBuffer& block, Vec out);
+  void all_reduce_bf16(comm::Communicator& c, Vec buf);
 
   RunConfig cfg_;
   Strategy strategy_;
@@ -104,6 +111,8 @@ class Engine {
   std::unique_ptr<Gpt2> model_;
   std::vector<ShardedUnit> units_;
   CommTimes comm_times_;
+  std::unique_ptr<ParamWidener> widener_;  // fsdp.mixed_precision = bf16
+  bool reduce_bf16_ = false;               // fsdp.reduce_dtype = bf16
   std::unique_ptr<GatherPipeline> pipeline_;
   std::vector<PendingReduce> pending_;
   int optimizer_steps_ = 0;

@@ -10,14 +10,15 @@ namespace fsdp {
 
 GatherPipeline::GatherPipeline(std::vector<ShardedUnit>& units, comm::Communicator& shard_comm,
                                MemoryTracker& tracker, Trace& trace, int depth, bool sharded,
-                               CommTimes& times)
+                               CommTimes& times, ParamWidener* widener)
     : units_(units),
       comm_(shard_comm),
       tracker_(tracker),
       trace_(trace),
       depth_(depth),
       sharded_(sharded),
-      times_(times) {}
+      times_(times),
+      widener_(widener) {}
 
 void GatherPipeline::begin(std::vector<int> schedule) {
   schedule_ = std::move(schedule);
@@ -43,23 +44,36 @@ static bool skip_for_test(const std::string& unit) {
 void GatherPipeline::issue(int u) {
   ShardedUnit& su = units_[u];
   if (su.gathered.allocated()) return;  // already gathered or in flight
-  su.gathered = TrackedBuffer(tracker_, su.layout->name + "::gathered", su.padded,
-                              MemCategory::GatheredParams);
+  const bool bf16 = widener_ != nullptr;
+  su.gathered =
+      TrackedBuffer(tracker_, su.layout->name + "::gathered", su.padded,
+                    MemCategory::GatheredParams, MemSpace::Device, bf16 ? Dtype::BF16 : Dtype::F32);
   if (skip_for_test(su.layout->name)) return;
   FSDP_COMM_SITE("all_gather " + su.layout->name);
+  // bf16: the cast of this rank's shard goes straight into its block, gathered in place.
+  const Bf16Vec own(su.gathered.bf16().data() + su.shard_begin, bf16 ? su.shard : 0);
+  if (bf16) cast_to_bf16(su.params.cvec(), own);
   Kokkos::fence();  // the shard must be final before the collective reads it
   // A CPU transport may move the data inside the issue call (and wait there for late peers):
   // that time is communication the compute did not overlap.
   const double t0 = now_s();
-  su.gather = comm_.iall_gather(su.params.cvec(), su.gathered.vec());
+  if (bf16)
+    su.gather = comm_.iall_gather(ConstBf16Vec(own.data(), su.shard), su.gathered.bf16());
+  else
+    su.gather = comm_.iall_gather(su.params.cvec(), su.gathered.vec());
   times_.exposed_s += now_s() - t0;
+  times_.gather_bytes += double(su.gather.bytes());
   su.gather_in_flight = true;
 }
 
-ConstVec GatherPipeline::acquire(int stage) {
+UnitParams GatherPipeline::acquire(int stage) {
   const int u = schedule_[stage];
   ShardedUnit& su = units_[u];
-  if (!sharded_) return ConstVec(su.params.data(), su.padded);
+  if (!sharded_) {
+    const ConstVec full(su.params.data(), su.padded);
+    if (widener_) return UnitParams::rounded(full, *su.layout, *widener_);
+    return full;
+  }
   if (next_issue_ <= stage) {
     issue(u);
     next_issue_ = stage + 1;
@@ -78,6 +92,7 @@ ConstVec GatherPipeline::acquire(int stage) {
   }
   const int last = std::min<int>(stage + depth_, int(schedule_.size()) - 1);
   for (; next_issue_ <= last; ++next_issue_) issue(schedule_[next_issue_]);
+  if (widener_) return UnitParams::from_bf16(su.gathered.cbf16(), *su.layout, *widener_);
   return ConstVec(su.gathered.data(), su.padded);
 }
 

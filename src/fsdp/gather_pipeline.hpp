@@ -10,22 +10,28 @@
 #include "core/memory.hpp"
 #include "fsdp/sharded_unit.hpp"
 #include "io/trace.hpp"
+#include "model/unit_params.hpp"
 
 namespace fsdp {
 
 struct CommTimes {
   double exposed_s = 0.0;  // time the compute waited on communication
   double total_s = 0.0;    // issue-to-completion time of every collective
+  // Full-buffer bytes (as Handle::bytes) of the parameter all-gathers and gradient reductions.
+  double gather_bytes = 0.0, reduce_bytes = 0.0;
   void clear() { *this = CommTimes{}; }
 };
 
 class GatherPipeline {
  public:
+  // widener: non-null under fsdp.mixed_precision = bf16. Sharded units are then gathered as
+  // bf16 (a cast of the float shard) and every unit is handed out as bf16 values.
   GatherPipeline(std::vector<ShardedUnit>& units, comm::Communicator& shard_comm,
-                 MemoryTracker& tracker, Trace& trace, int depth, bool sharded, CommTimes& times);
+                 MemoryTracker& tracker, Trace& trace, int depth, bool sharded, CommTimes& times,
+                 ParamWidener* widener = nullptr);
 
   void begin(std::vector<int> schedule);
-  ConstVec acquire(int stage);
+  UnitParams acquire(int stage);
   void release(int stage, bool keep = false);
   void finish();  // frees whatever is still gathered (kept across forward, or prefetched)
   int gathered_units() const;
@@ -41,6 +47,7 @@ class GatherPipeline {
   int depth_;
   bool sharded_;
   CommTimes& times_;
+  ParamWidener* widener_;
   std::vector<int> schedule_;
   int next_issue_ = 0;  // first stage whose gather has not been issued
 };

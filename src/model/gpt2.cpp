@@ -45,8 +45,8 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker)
     residual_.emplace_back(tracker, "gpt2::residual" + std::to_string(l), BTC, MC::Activations);
   const int n_acts = checkpointing_ ? 1 : cfg.n_layer;
   for (int l = 0; l < n_acts; ++l)
-    acts_.push_back(std::make_unique<BlockActivations>(tracker, "h." + std::to_string(l), B_, T_,
-                                                       C_, H_));
+    acts_.push_back(
+        std::make_unique<BlockActivations>(tracker, "h." + std::to_string(l), B_, T_, C_, H_));
   lnf_ = TrackedBuffer(tracker, "gpt2::lnf", BTC, MC::Activations);
   lnf_mean_ = TrackedBuffer(tracker, "gpt2::lnf_mean", BT, MC::Activations);
   lnf_rstd_ = TrackedBuffer(tracker, "gpt2::lnf_rstd", BT, MC::Activations);
@@ -61,15 +61,13 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker)
   d_atty_ = TrackedBuffer(tracker, "gpt2::d_atty", BTC, MC::Activations);
   d_fch_ = TrackedBuffer(tracker, "gpt2::d_fch", 4 * BTC, MC::Activations);
   d_fchg_ = TrackedBuffer(tracker, "gpt2::d_fch_gelu", 4 * BTC, MC::Activations);
-  att_work_ = TrackedBuffer(tracker, "gpt2::att_work", k::attention_work_size(T_),
-                            MC::Activations);
+  att_work_ = TrackedBuffer(tracker, "gpt2::att_work", k::attention_work_size(T_), MC::Activations);
 }
 
 void Gpt2::set_batch(const std::int32_t* inputs, const std::int32_t* targets) {
   const std::size_t BT = std::size_t(B_) * T_;
   Kokkos::deep_copy(inputs_, Kokkos::View<const std::int32_t*, HostSpace, Unmanaged>(inputs, BT));
-  Kokkos::deep_copy(targets_,
-                    Kokkos::View<const std::int32_t*, HostSpace, Unmanaged>(targets, BT));
+  Kokkos::deep_copy(targets_, Kokkos::View<const std::int32_t*, HostSpace, Unmanaged>(targets, BT));
 }
 
 namespace {
@@ -79,55 +77,54 @@ ConstMat cm(const TrackedBuffer& b, std::int64_t rows, std::int64_t cols) {
 Mat m(const TrackedBuffer& b, std::int64_t rows, std::int64_t cols) {
   return Mat(b.data(), rows, cols);
 }
-ConstMat pm(ConstVec p, std::int64_t off, std::int64_t rows, std::int64_t cols) {
-  return ConstMat(p.data() + off, rows, cols);
-}
-ConstVec pv(ConstVec p, std::int64_t off, std::int64_t n) { return ConstVec(p.data() + off, n); }
 Mat gm(Vec g, std::int64_t off, std::int64_t rows, std::int64_t cols) {
   return Mat(g.data() + off, rows, cols);
 }
 Vec gv(Vec g, std::int64_t off, std::int64_t n) { return Vec(g.data() + off, n); }
 }  // namespace
 
-void Gpt2::embed_forward(ConstVec emb) {
+void Gpt2::embed_forward(const UnitParams& emb) {
   const int BT = B_ * T_;
-  k::embedding_forward(m(residual_[0], BT, C_), inputs_, pm(emb, 0, V_, C_),
-                       pm(emb, std::int64_t(V_) * C_, T_, C_), T_);
+  k::embedding_forward(m(residual_[0], BT, C_), inputs_, emb.weight(0, V_, C_),
+                       emb.table(std::int64_t(V_) * C_, T_, C_), T_);
 }
 
-void Gpt2::block_compute(int l, ConstVec p, BlockActivations& a, const Vec& x_out) {
+void Gpt2::block_compute(int l, const UnitParams& p, BlockActivations& a, const Vec& x_out) {
   const int BT = B_ * T_, C = C_;
   const auto& o = off_;
   const ConstMat x_in = cm(residual_[l], BT, C);
-  k::layernorm_forward(m(a.ln1, BT, C), a.ln1_mean.vec(), a.ln1_rstd.vec(), x_in,
-                       pv(p, o.ln1_w, C), pv(p, o.ln1_b, C));
-  k::linear_forward(m(a.qkv, BT, 3 * C), cm(a.ln1, BT, C), pm(p, o.attn_w, C, 3 * C),
-                    pv(p, o.attn_b, 3 * C));
+  k::layernorm_forward(m(a.ln1, BT, C), a.ln1_mean.vec(), a.ln1_rstd.vec(), x_in, p.vec(o.ln1_w, C),
+                       p.vec(o.ln1_b, C));
+  k::linear_forward(m(a.qkv, BT, 3 * C), cm(a.ln1, BT, C), p.weight(o.attn_w, C, 3 * C),
+                    p.vec(o.attn_b, 3 * C));
   k::attention_forward(m(a.atty, BT, C), k::Att3(a.att.data(), B_ * H_, T_, T_),
                        cm(a.qkv, BT, 3 * C), B_, T_, H_);
-  k::linear_forward(m(tmp_, BT, C), cm(a.atty, BT, C), pm(p, o.proj_w, C, C), pv(p, o.proj_b, C));
+  k::linear_forward(m(tmp_, BT, C), cm(a.atty, BT, C), p.weight(o.proj_w, C, C),
+                    p.vec(o.proj_b, C));
   k::residual_forward(a.res2.vec(), residual_[l].cvec(), tmp_.cvec());
   k::layernorm_forward(m(a.ln2, BT, C), a.ln2_mean.vec(), a.ln2_rstd.vec(), cm(a.res2, BT, C),
-                       pv(p, o.ln2_w, C), pv(p, o.ln2_b, C));
-  k::linear_forward(m(a.fch, BT, 4 * C), cm(a.ln2, BT, C), pm(p, o.fc_w, C, 4 * C),
-                    pv(p, o.fc_b, 4 * C));
+                       p.vec(o.ln2_w, C), p.vec(o.ln2_b, C));
+  k::linear_forward(m(a.fch, BT, 4 * C), cm(a.ln2, BT, C), p.weight(o.fc_w, C, 4 * C),
+                    p.vec(o.fc_b, 4 * C));
   k::gelu_forward(a.fch_gelu.vec(), a.fch.cvec());
-  k::linear_forward(m(tmp_, BT, C), cm(a.fch_gelu, BT, 4 * C), pm(p, o.fcproj_w, 4 * C, C),
-                    pv(p, o.fcproj_b, C));
+  k::linear_forward(m(tmp_, BT, C), cm(a.fch_gelu, BT, 4 * C), p.weight(o.fcproj_w, 4 * C, C),
+                    p.vec(o.fcproj_b, C));
   k::residual_forward(x_out, a.res2.cvec(), tmp_.cvec());
 }
 
-void Gpt2::block_forward(int l, ConstVec p) { block_compute(l, p, acts(l), residual_[l + 1].vec()); }
-
-void Gpt2::lnf_forward(ConstVec p) {
-  const int BT = B_ * T_;
-  k::layernorm_forward(m(lnf_, BT, C_), lnf_mean_.vec(), lnf_rstd_.vec(),
-                       cm(residual_[cfg_.n_layer], BT, C_), pv(p, 0, C_), pv(p, C_, C_));
+void Gpt2::block_forward(int l, const UnitParams& p) {
+  block_compute(l, p, acts(l), residual_[l + 1].vec());
 }
 
-double Gpt2::head_forward(ConstVec emb) {
+void Gpt2::lnf_forward(const UnitParams& p) {
   const int BT = B_ * T_;
-  k::gemm("N", "T", 1.f, cm(lnf_, BT, C_), pm(emb, 0, V_, C_), 0.f, m(logits_, BT, V_));
+  k::layernorm_forward(m(lnf_, BT, C_), lnf_mean_.vec(), lnf_rstd_.vec(),
+                       cm(residual_[cfg_.n_layer], BT, C_), p.vec(0, C_), p.vec(C_, C_));
+}
+
+double Gpt2::head_forward(const UnitParams& emb) {
+  const int BT = B_ * T_;
+  k::gemm("N", "T", 1.f, cm(lnf_, BT, C_), emb.weight(0, V_, C_), 0.f, m(logits_, BT, V_));
   k::cross_entropy_forward(losses_.vec(), cm(logits_, BT, V_), targets_);
   auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), losses_.vec());
   double sum = 0.0;  // in token order: the reported loss is deterministic
@@ -141,23 +138,23 @@ double Gpt2::head_forward(ConstVec emb) {
   return sum / BT;
 }
 
-void Gpt2::head_backward(ConstVec emb, Vec emb_grad, float dloss) {
+void Gpt2::head_backward(const UnitParams& emb, Vec emb_grad, float dloss) {
   const int BT = B_ * T_;
   k::cross_entropy_backward(m(logits_, BT, V_), targets_, dloss / BT);
   // lnf output gradient goes to d_ln_; wte receives the head's share of its gradient.
-  k::gemm("N", "N", 1.f, cm(logits_, BT, V_), pm(emb, 0, V_, C_), 0.f, m(d_ln_, BT, C_));
+  k::gemm("N", "N", 1.f, cm(logits_, BT, V_), emb.weight(0, V_, C_), 0.f, m(d_ln_, BT, C_));
   k::gemm("T", "N", 1.f, cm(logits_, BT, V_), cm(lnf_, BT, C_), 1.f, gm(emb_grad, 0, V_, C_));
 }
 
-void Gpt2::lnf_backward(ConstVec p, Vec g) {
+void Gpt2::lnf_backward(const UnitParams& p, Vec g) {
   const int BT = B_ * T_;
   k::layernorm_backward(m(dres_a_, BT, C_), gv(g, 0, C_), gv(g, C_, C_), cm(d_ln_, BT, C_),
-                        cm(residual_[cfg_.n_layer], BT, C_), pv(p, 0, C_), lnf_mean_.cvec(),
+                        cm(residual_[cfg_.n_layer], BT, C_), p.vec(0, C_), lnf_mean_.cvec(),
                         lnf_rstd_.cvec());
   dres_out_ = dres_a_.vec();
 }
 
-void Gpt2::block_backward(int l, ConstVec p, Vec g) {
+void Gpt2::block_backward(int l, const UnitParams& p, Vec g) {
   const int BT = B_ * T_, C = C_;
   const auto& o = off_;
   BlockActivations& a = acts(l);
@@ -166,24 +163,23 @@ void Gpt2::block_backward(int l, ConstVec p, Vec g) {
   const Vec dx_in = dx_out.data() == dres_a_.data() ? dres_b_.vec() : dres_a_.vec();
   const ConstMat dout(dx_out.data(), BT, C);
 
-  k::linear_backward(m(d_fchg_, BT, 4 * C), gm(g, o.fcproj_w, 4 * C, C), gv(g, o.fcproj_b, C),
-                     dout, cm(a.fch_gelu, BT, 4 * C), pm(p, o.fcproj_w, 4 * C, C));
+  k::linear_backward(m(d_fchg_, BT, 4 * C), gm(g, o.fcproj_w, 4 * C, C), gv(g, o.fcproj_b, C), dout,
+                     cm(a.fch_gelu, BT, 4 * C), p.weight(o.fcproj_w, 4 * C, C));
   k::gelu_backward(d_fch_.vec(), a.fch.cvec(), d_fchg_.cvec());
   k::linear_backward(m(d_ln_, BT, C), gm(g, o.fc_w, C, 4 * C), gv(g, o.fc_b, 4 * C),
-                     cm(d_fch_, BT, 4 * C), cm(a.ln2, BT, C), pm(p, o.fc_w, C, 4 * C));
+                     cm(d_fch_, BT, 4 * C), cm(a.ln2, BT, C), p.weight(o.fc_w, C, 4 * C));
   k::layernorm_backward(m(d_tmp_, BT, C), gv(g, o.ln2_w, C), gv(g, o.ln2_b, C), cm(d_ln_, BT, C),
-                        cm(a.res2, BT, C), pv(p, o.ln2_w, C), a.ln2_mean.cvec(),
-                        a.ln2_rstd.cvec());
+                        cm(a.res2, BT, C), p.vec(o.ln2_w, C), a.ln2_mean.cvec(), a.ln2_rstd.cvec());
   k::residual_backward(d_tmp_.vec(), ConstVec(dx_out.data(), dx_out.extent(0)));  // d res2
   k::linear_backward(m(d_atty_, BT, C), gm(g, o.proj_w, C, C), gv(g, o.proj_b, C),
-                     cm(d_tmp_, BT, C), cm(a.atty, BT, C), pm(p, o.proj_w, C, C));
+                     cm(d_tmp_, BT, C), cm(a.atty, BT, C), p.weight(o.proj_w, C, C));
   k::attention_backward(m(d_qkv_, BT, 3 * C), cm(d_atty_, BT, C),
                         k::ConstAtt3(a.att.data(), B_ * H_, T_, T_), cm(a.qkv, BT, 3 * C), B_, T_,
                         H_, att_work_.vec());
   k::linear_backward(m(d_ln_, BT, C), gm(g, o.attn_w, C, 3 * C), gv(g, o.attn_b, 3 * C),
-                     cm(d_qkv_, BT, 3 * C), cm(a.ln1, BT, C), pm(p, o.attn_w, C, 3 * C));
+                     cm(d_qkv_, BT, 3 * C), cm(a.ln1, BT, C), p.weight(o.attn_w, C, 3 * C));
   k::layernorm_backward(Mat(dx_in.data(), BT, C), gv(g, o.ln1_w, C), gv(g, o.ln1_b, C),
-                        cm(d_ln_, BT, C), cm(residual_[l], BT, C), pv(p, o.ln1_w, C),
+                        cm(d_ln_, BT, C), cm(residual_[l], BT, C), p.vec(o.ln1_w, C),
                         a.ln1_mean.cvec(), a.ln1_rstd.cvec());
   k::residual_backward(dx_in, d_tmp_.cvec());
   dres_out_ = dx_in;

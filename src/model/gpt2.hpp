@@ -9,6 +9,7 @@
 #include "config/run_config.hpp"
 #include "core/memory.hpp"
 #include "model/gpt2_layout.hpp"
+#include "model/unit_params.hpp"
 
 namespace fsdp {
 
@@ -33,22 +34,22 @@ class Gpt2 {
   void set_batch(const std::int32_t* inputs, const std::int32_t* targets);
 
   // Forward, in unit order. head_forward returns the micro-batch's mean loss.
-  void embed_forward(ConstVec emb);
-  void block_forward(int l, ConstVec p);
-  void lnf_forward(ConstVec p);
-  double head_forward(ConstVec emb);
+  void embed_forward(const UnitParams& emb);
+  void block_forward(int l, const UnitParams& p);
+  void lnf_forward(const UnitParams& p);
+  double head_forward(const UnitParams& emb);
   // Per-sequence mean losses of the last head_forward (evaluation sums these across ranks).
   const std::vector<double>& sequence_losses() const { return seq_losses_; }
 
   // Backward, in reverse unit order; parameter gradients accumulate (+=) into the unit's grads.
   // dloss is the weight of this micro-batch's mean loss in the step's objective.
-  void head_backward(ConstVec emb, Vec emb_grad, float dloss);
-  void lnf_backward(ConstVec p, Vec g);
-  void block_backward(int l, ConstVec p, Vec g);
+  void head_backward(const UnitParams& emb, Vec emb_grad, float dloss);
+  void lnf_backward(const UnitParams& p, Vec g);
+  void block_backward(int l, const UnitParams& p, Vec g);
   void embed_backward(Vec emb_grad);
 
  private:
-  void block_compute(int l, ConstVec p, BlockActivations& a, const Vec& x_out);
+  void block_compute(int l, const UnitParams& p, BlockActivations& a, const Vec& x_out);
   BlockActivations& acts(int l) { return *acts_[checkpointing_ ? 0 : l]; }
 
   ModelConfig cfg_;

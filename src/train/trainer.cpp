@@ -263,6 +263,7 @@ TrainSummary Trainer::run() {
                    step + 1, r.nonfinite_unit.empty() ? "(loss only)" : r.nonfinite_unit.c_str());
     sum.losses.push_back(r.loss);
     sum.grad_norms.push_back(r.grad_norm);
+    sum.last = r;
     log_step(step, r, dt, tok_s);
     const bool last = step + 1 == cfg_.train.steps;
     if ((cfg_.eval.every > 0 && (step + 1) % cfg_.eval.every == 0) || last) {

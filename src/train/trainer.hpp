@@ -45,6 +45,7 @@ struct TrainSummary {
   std::vector<double> losses, grad_norms;
   std::vector<std::pair<int, double>> evals;  // (step, eval loss)
   double tokens_per_s = 0.0;                  // median over the timed steps
+  StepResult last;                            // the last step's figures
   // Set when a stop request (SIGUSR1/SIGTERM) ended the run early: the signal, and the
   // checkpoint of the last completed step.
   int stop_signal = 0;

@@ -383,3 +383,72 @@ TEST_CASE("the emulated link delays completion and lets compute overlap it", "[c
     CHECK(h.completion_time() - h.issue_time() >= 0.99 * bus / 0.1e9);
   }
 }
+
+TEST_CASE("bf16 all-gathers move the bits; bf16 reduce-scatters give the float rank-order sum",
+          "[comm][bf16]") {
+  const std::size_t count = 2054;  // per rank: even (whole words), many steps of the tiny window
+  const bool blocking = GENERATE(true, false);
+  for (const Path& p : kPaths) {
+    INFO(p.label << (blocking ? ", blocking" : ", non-blocking"));
+    auto c = make_mpi(p);
+    const int n = c->size(), r = c->rank();
+    // Every rank's bf16 data, made here from the float test data by truncation (any bits do).
+    std::vector<std::vector<std::uint16_t>> all;
+    for (int q = 0; q < n; ++q) {
+      const std::vector<float> f = rank_data(q, std::size_t(n) * count);
+      std::vector<std::uint16_t> h(f.size());
+      for (std::size_t i = 0; i < f.size(); ++i) {
+        std::uint32_t u;
+        std::memcpy(&u, &f[i], 4);
+        h[i] = std::uint16_t(u >> 16);
+      }
+      all.push_back(h);
+    }
+    // All-gather: block q of the result is rank q's first `count` elements, bit for bit.
+    std::vector<std::uint16_t> gathered(std::size_t(n) * count, 0xdead);
+    const ConstBf16Vec mine(all[std::size_t(r)].data(), count);
+    const Bf16Vec out(gathered.data(), gathered.size());
+    if (blocking) {
+      c->all_gather(mine, out);
+    } else {
+      Handle h = c->iall_gather(mine, out);
+      CHECK(h.bytes() == gathered.size() * 2);
+      h.wait();
+    }
+    std::size_t wrong = 0;
+    for (int q = 0; q < n; ++q)
+      for (std::size_t i = 0; i < count; ++i)
+        wrong += gathered[std::size_t(q) * count + i] != all[std::size_t(q)][i];
+    CHECK(wrong == 0);
+    // Reduce-scatter: widened exactly, summed in float in rank order, never rounded back.
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
+      std::vector<float> recv(count), want(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::size_t e = std::size_t(r) * count + i;
+        float acc = from_bf16(all[0][e]);
+        for (int q = 1; q < n; ++q) acc += from_bf16(all[std::size_t(q)][e]);
+        want[i] = op == ReduceOp::Avg && n > 1 ? acc / float(n) : acc;
+      }
+      const ConstBf16Vec send(all[std::size_t(r)].data(), all[std::size_t(r)].size());
+      if (blocking) {
+        c->reduce_scatter(send, vec(recv), op);
+      } else {
+        Handle h = c->ireduce_scatter(send, vec(recv), op);
+        CHECK(h.bytes() == all[std::size_t(r)].size() * 2);
+        h.wait();
+      }
+      CHECK(count_diff(recv, want) == 0);
+    }
+  }
+}
+
+TEST_CASE("the single-rank backend moves and widens bf16", "[comm][bf16]") {
+  MpiOptions o;
+  auto c = make_communicator(MPI_COMM_SELF, o);
+  std::vector<std::uint16_t> a(4, 1), b(4, 0);
+  c->all_gather(ConstBf16Vec(a.data(), 4), Bf16Vec(b.data(), 4));
+  CHECK(b == a);
+  std::vector<float> w(2);
+  c->reduce_scatter(ConstBf16Vec(a.data(), 2), Vec(w.data(), 2), ReduceOp::Avg);
+  CHECK(w[0] == from_bf16(1));
+}

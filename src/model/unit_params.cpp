@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+#include "model/unit_params.hpp"
+
+#include <algorithm>
+
+#include "core/check.hpp"
+
+namespace fsdp {
+
+bool is_gemm_weight(const TensorSpec& t) { return t.shape.size() == 2 && t.name != "wpe.weight"; }
+
+ParamWidener::ParamWidener(MemoryTracker& tracker, const std::vector<UnitLayout>& units) {
+  std::int64_t weight = 0, small = 0;
+  for (const auto& u : units) {
+    std::int64_t unit_small = 0;
+    for (const auto& t : u.tensors) {
+      if (is_gemm_weight(t))
+        weight = std::max(weight, t.numel);
+      else
+        unit_small += t.numel;
+    }
+    small = std::max(small, unit_small);
+  }
+  slot_ = TrackedBuffer(tracker, "widened::weight_slot", weight, MemCategory::WidenedParams);
+  small_ = TrackedBuffer(tracker, "widened::small_tensors", small, MemCategory::WidenedParams);
+}
+
+UnitParams UnitParams::from_bf16(ConstBf16Vec unit, const UnitLayout& layout, ParamWidener& w) {
+  UnitParams p;
+  p.bf16_ = unit;
+  p.widener_ = &w;
+  p.bind(layout);
+  return p;
+}
+
+UnitParams UnitParams::rounded(ConstVec unit, const UnitLayout& layout, ParamWidener& w) {
+  UnitParams p;
+  p.f32_ = unit;
+  p.widener_ = &w;
+  p.bind(layout);
+  return p;
+}
+
+void UnitParams::bind(const UnitLayout& layout) {
+  std::int64_t at = 0;
+  for (const auto& t : layout.tensors) {
+    if (is_gemm_weight(t)) continue;
+    const Vec dst(widener_->small() + at, t.numel);
+    if (bf16_.data())
+      widen_bf16(ConstBf16Vec(bf16_.data() + t.offset, t.numel), dst);
+    else
+      round_through_bf16(ConstVec(f32_.data() + t.offset, t.numel), dst);
+    small_.push_back({t.offset, t.numel, at});
+    at += t.numel;
+  }
+}
+
+const float* UnitParams::small_at(std::int64_t off, std::int64_t n) const {
+  for (const auto& s : small_)
+    if (off >= s.offset && off + n <= s.offset + s.numel)
+      return widener_->small() + s.at + (off - s.offset);
+  fatal("UnitParams: elements [" + std::to_string(off) + ", " + std::to_string(off + n) +
+        ") are not inside one non-GEMM tensor of the unit");
+}
+
+ConstMat UnitParams::weight(std::int64_t off, std::int64_t rows, std::int64_t cols) const {
+  if (!widener_) return ConstMat(f32_.data() + off, rows, cols);
+  const std::int64_t n = rows * cols;
+  const Vec dst(widener_->slot(), n);
+  if (bf16_.data())
+    widen_bf16(ConstBf16Vec(bf16_.data() + off, n), dst);
+  else
+    round_through_bf16(ConstVec(f32_.data() + off, n), dst);
+  return ConstMat(widener_->slot(), rows, cols);
+}
+
+ConstVec UnitParams::vec(std::int64_t off, std::int64_t n) const {
+  if (!widener_) return ConstVec(f32_.data() + off, n);
+  return ConstVec(small_at(off, n), n);
+}
+
+ConstMat UnitParams::table(std::int64_t off, std::int64_t rows, std::int64_t cols) const {
+  if (!widener_) return ConstMat(f32_.data() + off, rows, cols);
+  return ConstMat(small_at(off, rows * cols), rows, cols);
+}
+
+}  // namespace fsdp

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// fsdp.mixed_precision = bf16 and fsdp.reduce_dtype = bf16: the loss curve stays close to
+// fp32's (and is not fp32's: the casts happen), the gathered window and the bytes on the wire
+// halve, and the strategies agree with each other under bf16 as they do under fp32.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "engine_fixture.hpp"
+
+using namespace fsdp;
+
+namespace {
+
+struct Run {
+  std::vector<double> losses;
+  std::int64_t gathered_peak, widened_peak, padded;
+  double gather_bytes, reduce_bytes;  // of the last step
+};
+
+Run train(const RunConfig& cfg) {
+  Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+  const TrainSummary r = t.run();
+  Run o;
+  o.losses = r.losses;
+  o.gathered_peak = t.tracker().peak(MemCategory::GatheredParams);
+  o.widened_peak = t.tracker().peak(MemCategory::WidenedParams);
+  o.padded = t.engine().padded_params();
+  o.gather_bytes = r.last.gather_bytes;
+  o.reduce_bytes = r.last.reduce_bytes;
+  return o;
+}
+
+// The default deck, shortened, with a global batch that divides over 1 to 4 ranks.
+RunConfig default_deck(int steps) {
+  RunConfig cfg = load_config(std::string(FSDP_SOURCE_DIR) + "/inputs/default.toml", {});
+  cfg.train.steps = steps;
+  cfg.train.batch_size = 24;
+  cfg.train.micro_batch_size = 2;
+  cfg.train.peak_tflops = 1.0;
+  cfg.eval.every = 0;
+  cfg.eval.sequences = 0;
+  return cfg;
+}
+
+}  // namespace
+
+TEST_CASE("bf16 training follows the fp32 loss curve within 2%", "[bf16]") {
+  const std::string strategy = GENERATE(std::string("zero3"), std::string("ddp"));
+  RunConfig cfg = default_deck(80);
+  cfg.fsdp.strategy = strategy;
+  const Run fp32 = train(cfg);
+  cfg.fsdp.mixed_precision = "bf16";
+  cfg.fsdp.reduce_dtype = "bf16";
+  const Run bf16 = train(cfg);
+  REQUIRE(bf16.losses.size() == fp32.losses.size());
+  // The curve as plotted: the trailing 10-step mean of the per-step losses. Single steps of a
+  // 24-sequence batch differ more (a plateau left a step earlier or later), and that is noise
+  // of the trajectory rather than of the arithmetic.
+  const std::size_t w = 10;
+  auto mean = [&](const std::vector<double>& l, std::size_t end) {
+    double m = 0.0;
+    for (std::size_t i = end - w; i < end; ++i) m += l[i];
+    return m / double(w);
+  };
+  double worst = 0.0;
+  for (std::size_t end = w; end <= fp32.losses.size(); ++end) {
+    const double a = mean(fp32.losses, end), b = mean(bf16.losses, end);
+    worst = std::max(worst, std::abs(b - a) / a);
+  }
+  INFO(strategy << ": largest relative difference of the 10-step mean loss " << worst
+                << "; final losses " << fp32.losses.back() << " (fp32) vs " << bf16.losses.back()
+                << " (bf16)");
+  CHECK(worst < 0.02);
+  CHECK(worst > 1e-6);  // the casts really happen
+  // The run learned (a cast that broke the parameters would stall far above this).
+  CHECK(bf16.losses.back() < 0.75 * bf16.losses.front());
+}
+
+TEST_CASE("bf16 halves the gathered window and the bytes of every collective", "[bf16]") {
+  const int prefetch = GENERATE(0, 1, 2);
+  RunConfig cfg = test::tiny_config("zero3", prefetch);
+  cfg.train.steps = 2;
+  const Run fp32 = train(cfg);
+  cfg.fsdp.mixed_precision = "bf16";
+  cfg.fsdp.reduce_dtype = "bf16";
+  const Run bf16 = train(cfg);
+  INFO("prefetch " << prefetch << ": padded " << fp32.padded << " (fp32) and " << bf16.padded
+                   << " (bf16) elements");
+  // bf16 pads each unit to a multiple of 2N rather than N (whole words per shard): at most
+  // 2N-1 more elements per unit, 4 units here.
+  const std::int64_t slack = 4 * (2 * test::world_size() - 1);
+  if (bf16.padded == fp32.padded) {
+    CHECK(2 * bf16.gathered_peak == fp32.gathered_peak);
+    CHECK(2 * bf16.gather_bytes == fp32.gather_bytes);
+    CHECK(2 * bf16.reduce_bytes == fp32.reduce_bytes);
+  } else {
+    CHECK(std::abs(2 * bf16.gathered_peak - fp32.gathered_peak) <= 4 * slack);
+    CHECK(std::abs(2 * bf16.gather_bytes - fp32.gather_bytes) <= 4.0 * slack * 3);
+    CHECK(std::abs(2 * bf16.reduce_bytes - fp32.reduce_bytes) <= 4.0 * slack * 3);
+  }
+  CHECK(fp32.widened_peak == 0);
+  // The float copy the kernels read: one GEMM weight (4C x C) and the largest unit's other
+  // tensors (a block's biases and LayerNorms: 13C), never a whole unit per prefetched stage.
+  const std::int64_t C = cfg.model.n_embd, V = cfg.model.vocab_size, T = cfg.model.block_size;
+  CHECK(bf16.widened_peak == 4 * (std::max(4 * C * C, V * C) + std::max(13 * C, T * C)));
+}
+
+TEST_CASE("under bf16 every strategy gives the same losses", "[bf16]") {
+  RunConfig cfg = test::tiny_config("ddp", 1);
+  cfg.fsdp.mixed_precision = "bf16";
+  cfg.fsdp.reduce_dtype = "fp32";
+  const Run ddp = train(cfg);
+  for (const char* s : {"zero1", "zero2", "zero3"}) {
+    cfg.fsdp.strategy = s;
+    const Run other = train(cfg);
+    INFO(s);
+    for (std::size_t i = 0; i < ddp.losses.size(); ++i)
+      CHECK(std::abs(other.losses[i] - ddp.losses[i]) <= 1e-5 * std::abs(ddp.losses[i]));
+  }
+}
