@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
       "machine", "measure GEMM, collective and memory rates; write an fsdp-machine/1 file");
   machine->add_option("--out", machine_options.out, "the machine file")->capture_default_str();
   machine->add_option("--iters", machine_options.iters, "repeats per figure")->capture_default_str();
+  machine->add_option("--calibrate", machine_options.calibrate,
+                      "a run deck: measure gemm_efficiency on its model's forward and backward");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: MIT
 #include "bench/bench_machine.hpp"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <random>
 #include <fstream>
 #include <vector>
 
 #include "comm/process_groups.hpp"
+#include "config/load_config.hpp"
+#include "model/gpt2.hpp"
+#include "plan/memory_model.hpp"
 #include "core/check.hpp"
 #include "io/trace.hpp"
 #include "plan/machine.hpp"
@@ -54,6 +61,50 @@ double triad_bandwidth() {
   return 3.0 * n * sizeof(float) / median(t);
 }
 
+// The cores this process may run on (its affinity mask; cgroup quotas are not seen).
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  return int(sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+// Seconds of one micro-batch's forward and backward of the deck's model on this rank, with the
+// engine's kernels and every unit's parameters resident (no communication): the median of
+// `iters` after one warm-up.
+double model_pass_seconds(const RunConfig& cfg, int iters, comm::Communicator& c) {
+  MemoryTracker tracker;
+  Gpt2 model(cfg.model, cfg.train.micro_batch_size, tracker);
+  std::vector<TrackedBuffer> params, grads;
+  for (const auto& u : model.units()) {
+    std::vector<float> full(std::size_t(u.numel));
+    gpt2_init_unit(u, full.data(), cfg.train.seed, cfg.model.n_layer);
+    params.emplace_back(tracker, u.name, u.numel, MemCategory::ParamShard);
+    Kokkos::deep_copy(params.back().vec(),
+                      Kokkos::View<const float*, HostSpace, Unmanaged>(full.data(), full.size()));
+    grads.emplace_back(tracker, u.name + "::grads", u.numel, MemCategory::Grads);
+  }
+  const std::int64_t BT = model.tokens_per_micro_batch();
+  std::vector<std::int32_t> tokens(std::size_t(BT) + 1);
+  std::mt19937 gen(7);
+  for (auto& t : tokens) t = std::int32_t(gen() % std::uint32_t(cfg.model.vocab_size));
+  model.set_batch(tokens.data(), tokens.data() + 1);
+  const int L = cfg.model.n_layer;
+  auto pass = [&] {
+    model.embed_forward(params[0].cvec());
+    for (int l = 0; l < L; ++l) model.block_forward(l, params[std::size_t(l) + 1].cvec());
+    model.lnf_forward(params[std::size_t(L) + 1].cvec());
+    model.head_forward(params[0].cvec());
+    model.head_backward(params[0].cvec(), grads[0].vec(), 1.f);
+    model.lnf_backward(params[std::size_t(L) + 1].cvec(), grads[std::size_t(L) + 1].vec());
+    for (int l = L - 1; l >= 0; --l)
+      model.block_backward(l, params[std::size_t(l) + 1].cvec(), grads[std::size_t(l) + 1].vec());
+    model.embed_backward(grads[0].vec());
+    Kokkos::fence();
+  };
+  return time_median(iters, c, pass);
+}
+
 }  // namespace
 
 int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
@@ -63,6 +114,7 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
   plan::Machine m;
   m.name = "measured: " + host_name();
   m.ranks_per_node = g.ranks_per_node;
+  m.cores_per_node = usable_cores();
 
   c.barrier();
   m.peak_flops_fp32 = c.all_reduce_sum(measure_gemm_flops()) / n;  // all ranks at once
@@ -92,6 +144,29 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
   m.notes = "fsdp-bench machine on " + std::to_string(n) + " ranks; busbw at " +
             std::to_string(int(bytes / (1 << 20))) + " MiB per rank";
 
+  std::string calibration;
+  if (!o.calibrate.empty()) {
+    // The efficiency the planner's compute needs: its FLOPs for one micro-batch (6P + 12LTC
+    // per token, plus the recomputed forward under checkpointing) over what the model's own
+    // kernels took, against the 1024^3 rate. Small GEMMs and the non-GEMM kernels are in it.
+    const RunConfig cfg = load_config(o.calibrate);
+    const plan::Setup s = plan::setup_from_config(cfg, 1, 1);
+    const double tok = double(cfg.train.micro_batch_size) * cfg.model.block_size;
+    const double L = cfg.model.n_layer, T = cfg.model.block_size, C = cfg.model.n_embd;
+    double flops = (6.0 * double(plan::num_params(s.model)) + 12.0 * L * T * C) * tok;
+    if (s.activation_checkpointing) {
+      const double block = 12.0 * C * C + 13.0 * C;
+      flops += L * (2.0 * block + 4.0 * T * C) * tok;
+    }
+    const double t = model_pass_seconds(cfg, o.iters, c);
+    m.gemm_efficiency = flops / (t * m.peak_flops_fp32);
+    calibration = o.calibrate;
+    m.notes += "; gemm_efficiency calibrated on " + o.calibrate + " (one micro-batch of " +
+               std::to_string(cfg.train.micro_batch_size) + " x " +
+               std::to_string(cfg.model.block_size) + " tokens, " + std::to_string(n) +
+               " ranks at once)";
+  }
+
   if (c.rank() == 0) {
     std::ofstream f(o.out);
     if (!f) fatal(o.out + ": cannot write the machine file");
@@ -103,6 +178,10 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
     std::printf("%-30s %14.2f\n", "all_reduce busbw GB/s", m.intra_allreduce_busbw / 1e9);
     std::printf("%-30s %14.1f\n", "latency us", m.latency_s * 1e6);
     std::printf("%-30s %14.2f\n", "memory bandwidth GB/s", m.mem_bandwidth / 1e9);
+    std::printf("%-30s %14d\n", "cores per node", m.cores_per_node);
+    if (!calibration.empty())
+      std::printf("%-30s %14.3f  (%s)\n", "gemm efficiency", m.gemm_efficiency,
+                  calibration.c_str());
     std::printf("written: %s\n", o.out.c_str());
   }
   return 0;

@@ -13,6 +13,9 @@ struct MachineBenchOptions {
   std::string out = "machine.json";
   double comm_bytes = 16.0 * (1 << 20);  // full buffer per rank for the bandwidth figures
   int iters = 10;
+  // A run deck: calibrate gemm_efficiency on its model (all ranks at once, one micro-batch's
+  // forward and backward each, every kernel included). Empty: efficiency 1 of the 1024^3 rate.
+  std::string calibrate;
 };
 
 int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o);

@@ -141,6 +141,7 @@ Machine machine_from_json_text(const std::string& text, const std::string& sourc
   m.pcie_bandwidth = number(j, "pcie_bandwidth", source, false, 0, true);
   m.device_memory_bytes = number(j, "device_memory_bytes", source, false, 0, false);
   m.ranks_per_node = int(number(j, "ranks_per_node", source, false, 1, false));
+  m.cores_per_node = int(number(j, "cores_per_node", source, false, 0, false));
   if (j.contains("comm_overlaps_compute")) {
     if (!j["comm_overlaps_compute"].is_boolean())
       throw std::runtime_error(source + ": \"comm_overlaps_compute\" must be true or false");
@@ -194,6 +195,7 @@ std::string machine_to_json(const Machine& m) {
                    {"pcie_bandwidth", m.pcie_bandwidth},
                    {"device_memory_bytes", m.device_memory_bytes},
                    {"ranks_per_node", m.ranks_per_node},
+                   {"cores_per_node", m.cores_per_node},
                    {"comm_overlaps_compute", m.comm_overlaps_compute}};
   return j.dump(2);
 }

@@ -30,6 +30,11 @@ struct Machine {
   double pcie_bandwidth = 0.0;       // host<->device per rank, bytes/s (offload transfers);
                                      // 0 = host and device share one memory (a CPU build)
 
+  // Cores a node's ranks share (a CPU build). More ranks than cores are time-sliced: each rank's
+  // compute, optimizer and on-core transfers take ranks_per_node / cores_per_node times longer.
+  // 0: one core (or GPU) per rank.
+  int cores_per_node = 0;
+
   // Communication.
   int ranks_per_node = 1;
   double intra_allgather_busbw = 0.0;      // one node, all its ranks in the group
@@ -55,6 +60,12 @@ struct Machine {
   bool emulated() const { return emulate_latency_s > 0.0 || emulate_busbw > 0.0; }
 
   double peak_flops(bool bf16) const { return bf16 ? peak_flops_bf16 : peak_flops_fp32; }
+  // How much slower each rank's own work runs when `ranks_on_node` ranks share the cores.
+  double oversubscription(int ranks_on_node) const {
+    return cores_per_node > 0 && ranks_on_node > cores_per_node
+               ? double(ranks_on_node) / double(cores_per_node)
+               : 1.0;
+  }
 };
 
 // "a100" (A100-SXM4-80GB, DGX A100), "h100" (H100-SXM5-80GB, DGX H100), "h200" (H200-SXM-141GB).
@@ -75,7 +86,8 @@ std::vector<std::string> machine_preset_names();
 //                                                (single node): multi-node plans then refuse
 //     "mem_bandwidth": 1.5e10,                  bytes/s, per rank (a STREAM-like triad)
 //   optional:
-//     "ranks_per_node": 2, "intra_node_allreduce_busbw": ..., "inter_node_latency_s": ...,
+//     "ranks_per_node": 2, "cores_per_node": 2, "intra_node_allreduce_busbw": ...,
+//     "inter_node_latency_s": ...,
 //     "gemm_flops_per_rank_bf16": ..., "gemm_efficiency": 1.0, "device_memory_bytes": ...,
 //     "host_mem_bandwidth": ..., "pcie_bandwidth": ...,
 //     "comm_overlaps_compute": false            (default false: a CPU build copies at issue)

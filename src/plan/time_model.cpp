@@ -98,6 +98,8 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
   if (s.offload != Offload::None && m.host_mem_bandwidth <= 0)
     throw std::runtime_error("machine " + m.name + " has no host_mem_bandwidth: offload cannot be predicted");
 
+  // Time-sliced ranks (more ranks than cores on a node) do their own work that much slower.
+  const double slice = m.oversubscription(s.ranks_per_node());
   double t = 0.0;                       // the compute stream's clock
   double link_free[2] = {0.0, 0.0};     // network, PCIe: when each is next idle
   std::unordered_map<int, double> done;  // handle -> completion
@@ -108,7 +110,8 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
       case StepEvent::Alloc:
       case StepEvent::Free: break;
       case StepEvent::Compute: {
-        const double dt = e.flops / r.achieved_flops, dr = e.recompute_flops / r.achieved_flops;
+        const double dt = slice * e.flops / r.achieved_flops;
+        const double dr = slice * e.recompute_flops / r.achieved_flops;
         r.compute_s += dt;
         r.recompute_s += dr;
         recompute_flops += e.recompute_flops;
@@ -118,7 +121,8 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
       case StepEvent::Issue: {
         const bool pcie = e.group == Group::Pcie;
         const int ch = pcie ? 1 : 0;
-        const double real = collective_seconds(s, m, e.op, e.group, e.bytes);
+        double real = collective_seconds(s, m, e.op, e.group, e.bytes);
+        if (!m.comm_overlaps_compute) real *= slice;  // the copies run on the sliced cores
         const double emu = emulated_seconds(s, m, e.op, e.group, e.bytes);
         double end;
         if (!pcie && !m.comm_overlaps_compute) {
@@ -155,7 +159,7 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
         break;
       }
       case StepEvent::Optimizer: {
-        const double dt = e.bytes / (e.on_host ? m.host_mem_bandwidth : m.mem_bandwidth);
+        const double dt = slice * e.bytes / (e.on_host ? m.host_mem_bandwidth : m.mem_bandwidth);
         r.optimizer_s += dt;
         t += dt;
         break;
@@ -195,6 +199,11 @@ std::vector<std::string> time_assumptions(const Setup& s, const Machine& m) {
               std::string(s.activation_checkpointing
                               ? "; checkpointing recomputes each block's forward (2P_block + 4TC)"
                               : ""));
+  const double slice = m.oversubscription(s.ranks_per_node());
+  if (slice > 1.0)
+    a.push_back(std::to_string(s.ranks_per_node()) + " ranks share " +
+                std::to_string(m.cores_per_node) + " cores per node: each rank's compute, " +
+                "optimizer and on-core transfers run " + fmt(slice, "x") + " slower");
   a.push_back(std::string("collectives: latency + busfactor x bytes / busbw, ") +
               (m.serialize_collectives ? "one at a time on the link" : "each from its own issue") +
               (m.comm_overlaps_compute ? ", overlapping compute until waited for"
@@ -205,8 +214,9 @@ std::vector<std::string> time_assumptions(const Setup& s, const Machine& m) {
   a.push_back("AdamW memory-bound at " + fmt((s.offload != Offload::None ? m.host_mem_bandwidth : m.mem_bandwidth) / 1e9, "GB/s") +
               (s.offload != Offload::None ? " (host)" : " (device)"));
   if (s.precision == Precision::BF16 || s.reduce_bf16)
-    a.push_back("bf16 is the planner's model of a feature the engine does not run yet "
-                "(docs/planner.md); fp32 memory is what the tracker checks, byte for byte");
+    a.push_back("bf16 is modelled with bf16 kernels, as on a GPU (docs/planner.md); a CPU "
+                "build stores bf16 but computes in fp32, and fp32 is what the tracker checks "
+                "byte for byte");
   if (s.offload != Offload::None)
     a.push_back("offloaded AdamW runs on the host at " + fmt(m.host_mem_bandwidth / 1e9, "GB/s") +
                 "; host<->device copies at " +

@@ -219,6 +219,28 @@ TEST_CASE("the step's compute is 6P + 12LTC per token at the achieved rate", "[p
   REQUIRE(c.step_s > t.step_s);
 }
 
+TEST_CASE("ranks beyond the node's cores are time-sliced", "[plan]") {
+  Setup s;
+  s.model = kGpt2Small;
+  s.strategy = Strategy::Zero3;
+  s.micro_batch = 2;
+  s.ranks = 4;
+  Machine m = machine_from_json_text(R"({"gemm_flops_per_rank": 1e11,
+      "intra_node_allgather_busbw": 5e9, "intra_node_reducescatter_busbw": 4e9,
+      "latency_s": 2e-5, "mem_bandwidth": 1e10, "ranks_per_node": 4})");
+  const TimePlan one_each = plan_time(s, m);
+  m.cores_per_node = 2;
+  REQUIRE(m.oversubscription(4) == 2.0);
+  REQUIRE(m.oversubscription(2) == 1.0);
+  const TimePlan shared = plan_time(s, m);
+  // Compute, the optimizer and the on-core transfers all take twice as long; so does the step.
+  REQUIRE(shared.compute_s == Approx(2 * one_each.compute_s));
+  REQUIRE(shared.optimizer_s == Approx(2 * one_each.optimizer_s));
+  REQUIRE(shared.step_s == Approx(2 * one_each.step_s));
+  m.cores_per_node = 4;
+  REQUIRE(plan_time(s, m).step_s == Approx(one_each.step_s));
+}
+
 TEST_CASE("collective cost: latency + busfactor x bytes / busbw, hierarchical across nodes", "[plan]") {
   const Machine m = machine_preset("a100");
   Setup s;
@@ -289,6 +311,7 @@ TEST_CASE("machine files: the fsdp-bench schema", "[plan]") {
   REQUIRE(m.gemm_efficiency == 1.0);
   REQUIRE(m.intra_allreduce_busbw == 5e9);
   REQUIRE(m.ranks_per_node == 2);
+  REQUIRE(m.cores_per_node == 0);
   const Machine back = machine_from_json_text(machine_to_json(m));
   REQUIRE(back.intra_allgather_busbw == m.intra_allgather_busbw);
   REQUIRE(back.latency_s == m.latency_s);
