@@ -18,7 +18,9 @@ GatherPipeline::GatherPipeline(std::vector<ShardedUnit>& units, comm::Communicat
       depth_(depth),
       sharded_(sharded),
       times_(times),
-      widener_(widener) {}
+      widener_(widener) {
+  for (const auto& su : units_) largest_ = std::max(largest_, su.padded);
+}
 
 void GatherPipeline::begin(std::vector<int> schedule) {
   schedule_ = std::move(schedule);
@@ -92,6 +94,17 @@ UnitParams GatherPipeline::acquire(int stage) {
   }
   const int last = std::min<int>(stage + depth_, int(schedule_.size()) - 1);
   for (; next_issue_ <= last; ++next_issue_) issue(schedule_[next_issue_]);
+  // Small units (ln_f, a small embedding) would otherwise use up the depth and leave the next
+  // large unit's gather no compute to hide behind: keep issuing while the gathered window stays
+  // within (k + 1) of the largest unit, the bound the depth promises anyway.
+  if (depth_ > 0)
+    for (; next_issue_ < int(schedule_.size()); ++next_issue_) {
+      const ShardedUnit& next = units_[schedule_[next_issue_]];
+      if (!next.gathered.allocated() &&
+          window_elements() + next.padded > std::int64_t(depth_ + 1) * largest_)
+        break;
+      issue(schedule_[next_issue_]);
+    }
   if (widener_) return UnitParams::from_bf16(su.gathered.cbf16(), *su.layout, *widener_);
   return ConstVec(su.gathered.data(), su.padded);
 }
@@ -115,6 +128,12 @@ void GatherPipeline::finish() {
     }
     su.gathered.reset();
   }
+}
+
+std::int64_t GatherPipeline::window_elements() const {
+  std::int64_t n = 0;
+  for (const auto& su : units_) n += su.gathered.allocated() ? su.padded : 0;
+  return n;
 }
 
 int GatherPipeline::gathered_units() const {

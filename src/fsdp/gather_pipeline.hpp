@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The all-gather prefetch pipeline. A schedule lists, stage by stage, which unit the compute
 // needs. acquire(i) waits for stage i's unit and issues the gathers of stages i+1..i+k;
-// release(i) frees the unit unless an already-issued later stage needs it. So at most k+1
-// units are gathered at any instant (the prefetch depth is also the rate limiter).
+// release(i) frees the unit unless an already-issued later stage needs it. Past stage i+k it
+// goes on issuing while the gathered units total at most k+1 largest units, so small units do
+// not use up the depth. Either way the window never exceeds k+1 largest units (the prefetch
+// depth is also the rate limiter).
 #pragma once
 #include <vector>
 
@@ -39,6 +41,7 @@ class GatherPipeline {
  private:
   void issue(int unit);
   bool needed_soon(int stage) const;
+  std::int64_t window_elements() const;  // of the units gathered or in flight
 
   std::vector<ShardedUnit>& units_;
   comm::Communicator& comm_;
@@ -48,6 +51,7 @@ class GatherPipeline {
   bool sharded_;
   CommTimes& times_;
   ParamWidener* widener_;
+  std::int64_t largest_ = 0;  // padded elements of the largest unit
   std::vector<int> schedule_;
   int next_issue_ = 0;  // first stage whose gather has not been issued
 };

@@ -30,6 +30,7 @@ class Replay {
       numel_.push_back(n);
       padded_.push_back(padded);
       shard_.push_back(padded / nshard_);
+      largest_ = std::max(largest_, padded);
     }
     const std::size_t U = numel.size();
     gathered_.assign(U, false);
@@ -157,6 +158,20 @@ class Replay {
     }
     const int last = std::min<int>(stage + k_, int(sched_.size()) - 1);
     for (; next_issue_ <= last; ++next_issue_) issue_gather(sched_[next_issue_]);
+    // Past the depth, while the window stays within k + 1 largest units (gather_pipeline.cpp).
+    if (k_ > 0)
+      for (; next_issue_ < int(sched_.size()); ++next_issue_) {
+        const int v = sched_[next_issue_];
+        if (!gathered_[v] && window_elements() + padded_[v] > std::int64_t(k_ + 1) * largest_)
+          break;
+        issue_gather(v);
+      }
+  }
+
+  std::int64_t window_elements() const {
+    std::int64_t n = 0;
+    for (std::size_t u = 0; u < gathered_.size(); ++u) n += gathered_[u] ? padded_[u] : 0;
+    return n;
   }
 
   bool needed_soon(int stage) const {
@@ -385,6 +400,7 @@ class Replay {
   int L_, k_, nshard_;
   bool sharded_, offload_;
   std::vector<std::int64_t> numel_, padded_, shard_;
+  std::int64_t largest_ = 0;
   std::vector<bool> gathered_, in_flight_, grad_full_;
   std::vector<int> gather_handle_;
   std::vector<double> staging_;
