@@ -393,6 +393,22 @@ void Engine::sync_full_params() {
   // zero1/zero2 keep full parameters: bring every rank's updated shard to everyone.
   if (shards_params(strategy_) || nshard_ == 1) return;
   for (auto& su : units_) {
+    if (widener_) {
+      // Under bf16 the other ranks' parts are only ever computed with as bf16 values: gather
+      // the cast (half the bytes) and keep this rank's part as the fp32 master it is.
+      TrackedBuffer full(tracker_, su.layout->name + "::param_gather_bf16", su.padded,
+                         MemCategory::CommBuffers, MemSpace::Device, Dtype::BF16);
+      const Bf16Vec own(full.bf16().data() + su.shard_begin, su.shard);
+      cast_to_bf16(param_shard(su), own);
+      Kokkos::fence();
+      shard_comm_.all_gather(ConstBf16Vec(own.data(), su.shard), full.bf16());
+      const std::int64_t end = su.shard_begin + su.shard;
+      widen_bf16(ConstBf16Vec(full.bf16().data(), su.shard_begin),
+                 su.params.vec(0, su.shard_begin));
+      widen_bf16(ConstBf16Vec(full.bf16().data() + end, su.padded - end),
+                 su.params.vec(end, su.padded - end));
+      continue;
+    }
     TrackedBuffer tmp(tracker_, su.layout->name + "::param_gather_send", su.shard,
                       MemCategory::CommBuffers);
     Kokkos::deep_copy(tmp.vec(), param_shard(su));
