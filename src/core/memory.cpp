@@ -2,6 +2,7 @@
 #include "core/memory.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 #include <vector>
 
@@ -9,13 +10,20 @@ namespace fsdp {
 
 const char* to_string(MemCategory c) {
   switch (c) {
-    case MemCategory::ParamShard: return "param_shard";
-    case MemCategory::GatheredParams: return "gathered_params";
-    case MemCategory::Grads: return "grads";
-    case MemCategory::OptimizerState: return "optimizer_state";
-    case MemCategory::Activations: return "activations";
-    case MemCategory::CommBuffers: return "comm_buffers";
-    case MemCategory::WidenedParams: return "widened_params";
+    case MemCategory::ParamShard:
+      return "param_shard";
+    case MemCategory::GatheredParams:
+      return "gathered_params";
+    case MemCategory::Grads:
+      return "grads";
+    case MemCategory::OptimizerState:
+      return "optimizer_state";
+    case MemCategory::Activations:
+      return "activations";
+    case MemCategory::CommBuffers:
+      return "comm_buffers";
+    case MemCategory::WidenedParams:
+      return "widened_params";
   }
   return "?";
 }
@@ -25,10 +33,14 @@ const char* to_string(MemSpace s) { return s == MemSpace::Device ? "device" : "h
 std::string format_bytes(std::int64_t b) {
   char buf[64];
   const double x = static_cast<double>(b);
-  if (x >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", x / (1 << 30));
-  else if (x >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.2f MiB", x / (1 << 20));
-  else if (x >= 1024.0) std::snprintf(buf, sizeof buf, "%.1f KiB", x / 1024);
-  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+  if (x >= 1024.0 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.2f GiB", x / (1 << 30));
+  else if (x >= 1024.0 * 1024)
+    std::snprintf(buf, sizeof buf, "%.2f MiB", x / (1 << 20));
+  else if (x >= 1024.0)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", x / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
   return buf;
 }
 
@@ -37,9 +49,10 @@ void MemoryTracker::on_alloc(MemCategory c, MemSpace s, std::int64_t bytes,
   const int si = int(s), ci = int(c);
   if (s == MemSpace::Device && budget_ > 0 && total_[si] + bytes > budget_) {
     std::ostringstream os;
-    os << "out of device memory: allocating " << label << " (" << format_bytes(bytes)
-       << ") with " << format_bytes(total_[si]) << " live exceeds memory.device_budget = "
-       << format_bytes(budget_) << "; live by category: " << report();
+    os << "out of device memory: allocating " << label << " (" << format_bytes(bytes) << ") with "
+       << format_bytes(total_[si])
+       << " live exceeds memory.device_budget = " << format_bytes(budget_)
+       << "; live by category: " << report();
     std::vector<std::pair<std::int64_t, std::string>> big;
     for (const auto& [l, n] : live_) big.emplace_back(n, l);
     std::sort(big.rbegin(), big.rend());
@@ -65,7 +78,9 @@ void MemoryTracker::on_free(MemCategory c, MemSpace s, std::int64_t bytes,
   }
 }
 
-std::int64_t MemoryTracker::current(MemCategory c, MemSpace s) const { return cur_[int(s)][int(c)]; }
+std::int64_t MemoryTracker::current(MemCategory c, MemSpace s) const {
+  return cur_[int(s)][int(c)];
+}
 std::int64_t MemoryTracker::peak(MemCategory c, MemSpace s) const { return peak_[int(s)][int(c)]; }
 
 void MemoryTracker::reset_peaks() {
@@ -88,13 +103,67 @@ std::string MemoryTracker::report() const {
   return os.str();
 }
 
+namespace {
+
+struct Cache {
+  std::map<std::int64_t, std::vector<FlatView>> free;  // by words
+  std::int64_t held = 0;
+  std::int64_t limit = -1;
+  bool hooked = false;
+};
+
+Cache& cache() {
+  static Cache c;
+  if (c.limit < 0) {
+    const char* v = std::getenv("FSDP_BUFFER_CACHE_BYTES");
+    c.limit = v && *v ? std::max<std::int64_t>(0, std::atoll(v)) : (std::int64_t(1) << 30);
+  }
+  return c;
+}
+
+FlatView take(const std::string& label, std::int64_t words, Fill f) {
+  Cache& c = cache();
+  auto it = c.free.find(words);
+  if (it != c.free.end() && !it->second.empty()) {
+    FlatView v = std::move(it->second.back());
+    it->second.pop_back();
+    c.held -= words * 4;
+    if (f == Fill::Zero) Kokkos::deep_copy(v, 0.f);
+    return v;
+  }
+  if (f == Fill::None)
+    return FlatView(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), words);
+  return FlatView(label, words);  // zero-initialised by Kokkos
+}
+
+void give_back(FlatView v) {
+  Cache& c = cache();
+  const std::int64_t bytes = std::int64_t(v.extent(0)) * 4;
+  if (bytes == 0 || c.held + bytes > c.limit) return;  // freed here
+  if (!c.hooked) {
+    Kokkos::push_finalize_hook([] { BufferCache::release_all(); });
+    c.hooked = true;
+  }
+  c.free[std::int64_t(v.extent(0))].push_back(std::move(v));
+  c.held += bytes;
+}
+
+}  // namespace
+
+std::int64_t BufferCache::held_bytes() { return cache().held; }
+
+void BufferCache::release_all() {
+  cache().free.clear();
+  cache().held = 0;
+}
+
 TrackedBuffer::TrackedBuffer(MemoryTracker& t, const std::string& label, std::int64_t n,
-                             MemCategory c, MemSpace s, Dtype d)
+                             MemCategory c, MemSpace s, Dtype d, Fill f)
     : label_(label), n_(n), cat_(c), space_(s), dtype_(d) {
   const std::int64_t words = d == Dtype::BF16 ? (n + 1) / 2 : n;
   t.on_alloc(c, s, words * 4, label);
   tracker_ = &t;
-  view_ = FlatView(label, words);  // zero-initialised by Kokkos
+  view_ = take(label, words, f);
 }
 
 TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& o) noexcept {
@@ -116,6 +185,7 @@ TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& o) noexcept {
 
 void TrackedBuffer::reset() {
   if (tracker_) tracker_->on_free(cat_, space_, bytes(), label_);
+  if (tracker_ && view_.use_count() == 1) give_back(std::move(view_));
   tracker_ = nullptr;
   view_ = FlatView();
   n_ = 0;

@@ -59,13 +59,27 @@ class MemoryTracker {
 enum class Dtype { F32, BF16 };
 const char* to_string(Dtype d);
 
+// Whether a new buffer is zero-filled (the default) or left as it was: for buffers that are
+// entirely overwritten before anything reads them (a gathered unit).
+enum class Fill { Zero, None };
+
+// Freed buffers are kept and handed out again to the next allocation of the same size, as a
+// GPU caching allocator does: the per-step transients (gathered units, full gradients, reduce
+// buffers) then cost neither page faults on a CPU nor cudaMalloc/cudaFree on a GPU. The tracker
+// accounts buffers in use; what the cache holds beyond them (at most `limit` bytes, default
+// 1 GiB, FSDP_BUFFER_CACHE_BYTES) is the allocator's reserve, as PyTorch's reserved memory.
+struct BufferCache {
+  static std::int64_t held_bytes();
+  static void release_all();  // frees every cached buffer (also done at Kokkos::finalize)
+};
+
 // An owning, tracked 1-D buffer of n float or bf16 elements (bf16: whole 4-byte words, so an
 // odd n costs 2 bytes more). Move-only; frees its accounting when destroyed.
 class TrackedBuffer {
  public:
   TrackedBuffer() = default;
   TrackedBuffer(MemoryTracker& t, const std::string& label, std::int64_t n, MemCategory c,
-                MemSpace s = MemSpace::Device, Dtype d = Dtype::F32);
+                MemSpace s = MemSpace::Device, Dtype d = Dtype::F32, Fill f = Fill::Zero);
   TrackedBuffer(TrackedBuffer&& o) noexcept { *this = std::move(o); }
   TrackedBuffer& operator=(TrackedBuffer&& o) noexcept;
   TrackedBuffer(const TrackedBuffer&) = delete;

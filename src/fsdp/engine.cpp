@@ -126,7 +126,7 @@ void Engine::finish_unit_backward(int u, bool reduce_now) {
   FSDP_COMM_SITE("reduce " + su.layout->name);
   if (reduce_bf16_) {
     pr.send = TrackedBuffer(tracker_, su.layout->name + "::reduce_send_bf16", su.padded,
-                            MemCategory::CommBuffers, MemSpace::Device, Dtype::BF16);
+                            MemCategory::CommBuffers, MemSpace::Device, Dtype::BF16, Fill::None);
     cast_to_bf16(su.grad_full.cvec(), pr.send.bf16());
     Kokkos::fence();
     // Sharded gradients need only the cast from here on.
@@ -142,7 +142,7 @@ void Engine::finish_unit_backward(int u, bool reduce_now) {
     pr.handle = groups_.replicate->iall_reduce(su.grad_full.vec(), comm::ReduceOp::Avg);
   } else {
     pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.shard,
-                            MemCategory::CommBuffers);
+                            MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
     if (reduce_bf16_)
       pr.handle = shard_comm_.ireduce_scatter(pr.send.cbf16(), pr.recv.vec(), comm::ReduceOp::Avg);
     else

@@ -47,9 +47,9 @@ void GatherPipeline::issue(int u) {
   ShardedUnit& su = units_[u];
   if (su.gathered.allocated()) return;  // already gathered or in flight
   const bool bf16 = widener_ != nullptr;
-  su.gathered =
-      TrackedBuffer(tracker_, su.layout->name + "::gathered", su.padded,
-                    MemCategory::GatheredParams, MemSpace::Device, bf16 ? Dtype::BF16 : Dtype::F32);
+  su.gathered = TrackedBuffer(tracker_, su.layout->name + "::gathered", su.padded,
+                              MemCategory::GatheredParams, MemSpace::Device,
+                              bf16 ? Dtype::BF16 : Dtype::F32, Fill::None);
   if (skip_for_test(su.layout->name)) return;
   FSDP_COMM_SITE("all_gather " + su.layout->name);
   // bf16: the cast of this rank's shard goes straight into its block, gathered in place.
