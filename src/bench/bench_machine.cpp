@@ -61,12 +61,19 @@ double triad_bandwidth() {
   return 3.0 * n * sizeof(float) / median(t);
 }
 
-// The cores this process may run on (its affinity mask; cgroup quotas are not seen).
-int usable_cores() {
+// The cores the ranks on this node may run on: the union of their affinity masks (a launcher
+// that binds each rank to one core still leaves the node's cores to the job as a whole).
+int node_cores(MPI_Comm world) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  return int(sysconf(_SC_NPROCESSORS_ONLN));
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return int(sysconf(_SC_NPROCESSORS_ONLN));
+  MPI_Comm node = MPI_COMM_NULL;
+  FSDP_MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  FSDP_MPI_CHECK(MPI_Allreduce(&set, &all, int(sizeof set), MPI_BYTE, MPI_BOR, node));
+  FSDP_MPI_CHECK(MPI_Comm_free(&node));
+  return CPU_COUNT(&all);
 }
 
 // Seconds of one micro-batch's forward and backward of the deck's model on this rank, with the
@@ -114,10 +121,11 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
   plan::Machine m;
   m.name = "measured: " + host_name();
   m.ranks_per_node = g.ranks_per_node;
-  m.cores_per_node = usable_cores();
+  m.cores_per_node = node_cores(world);
 
   c.barrier();
   m.peak_flops_fp32 = c.all_reduce_sum(measure_gemm_flops()) / n;  // all ranks at once
+  m.peak_flops_bf16 = m.peak_flops_fp32;  // a CPU build computes bf16 in float
   m.gemm_efficiency = 1.0;
   c.barrier();
   m.mem_bandwidth = c.all_reduce_sum(triad_bandwidth()) / n;
