@@ -141,13 +141,18 @@ void Engine::finish_unit_backward(int u, bool reduce_now) {
   } else if (strategy_ == Strategy::DDP) {
     pr.handle = groups_.replicate->iall_reduce(su.grad_full.vec(), comm::ReduceOp::Avg);
   } else {
-    pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.shard,
-                            MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
+    // The first reduction of the step into a gradient shard lands in it directly: no receive
+    // buffer, no zero fill and no accumulation pass.
+    pr.direct = shards_grads(strategy_) && shard_fresh_[std::size_t(u)];
+    shard_fresh_[std::size_t(u)] = 0;
+    if (!pr.direct)
+      pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.shard,
+                              MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
+    const Vec recv = pr.direct ? su.grad_shard.vec() : pr.recv.vec();
     if (reduce_bf16_)
-      pr.handle = shard_comm_.ireduce_scatter(pr.send.cbf16(), pr.recv.vec(), comm::ReduceOp::Avg);
+      pr.handle = shard_comm_.ireduce_scatter(pr.send.cbf16(), recv, comm::ReduceOp::Avg);
     else
-      pr.handle =
-          shard_comm_.ireduce_scatter(su.grad_full.cvec(), pr.recv.vec(), comm::ReduceOp::Avg);
+      pr.handle = shard_comm_.ireduce_scatter(su.grad_full.cvec(), recv, comm::ReduceOp::Avg);
   }
   comm_times_.exposed_s += now_s() - t0;
   comm_times_.reduce_bytes += double(pr.handle.bytes());
@@ -177,11 +182,16 @@ void Engine::drain_reductions(std::size_t keep_pending) {
       continue;
     }
     pr.send.reset();
+    const Vec reduced = pr.direct ? su.grad_shard.vec() : pr.recv.vec();
     if (groups_.replicate->size() > 1) {
       if (reduce_bf16_)
-        all_reduce_bf16(*groups_.replicate, pr.recv.vec());
+        all_reduce_bf16(*groups_.replicate, reduced);
       else
-        groups_.replicate->all_reduce(pr.recv.vec(), comm::ReduceOp::Avg);
+        groups_.replicate->all_reduce(reduced, comm::ReduceOp::Avg);
+    }
+    if (pr.direct) {
+      su.grad_full.reset();
+      continue;
     }
     const Vec dst = grad_shard(su);
     const ConstVec src = pr.recv.cvec();
@@ -286,8 +296,10 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
   StepResult r;
   comm_times_.clear();
   const double t_start = now_s();
+  // Gradient shards are not zeroed: the step's first reduction into each one overwrites it.
+  shard_fresh_.assign(units_.size(), deterministic_ ? 0 : 1);
   for (auto& su : units_) {
-    if (su.grad_shard.allocated()) Kokkos::deep_copy(su.grad_shard.vec(), 0.f);
+    if (su.grad_shard.allocated() && deterministic_) Kokkos::deep_copy(su.grad_shard.vec(), 0.f);
     if (!shards_grads(strategy_)) Kokkos::deep_copy(su.grad_full.vec(), 0.f);
   }
   double loss_sum = 0.0;
@@ -299,6 +311,9 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
     r.loss = deterministic_loss(losses, n_micro);
   } else {
     forward_backward(n_micro, load, loss_sum);
+    for (std::size_t u = 0; u < units_.size(); ++u)  // a unit no reduction reached (none today)
+      if (shards_grads(strategy_) && shard_fresh_[u])
+        Kokkos::deep_copy(units_[u].grad_shard.vec(), 0.f);
   }
   const double t_opt = now_s();
   if (!deterministic_)

@@ -93,7 +93,8 @@ class Engine {
     int unit;
     comm::Handle handle;
     TrackedBuffer recv;
-    TrackedBuffer send;  // fsdp.reduce_dtype = bf16: the cast of the unit's gradients
+    TrackedBuffer send;   // fsdp.reduce_dtype = bf16: the cast of the unit's gradients
+    bool direct = false;  // reduced straight into the gradient shard (recv unused)
   };
   // The second half of a bf16 all-reduce whose reduce-scatter of `send` into `block` is done:
   // round the averaged block to bf16, all-gather it into `send`, widen into `out`.
@@ -113,6 +114,7 @@ class Engine {
   CommTimes comm_times_;
   std::unique_ptr<ParamWidener> widener_;  // fsdp.mixed_precision = bf16
   bool reduce_bf16_ = false;               // fsdp.reduce_dtype = bf16
+  std::vector<char> shard_fresh_;  // per unit: no reduction has reached its gradient shard yet
   std::unique_ptr<GatherPipeline> pipeline_;
   std::vector<PendingReduce> pending_;
   int optimizer_steps_ = 0;

@@ -210,7 +210,7 @@ MemoryPlan plan_memory(const Setup& s) {
   std::array<double, 2> total{}, total_peak{};
   // Micro-batches after the second repeat the second's allocations, except under deterministic
   // mode, whose summation tree deepens with their number.
-  for (const StepEvent& e : replay_step(s, s.deterministic ? 0 : 2)) {
+  for (const StepEvent& e : replay_step(s, s.deterministic ? 0 : 3)) {
     if (e.kind != StepEvent::Alloc && e.kind != StepEvent::Free) continue;
     const int sp = int(e.space), c = int(e.cat);
     const double d = e.kind == StepEvent::Alloc ? e.bytes : -e.bytes;

@@ -228,8 +228,11 @@ class Replay {
     if (strategy_ == Strategy::DDP) {
       p.handle = issue(Coll::AllReduce, Group::Replicate, wire, u);
     } else {
-      p.recv_bytes = b_.grad * double(shard_[u]);
-      allocate(C::CommBuffers, kDev, p.recv_bytes, u);
+      // The step's first reduction into a gradient shard lands in it directly (no buffer).
+      const bool direct = shards_grads(strategy_) && fresh_[u];
+      fresh_[u] = false;
+      p.recv_bytes = direct ? 0.0 : b_.grad * double(shard_[u]);
+      if (!direct) allocate(C::CommBuffers, kDev, p.recv_bytes, u);
       p.handle = issue(Coll::ReduceScatter, Group::Shard, wire, u);
     }
     pending_.push_back(p);
@@ -252,7 +255,7 @@ class Replay {
         deallocate(C::Grads, kDev, b_.grad * double(padded_[p.unit]), p.unit);
         grad_full_[p.unit] = false;
       }
-      deallocate(C::CommBuffers, kDev, p.recv_bytes, p.unit);
+      if (p.recv_bytes > 0) deallocate(C::CommBuffers, kDev, p.recv_bytes, p.unit);
     }
   }
 
@@ -309,6 +312,7 @@ class Replay {
       // The step loss: every rank's micro-batch losses, one slot each.
       blocking(Coll::AllReduce, Group::World, 8.0 * s_.micro_batches() * s_.ranks, -1);
     } else {
+      fresh_.assign(padded_.size(), true);
       for (int j = 0; j < n_micro_; ++j) {
         const bool last_micro = j + 1 == n_micro_;
         micro_batch(last_micro || (shards_grads(strategy_) && s_.accumulate_sharded));
@@ -402,6 +406,7 @@ class Replay {
   std::vector<std::int64_t> numel_, padded_, shard_;
   std::int64_t largest_ = 0;
   std::vector<bool> gathered_, in_flight_, grad_full_;
+  std::vector<bool> fresh_;  // per unit: no reduction has reached its gradient shard this step
   std::vector<int> gather_handle_;
   std::vector<double> staging_;
   std::vector<int> sched_;

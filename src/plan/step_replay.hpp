@@ -37,8 +37,9 @@ struct StepEvent {
 
 // Construction (Gpt2 then Engine) followed by one training step of s.micro_batches()
 // micro-batches (the tracker's peaks are reached in the first step and repeat in later ones).
-// max_micro_batches > 0 replays at most that many: from the second micro-batch on, each one
-// repeats the previous one's allocations, so two give the memory peaks of any number.
+// max_micro_batches > 0 replays at most that many: the first micro-batch reduces straight
+// into the gradient shards, and from the third on each one repeats the previous one's
+// allocations, so three give the memory peaks of any number.
 std::vector<StepEvent> replay_step(const Setup& s, int max_micro_batches = 0);
 
 }  // namespace fsdp::plan
