@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <thread>
 
 #include "core/check.hpp"
@@ -180,36 +181,33 @@ Handle Communicator::gather_bf16(ConstBf16Vec send, Bf16Vec recv, bool blocking)
   return gather(words, rwords, blocking, "bf16", 2);
 }
 
-Handle Communicator::scatter(ConstVec send, Vec recv, ReduceOp op, bool blocking) {
+Handle Communicator::scatter_checked(
+    const void* send, std::size_t send_count, std::size_t elem_bytes, const char* dtype, Vec recv,
+    const std::function<std::unique_ptr<detail::Pending>()>& start) {
   const std::size_t c = recv.extent(0);
-  if (send.extent(0) != std::size_t(size_) * c)
-    fatal(extent_error(name_, "reduce_scatter", "send == size * recv", send.extent(0), c, size_));
-  if (overlap(send.data(), send.extent(0), recv.data(), c))
+  if (send_count != std::size_t(size_) * c)
+    fatal(extent_error(name_, "reduce_scatter", "send == size * recv", send_count, c, size_));
+  const char* s0 = static_cast<const char*>(send);
+  const char* r0 = reinterpret_cast<const char*>(recv.data());
+  if (c > 0 && s0 < r0 + c * sizeof(float) && r0 < s0 + send_count * elem_bytes)
     fatal("comm::reduce_scatter on '" + name_ + "': send and recv overlap");
-  const std::uint64_t seq = enter("reduce_scatter", "float", send.extent(0));
-  Watch watch(watch_label("reduce_scatter", send.extent(0)), board_, seq);
+  const std::uint64_t seq = enter("reduce_scatter", dtype, send_count);
+  Watch watch(watch_label("reduce_scatter", send_count), board_, seq);
   Kokkos::fence();
   const auto t0 = Clock::now();
-  auto pending = start_reduce_scatter(send, recv, op, blocking);
-  const std::size_t bytes = send.extent(0) * sizeof(float);
+  auto pending = start();
+  const std::size_t bytes = send_count * elem_bytes;
   return issued("reduce_scatter", bytes, bus_bytes(bytes, size_, 1.0), t0, std::move(pending));
 }
 
+Handle Communicator::scatter(ConstVec send, Vec recv, ReduceOp op, bool blocking) {
+  return scatter_checked(send.data(), send.extent(0), sizeof(float), "float", recv,
+                         [&] { return start_reduce_scatter(send, recv, op, blocking); });
+}
+
 Handle Communicator::scatter_bf16(ConstBf16Vec send, Vec recv, ReduceOp op, bool blocking) {
-  const std::size_t c = recv.extent(0);
-  if (send.extent(0) != std::size_t(size_) * c)
-    fatal(extent_error(name_, "reduce_scatter", "send == size * recv", send.extent(0), c, size_));
-  const char* s0 = reinterpret_cast<const char*>(send.data());
-  const char* r0 = reinterpret_cast<const char*>(recv.data());
-  if (c > 0 && s0 < r0 + c * sizeof(float) && r0 < s0 + send.extent(0) * sizeof(std::uint16_t))
-    fatal("comm::reduce_scatter on '" + name_ + "': send and recv overlap");
-  const std::uint64_t seq = enter("reduce_scatter", "bf16", send.extent(0));
-  Watch watch(watch_label("reduce_scatter", send.extent(0)), board_, seq);
-  Kokkos::fence();
-  const auto t0 = Clock::now();
-  auto pending = start_reduce_scatter_bf16(send, recv, op, blocking);
-  const std::size_t bytes = send.extent(0) * sizeof(std::uint16_t);
-  return issued("reduce_scatter", bytes, bus_bytes(bytes, size_, 1.0), t0, std::move(pending));
+  return scatter_checked(send.data(), send.extent(0), sizeof(std::uint16_t), "bf16", recv,
+                         [&] { return start_reduce_scatter_bf16(send, recv, op, blocking); });
 }
 
 std::unique_ptr<detail::Pending> Communicator::start_reduce_scatter_bf16(ConstBf16Vec send,

@@ -28,20 +28,18 @@ ParamWidener::ParamWidener(MemoryTracker& tracker, const std::vector<UnitLayout>
 UnitParams UnitParams::from_bf16(ConstBf16Vec unit, const UnitLayout& layout, ParamWidener& w) {
   UnitParams p;
   p.bf16_ = unit;
-  p.widener_ = &w;
-  p.bind(layout);
+  p.bind(layout, w);
   return p;
 }
 
 UnitParams UnitParams::rounded(ConstVec unit, const UnitLayout& layout, ParamWidener& w) {
-  UnitParams p;
-  p.f32_ = unit;
-  p.widener_ = &w;
-  p.bind(layout);
+  UnitParams p(unit);
+  p.bind(layout, w);
   return p;
 }
 
-void UnitParams::bind(const UnitLayout& layout) {
+void UnitParams::bind(const UnitLayout& layout, ParamWidener& w) {
+  widener_ = &w;
   std::int64_t at = 0;
   for (const auto& t : layout.tensors) {
     if (is_gemm_weight(t)) continue;

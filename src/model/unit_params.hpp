@@ -48,7 +48,7 @@ class UnitParams {
 
  private:
   UnitParams() = default;
-  void bind(const UnitLayout& layout);
+  void bind(const UnitLayout& layout, ParamWidener& w);
   const float* small_at(std::int64_t off, std::int64_t n) const;
 
   ConstVec f32_;                     // the float unit (fp32 mode, or the source of `rounded`)
