@@ -31,6 +31,22 @@ inline void gelu_forward(const Vec& out, const ConstVec& x) {
       });
 }
 
+// The same after adding a bias (width C, broadcast over rows) to x in place: x keeps the
+// pre-activation for backward, and the bias costs no pass of its own (linear_forward_no_bias).
+inline void gelu_bias_forward(const Vec& out, const Vec& x, const ConstVec& bias) {
+  const int64_t C = bias.extent(0), rows = x.extent(0) / C;
+  Kokkos::parallel_for(
+      "gelu::bias_forward", Kokkos::RangePolicy<ExecSpace>(0, rows),
+      KOKKOS_LAMBDA(const int64_t r) {
+        const int64_t o = r * C;
+        for (int64_t c = 0; c < C; ++c) {
+          const float v = x(o + c) + bias(c);
+          x(o + c) = v;
+          out(o + c) = v / (1.f + detail::gelu_exp_neg_2u(v));
+        }
+      });
+}
+
 // d gelu / dx = s + 2 x s (1 - s) du/dx, with 1 - s = e s (no cancellation as s -> 1).
 inline void gelu_backward(const Vec& dx, const ConstVec& x, const ConstVec& dout) {
   Kokkos::parallel_for(

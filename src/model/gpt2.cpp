@@ -99,17 +99,17 @@ void Gpt2::block_compute(int l, const UnitParams& p, BlockActivations& a, const 
                     p.vec(o.attn_b, 3 * C));
   k::attention_forward(m(a.atty, BT, C), k::Att3(a.att.data(), B_ * H_, T_, T_),
                        cm(a.qkv, BT, 3 * C), B_, T_, H_);
-  k::linear_forward(m(tmp_, BT, C), cm(a.atty, BT, C), p.weight(o.proj_w, C, C),
-                    p.vec(o.proj_b, C));
-  k::residual_forward(a.res2.vec(), residual_[l].cvec(), tmp_.cvec());
+  // The projections' biases are added by the kernels that read their outputs (the residual
+  // adds, the GELU): one pass less over each output.
+  k::linear_forward_no_bias(m(tmp_, BT, C), cm(a.atty, BT, C), p.weight(o.proj_w, C, C));
+  k::residual_bias_forward(a.res2.vec(), residual_[l].cvec(), tmp_.cvec(), p.vec(o.proj_b, C));
   k::layernorm_forward(m(a.ln2, BT, C), a.ln2_mean.vec(), a.ln2_rstd.vec(), cm(a.res2, BT, C),
                        p.vec(o.ln2_w, C), p.vec(o.ln2_b, C));
-  k::linear_forward(m(a.fch, BT, 4 * C), cm(a.ln2, BT, C), p.weight(o.fc_w, C, 4 * C),
-                    p.vec(o.fc_b, 4 * C));
-  k::gelu_forward(a.fch_gelu.vec(), a.fch.cvec());
-  k::linear_forward(m(tmp_, BT, C), cm(a.fch_gelu, BT, 4 * C), p.weight(o.fcproj_w, 4 * C, C),
-                    p.vec(o.fcproj_b, C));
-  k::residual_forward(x_out, a.res2.cvec(), tmp_.cvec());
+  k::linear_forward_no_bias(m(a.fch, BT, 4 * C), cm(a.ln2, BT, C), p.weight(o.fc_w, C, 4 * C));
+  k::gelu_bias_forward(a.fch_gelu.vec(), a.fch.vec(), p.vec(o.fc_b, 4 * C));
+  k::linear_forward_no_bias(m(tmp_, BT, C), cm(a.fch_gelu, BT, 4 * C),
+                            p.weight(o.fcproj_w, 4 * C, C));
+  k::residual_bias_forward(x_out, a.res2.cvec(), tmp_.cvec(), p.vec(o.fcproj_b, C));
 }
 
 void Gpt2::block_forward(int l, const UnitParams& p) {

@@ -20,6 +20,12 @@ inline void linear_forward(const Mat& out, const ConstMat& inp, const ConstMat& 
   gemm("N", "N", 1.f, inp, w, 1.f, out);
 }
 
+// out = inp @ W without the bias: for a consumer that adds the bias as it reads out
+// (residual_bias_forward, gelu_bias_forward), which saves a pass over out.
+inline void linear_forward_no_bias(const Mat& out, const ConstMat& inp, const ConstMat& w) {
+  gemm("N", "N", 1.f, inp, w, 0.f, out);
+}
+
 inline void linear_backward(const Mat& dinp, const Mat& dw, const Vec& db, const ConstMat& dout,
                             const ConstMat& inp, const ConstMat& w) {
   const int N = dout.extent(0), OC = dout.extent(1);
