@@ -64,7 +64,12 @@ int main(int argc, char** argv) {
   CLI::App* machine = app.add_subcommand(
       "machine", "measure GEMM, collective and memory rates; write an fsdp-machine/1 file");
   machine->add_option("--out", machine_options.out, "the machine file")->capture_default_str();
-  machine->add_option("--iters", machine_options.iters, "repeats per figure")->capture_default_str();
+  machine->add_option("--iters", machine_options.iters, "repeats per figure")
+      ->capture_default_str();
+  machine
+      ->add_option("--ranks-per-node", machine_options.ranks_per_node,
+                   "ranks per node (0: those sharing memory)")
+      ->capture_default_str();
   machine->add_option("--calibrate", machine_options.calibrate,
                       "a run deck: measure gemm_efficiency on its model's forward and backward");
   try {

@@ -6,17 +6,17 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <random>
 #include <fstream>
+#include <random>
 #include <vector>
 
 #include "comm/process_groups.hpp"
 #include "config/load_config.hpp"
-#include "model/gpt2.hpp"
-#include "plan/memory_model.hpp"
 #include "core/check.hpp"
 #include "io/trace.hpp"
+#include "model/gpt2.hpp"
 #include "plan/machine.hpp"
+#include "plan/memory_model.hpp"
 #include "train/trainer.hpp"
 
 namespace fsdp::bench {
@@ -112,15 +112,54 @@ double model_pass_seconds(const RunConfig& cfg, int iters, comm::Communicator& c
   return time_median(iters, c, pass);
 }
 
+struct BusRates {
+  double allgather = 0, reducescatter = 0, allreduce = 0, latency = 0;
+};
+
+// nccl-tests-style busbw of every collective over `c`, every rank of c taking part, while every
+// other group like c runs the same at the same time (a node's network is shared by its ranks).
+// The slowest group's figure over `world`.
+BusRates measure_bus(comm::Communicator& c, comm::Communicator& world, double comm_bytes,
+                     int iters) {
+  const int n = c.size();
+  const std::size_t full =
+      std::max<std::size_t>(std::size_t(comm_bytes / sizeof(float)) / n * n, n);
+  FlatView big("bench::full", full), shard("bench::shard", full / n);
+  const Vec fullv(big.data(), full), shardv(shard.data(), full / n);
+  const double factor = n > 1 ? double(n - 1) / n : 1.0;
+  const double bytes = double(full) * sizeof(float);
+  auto slowest = [&](double t) { return world.all_reduce_max(t); };
+  const double t_ag = slowest(time_median(iters, c, [&] { c.all_gather(shardv, fullv); }));
+  const double t_rs =
+      slowest(time_median(iters, c, [&] { c.reduce_scatter(fullv, shardv, comm::ReduceOp::Sum); }));
+  const double t_ar =
+      slowest(time_median(iters, c, [&] { c.all_reduce(fullv, comm::ReduceOp::Sum); }));
+  FlatView tiny("bench::tiny", n), one("bench::one", 1);
+  BusRates r;
+  r.allgather = factor * bytes / t_ag;
+  r.reducescatter = factor * bytes / t_rs;
+  r.allreduce = 2 * factor * bytes / t_ar;
+  r.latency = slowest(
+      time_median(4 * iters, c, [&] { c.all_gather(Vec(one.data(), 1), Vec(tiny.data(), n)); }));
+  return r;
+}
+
 }  // namespace
 
 int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
   comm::ProcessGroups g = comm::make_process_groups(world, 0, {});
   comm::Communicator& c = *g.world;
   const int n = c.size();
+  // Nodes: the ranks that share memory, or groups of --ranks-per-node consecutive ranks (to
+  // measure a node boundary that the launcher does not show, or to emulate one).
+  const int rpn = o.ranks_per_node > 0 ? o.ranks_per_node : g.ranks_per_node;
+  if (n % rpn != 0)
+    fatal("fsdp-bench machine: " + std::to_string(n) + " ranks are not whole nodes of " +
+          std::to_string(rpn) + " ranks");
+  const int nodes = n / rpn;
   plan::Machine m;
   m.name = "measured: " + host_name();
-  m.ranks_per_node = g.ranks_per_node;
+  m.ranks_per_node = rpn;
   m.cores_per_node = node_cores(world);
 
   c.barrier();
@@ -131,26 +170,29 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
   m.mem_bandwidth = c.all_reduce_sum(triad_bandwidth()) / n;
   m.host_mem_bandwidth = m.mem_bandwidth;
 
-  const std::size_t full = std::size_t(o.comm_bytes / sizeof(float)) / n * n;
-  FlatView big("bench::full", full), shard("bench::shard", full / n);
-  const Vec fullv(big.data(), full), shardv(shard.data(), full / n);
-  const double factor = n > 1 ? double(n - 1) / n : 1.0;
-  const double bytes = double(full) * sizeof(float);
-  const double t_ag = time_median(o.iters, c, [&] { c.all_gather(shardv, fullv); });
-  const double t_rs =
-      time_median(o.iters, c, [&] { c.reduce_scatter(fullv, shardv, comm::ReduceOp::Sum); });
-  const double t_ar = time_median(o.iters, c, [&] { c.all_reduce(fullv, comm::ReduceOp::Sum); });
-  m.intra_allgather_busbw = factor * bytes / t_ag;
-  m.intra_reducescatter_busbw = factor * bytes / t_rs;
-  m.intra_allreduce_busbw = 2 * factor * bytes / t_ar;
-  FlatView tiny("bench::tiny", n), one("bench::one", 1);
-  m.latency_s = time_median(4 * o.iters, c, [&] {
-    c.all_gather(Vec(one.data(), 1), Vec(tiny.data(), n));
-  });
+  // Intra-node: each node's ranks together, all nodes at once.
+  MPI_Comm node_raw = MPI_COMM_NULL;
+  FSDP_MPI_CHECK(MPI_Comm_split(world, c.rank() / rpn, c.rank(), &node_raw));
+  comm::MpiOptions node_options;
+  node_options.name = "node";
+  auto node = comm::make_communicator(node_raw, node_options);
+  FSDP_MPI_CHECK(MPI_Comm_free(&node_raw));
+  const BusRates intra = measure_bus(*node, c, o.comm_bytes, o.iters);
+  m.intra_allgather_busbw = intra.allgather;
+  m.intra_reducescatter_busbw = intra.reducescatter;
+  m.intra_allreduce_busbw = intra.allreduce;
+  m.latency_s = intra.latency;
+  // Inter-node: every rank of every node in one group, as FULL_SHARD over the job runs.
+  if (nodes > 1) {
+    const BusRates inter = measure_bus(c, c, o.comm_bytes, o.iters);
+    m.inter_node_busbw = std::min(inter.allgather, inter.reducescatter);
+    m.inter_node_latency_s = std::max(0.0, (inter.latency - intra.latency) / (nodes - 1));
+  }
   m.pcie_bandwidth = 0.0;  // host and device are one memory in a CPU build
   m.comm_overlaps_compute = false;
-  m.notes = "fsdp-bench machine on " + std::to_string(n) + " ranks; busbw at " +
-            std::to_string(int(bytes / (1 << 20))) + " MiB per rank";
+  m.notes = "fsdp-bench machine on " + std::to_string(n) + " ranks, " + std::to_string(nodes) +
+            " node(s) of " + std::to_string(rpn) + "; busbw at " +
+            std::to_string(int(o.comm_bytes / (1 << 20))) + " MiB per rank";
 
   std::string calibration;
   if (!o.calibrate.empty()) {
@@ -179,12 +221,17 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
     std::ofstream f(o.out);
     if (!f) fatal(o.out + ": cannot write the machine file");
     f << plan::machine_to_json(m) << "\n";
-    std::printf("# fsdp-bench machine, %d ranks (%d per node)\n", n, m.ranks_per_node);
-    std::printf("%-30s %14s\n", "gemm GFLOP/s per rank", std::to_string(m.peak_flops_fp32 / 1e9).c_str());
+    std::printf("# fsdp-bench machine, %d ranks (%d node(s) of %d)\n", n, nodes, rpn);
+    std::printf("%-30s %14s\n", "gemm GFLOP/s per rank",
+                std::to_string(m.peak_flops_fp32 / 1e9).c_str());
     std::printf("%-30s %14.2f\n", "all_gather busbw GB/s", m.intra_allgather_busbw / 1e9);
     std::printf("%-30s %14.2f\n", "reduce_scatter busbw GB/s", m.intra_reducescatter_busbw / 1e9);
     std::printf("%-30s %14.2f\n", "all_reduce busbw GB/s", m.intra_allreduce_busbw / 1e9);
     std::printf("%-30s %14.1f\n", "latency us", m.latency_s * 1e6);
+    if (nodes > 1) {
+      std::printf("%-30s %14.2f\n", "inter-node busbw GB/s", m.inter_node_busbw / 1e9);
+      std::printf("%-30s %14.1f\n", "inter-node latency us per hop", m.inter_node_latency_s * 1e6);
+    }
     std::printf("%-30s %14.2f\n", "memory bandwidth GB/s", m.mem_bandwidth / 1e9);
     std::printf("%-30s %14d\n", "cores per node", m.cores_per_node);
     if (!calibration.empty())

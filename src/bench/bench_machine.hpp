@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // `fsdp-bench machine`: measures what the planner needs about this machine (GEMM rate per rank,
-// intra-node all-gather/reduce-scatter/all-reduce bus bandwidth, small-collective latency,
-// memory bandwidth) with every rank busy at once, and writes them as an fsdp-machine/1 file.
+// intra-node all-gather/reduce-scatter/all-reduce bus bandwidth and latency, across nodes the
+// busbw and per-hop latency of a job-wide group, memory bandwidth) with every rank busy at
+// once, and writes them as an fsdp-machine/1 file.
 #pragma once
 #include <mpi.h>
 
@@ -13,6 +14,8 @@ struct MachineBenchOptions {
   std::string out = "machine.json";
   double comm_bytes = 16.0 * (1 << 20);  // full buffer per rank for the bandwidth figures
   int iters = 10;
+  // Ranks per node; 0: those that share memory. Nodes are consecutive ranks (block placement).
+  int ranks_per_node = 0;
   // A run deck: calibrate gemm_efficiency on its model (all ranks at once, one micro-batch's
   // forward and backward each, every kernel included). Empty: efficiency 1 of the 1024^3 rate.
   std::string calibrate;

@@ -26,4 +26,21 @@ a=$(plan "$cores") b=$(plan $((2 * cores)))
 python3 -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if 0 < a < b * 1.2 and b > 0.75 * a else 1)" "$a" "$b" &&
   ok "plans from the file: $cores ranks $a s, $((2 * cores)) time-sliced ranks $b s" ||
   bad "plans from the file: $a s and $b s"
+
+# Two emulated nodes of two ranks: the job-wide group's busbw and per-hop latency are measured,
+# and a two-node plan, refused without them, now runs.
+mpirun -np 4 "$BUILD/fsdp-bench" machine --iters 2 --ranks-per-node 2 --out "$WORK/m2.json" \
+  >"$WORK/bench2.log" 2>&1 || bad "fsdp-bench machine on 2 nodes failed: $(tail -3 "$WORK/bench2.log")"
+python3 - "$WORK/m2.json" <<'PY' && ok "two nodes: inter-node busbw and latency measured" || bad "two-node machine file"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["ranks_per_node"] == 2 and m["inter_node_busbw"] > 0 and m["inter_node_latency_s"] >= 0, m
+PY
+P2=(--config inputs/default.toml --set train.micro_batch_size=4 --ranks 4 --nodes 2)
+"$BUILD/fsdp-plan" "${P2[@]}" --machine "$WORK/m.json" >"$WORK/plan1" 2>&1
+grep -q "has no inter_node_busbw" "$WORK/plan1" && ok "a 2-node plan on a 1-node file has no step time, and says why" \
+  || bad "2-node plan on a 1-node file: $(head -3 "$WORK/plan1")"
+"$BUILD/fsdp-plan" "${P2[@]}" --machine "$WORK/m2.json" >"$WORK/plan2" 2>&1
+grep -q "step time  *[0-9]" "$WORK/plan2" && ! grep -q "has no inter_node_busbw" "$WORK/plan2" \
+  && ok "the 2-node plan predicts a step time from the 2-node file" || bad "2-node plan: $(tail -3 "$WORK/plan2")"
 finish
