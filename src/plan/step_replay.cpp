@@ -38,6 +38,7 @@ class Replay {
     gather_handle_.assign(U, -1);
     staging_.assign(U, 0.0);
     grad_full_.assign(U, false);
+    fresh_.assign(U, false);
   }
 
   std::vector<StepEvent> run() {
