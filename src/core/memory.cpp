@@ -2,8 +2,11 @@
 #include "core/memory.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 namespace fsdp {
@@ -116,7 +119,11 @@ Cache& cache() {
   static Cache c;
   if (c.limit < 0) {
     const char* v = std::getenv("FSDP_BUFFER_CACHE_BYTES");
-    c.limit = v && *v ? std::max<std::int64_t>(0, std::atoll(v)) : (std::int64_t(1) << 30);
+    // A CPU's cache is resident memory the job keeps: 1 GiB by default. A GPU's is bounded by
+    // the device, and an allocation that fails frees the cache and tries again (take()).
+    constexpr bool host = std::is_same_v<DeviceSpace, HostSpace>;
+    const std::int64_t fallback = host ? (std::int64_t(1) << 30) : INT64_MAX / 2;
+    c.limit = v && *v ? std::max<std::int64_t>(0, std::atoll(v)) : fallback;
   }
   return c;
 }
@@ -131,9 +138,18 @@ FlatView take(const std::string& label, std::int64_t words, Fill f) {
     if (f == Fill::Zero) Kokkos::deep_copy(v, 0.f);
     return v;
   }
-  if (f == Fill::None)
-    return FlatView(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), words);
-  return FlatView(label, words);  // zero-initialised by Kokkos
+  auto allocate = [&] {
+    if (f == Fill::None)
+      return FlatView(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), words);
+    return FlatView(label, words);  // zero-initialised by Kokkos
+  };
+  try {
+    return allocate();
+  } catch (const std::exception&) {
+    if (c.held == 0) throw;
+    BufferCache::release_all();  // the cached buffers may be what stands in the way
+    return allocate();
+  }
 }
 
 void give_back(FlatView v) {

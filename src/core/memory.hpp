@@ -66,8 +66,9 @@ enum class Fill { Zero, None };
 // Freed buffers are kept and handed out again to the next allocation of the same size, as a
 // GPU caching allocator does: the per-step transients (gathered units, full gradients, reduce
 // buffers) then cost neither page faults on a CPU nor cudaMalloc/cudaFree on a GPU. The tracker
-// accounts buffers in use; what the cache holds beyond them (at most `limit` bytes, default
-// 1 GiB, FSDP_BUFFER_CACHE_BYTES) is the allocator's reserve, as PyTorch's reserved memory.
+// accounts buffers in use; what the cache holds beyond them (FSDP_BUFFER_CACHE_BYTES; default
+// 1 GiB on a CPU, unbounded on a GPU, where a failed allocation empties the cache and retries)
+// is the allocator's reserve, as PyTorch's reserved memory.
 struct BufferCache {
   static std::int64_t held_bytes();
   static void release_all();  // frees every cached buffer (also done at Kokkos::finalize)
