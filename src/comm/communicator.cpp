@@ -84,7 +84,8 @@ bool Handle::test() {
 void Handle::wait() {
   if (done_) return;
   if (pending_) {
-    Watch watch(std::string(op_) + " (waiting for the transfer to complete)", nullptr, 0);
+    Watch watch([&] { return std::string(op_) + " (waiting for the transfer to complete)"; },
+                nullptr, 0);
     pending_->wait();
     data_landed(Clock::now());
   }
@@ -160,7 +161,7 @@ Handle Communicator::gather(ConstVec send, Vec recv, bool blocking, const char* 
   if (!in_place && overlap(send.data(), c, recv.data(), recv.extent(0)))
     fatal("comm::all_gather on '" + name_ + "': send overlaps recv but is not its own block");
   const std::uint64_t seq = enter("all_gather", dtype, elems);
-  Watch watch(watch_label("all_gather", elems), board_, seq);
+  Watch watch([&] { return watch_label("all_gather", elems); }, board_, seq);
   Kokkos::fence();
   const auto t0 = Clock::now();
   auto pending = start_all_gather(send, recv, blocking);
@@ -192,7 +193,7 @@ Handle Communicator::scatter_checked(
   if (c > 0 && s0 < r0 + c * sizeof(float) && r0 < s0 + send_count * elem_bytes)
     fatal("comm::reduce_scatter on '" + name_ + "': send and recv overlap");
   const std::uint64_t seq = enter("reduce_scatter", dtype, send_count);
-  Watch watch(watch_label("reduce_scatter", send_count), board_, seq);
+  Watch watch([&] { return watch_label("reduce_scatter", send_count); }, board_, seq);
   Kokkos::fence();
   const auto t0 = Clock::now();
   auto pending = start();
@@ -221,7 +222,7 @@ std::unique_ptr<detail::Pending> Communicator::start_reduce_scatter_bf16(ConstBf
 
 Handle Communicator::reduce(Vec buf, ReduceOp op, bool blocking) {
   const std::uint64_t seq = enter("all_reduce", "float", buf.extent(0));
-  Watch watch(watch_label("all_reduce", buf.extent(0)), board_, seq);
+  Watch watch([&] { return watch_label("all_reduce", buf.extent(0)); }, board_, seq);
   Kokkos::fence();
   const auto t0 = Clock::now();
   auto pending = start_all_reduce(buf, op, blocking);
@@ -259,7 +260,7 @@ void Communicator::broadcast(Vec buf, int root) {
     fatal("comm::broadcast on '" + name_ + "': root " + std::to_string(root) +
           " is not a rank of a communicator of size " + std::to_string(size_));
   const std::uint64_t seq = enter("broadcast", "float", buf.extent(0));
-  Watch watch(watch_label("broadcast", buf.extent(0)), board_, seq);
+  Watch watch([&] { return watch_label("broadcast", buf.extent(0)); }, board_, seq);
   Kokkos::fence();
   const auto t0 = Clock::now();
   do_broadcast(buf, root);
@@ -272,7 +273,7 @@ std::vector<T> Communicator::gather_scalars(const T* v, int n) {
   if (n < 0) fatal("comm::all_reduce on '" + name_ + "': negative count");
   std::vector<T> all(std::size_t(size_) * std::size_t(n));
   const std::uint64_t seq = enter("scalar_all_reduce", sizeof(T) == 8 ? "f64/i64" : "i32", n);
-  Watch watch(watch_label("scalar_all_reduce", n), board_, seq);
+  Watch watch([&] { return watch_label("scalar_all_reduce", n); }, board_, seq);
   const auto t0 = Clock::now();
   all_gather_bytes(v, all.data(), std::size_t(n) * sizeof(T));
   const std::size_t bytes = std::size_t(n) * sizeof(T);

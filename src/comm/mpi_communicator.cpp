@@ -51,7 +51,7 @@ MpiCommunicator::~MpiCommunicator() = default;
 
 void MpiCommunicator::barrier() {
   const std::uint64_t seq = enter("barrier", "none", 0);
-  Watch watch(watch_label("barrier", 0), board_, seq);
+  Watch watch([&] { return watch_label("barrier", 0); }, board_, seq);
   FSDP_MPI_CHECK(MPI_Barrier(comm_.get()));
 }
 

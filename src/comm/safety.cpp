@@ -159,6 +159,8 @@ void start_watchdog(double timeout_s) {
   std::thread(watchdog_loop).detach();
 }
 
+bool watchdog_started() { return watchdog().started; }
+
 Watch::Watch(std::string what, const ArrivalBoard* board, std::uint64_t seq) {
   WatchdogState& w = watchdog();
   if (!w.started) return;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace fsdp::comm {
@@ -63,9 +64,17 @@ class ArrivalBoard {
 // which makes the launcher end the job.
 void start_watchdog(double timeout_s);
 
+bool watchdog_started();
+
+// Marks an operation the watchdog should time while it lives. `what` describes it for the
+// report; it is only built when the watchdog runs (a callable returning the text), so an
+// unwatched collective pays no string building.
 class Watch {
  public:
   Watch(std::string what, const ArrivalBoard* board, std::uint64_t seq);
+  template <class Describe, class = std::enable_if_t<std::is_invocable_r_v<std::string, Describe>>>
+  Watch(const Describe& what, const ArrivalBoard* board, std::uint64_t seq)
+      : Watch(watchdog_started() ? what() : std::string(), board, seq) {}
   ~Watch();
   Watch(const Watch&) = delete;
   Watch& operator=(const Watch&) = delete;
