@@ -87,11 +87,11 @@ constexpr std::int64_t kNormBlock = 1024;
 // A unit of n parameters padded for a shard group of `shard_group` ranks.
 std::int64_t padded_numel(std::int64_t n, int shard_group, bool deterministic);
 
-// Bytes per element of each kind of buffer. fp32 is what the engine runs. bf16 is the
-// planner's model of fsdp.mixed_precision = bf16, which the engine accepts but does not run
-// yet: bf16 gathered parameters, working copies and activations; the fp32 shard (zero3,
-// hybrid) or a separate fp32 shard (ddp, zero1, zero2: `master`) as AdamW's master weights;
-// gradients in fsdp.reduce_dtype.
+// Bytes per element of each kind of buffer. fp32 is replayed exactly as the engine runs it.
+// bf16 is modelled as it runs with bf16 kernels on a GPU: bf16 gathered parameters, working
+// copies and activations; the fp32 shard (zero3, hybrid) or a separate fp32 shard (ddp, zero1,
+// zero2: `master`) as AdamW's master weights; gradients in fsdp.reduce_dtype. (The CPU build's
+// bf16 stores bf16 but computes in fp32: README, "Memory features".)
 struct ElementBytes {
   int param = 4;       // working parameters: gathered units, the full copy ddp/zero1/zero2 keep
   int master = 0;      // the separate fp32 master shard of ddp/zero1/zero2 under bf16
