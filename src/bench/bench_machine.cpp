@@ -14,6 +14,7 @@
 #include "comm/process_groups.hpp"
 #include "config/load_config.hpp"
 #include "core/check.hpp"
+#include "fsdp/schedule.hpp"
 #include "io/trace.hpp"
 #include "model/gpt2.hpp"
 #include "plan/machine.hpp"
@@ -82,7 +83,9 @@ int node_cores(MPI_Comm world) {
 class DeckPass {
  public:
   explicit DeckPass(const RunConfig& cfg)
-      : L_(cfg.model.n_layer), model_(cfg.model, cfg.train.micro_batch_size, tracker_) {
+      : L_(cfg.model.n_layer),
+        fwd_(forward_schedule(L_)),
+        model_(cfg.model, cfg.train.micro_batch_size, tracker_) {
     for (const auto& u : model_.units()) {
       std::vector<float> full(std::size_t(u.numel));
       gpt2_init_unit(u, full.data(), cfg.train.seed, cfg.model.n_layer);
@@ -106,10 +109,7 @@ class DeckPass {
   void pass() {
     const auto p = [&](int u) { return params_[std::size_t(u)].cvec(); };
     const auto g = [&](int u) { return grads_[std::size_t(u)].vec(); };
-    model_.embed_forward(p(0));
-    for (int l = 0; l < L_; ++l) model_.block_forward(l, p(l + 1));
-    model_.lnf_forward(p(L_ + 1));
-    model_.head_forward(p(0));
+    for (int i = 0; i < int(fwd_.size()); ++i) model_.forward_stage(i, p(fwd_[std::size_t(i)]));
     model_.head_backward(p(0), g(0), 1.f);
     model_.lnf_backward(p(L_ + 1), g(L_ + 1));
     for (int l = L_ - 1; l >= 0; --l) model_.block_backward(l, p(l + 1), g(l + 1));
@@ -118,6 +118,7 @@ class DeckPass {
   }
 
   int L_;
+  std::vector<int> fwd_;  // the forward stages' units
   MemoryTracker tracker_;
   Gpt2 model_;
   std::vector<TrackedBuffer> params_, grads_;

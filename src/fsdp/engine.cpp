@@ -243,14 +243,8 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
   for (int i = 0; i < nf; ++i) {
     const UnitParams p = pipeline_->acquire(i);
     const double t0 = now_s();
-    if (i == 0)
-      m.embed_forward(p);
-    else if (i <= L)
-      m.block_forward(i - 1, p);
-    else if (i == L + 1)
-      m.lnf_forward(p);
-    else
-      loss = m.head_forward(p);
+    const double stage_loss = m.forward_stage(i, p);
+    if (i == nf - 1) loss = stage_loss;
     Kokkos::fence();
     const double t1 = now_s();
     if (trace_.enabled())
@@ -442,14 +436,7 @@ std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {
     pipeline_->begin(fwd);
     for (int i = 0; i < int(fwd.size()); ++i) {
       const UnitParams p = pipeline_->acquire(i);
-      if (i == 0)
-        m.embed_forward(p);
-      else if (i <= L)
-        m.block_forward(i - 1, p);
-      else if (i == L + 1)
-        m.lnf_forward(p);
-      else
-        m.head_forward(p);
+      m.forward_stage(i, p);
       pipeline_->release(i);
     }
     pipeline_->finish();

@@ -116,6 +116,19 @@ void Gpt2::block_forward(int l, const UnitParams& p) {
   block_compute(l, p, acts(l), residual_[l + 1].vec());
 }
 
+double Gpt2::forward_stage(int i, const UnitParams& p) {
+  const int L = cfg_.n_layer;
+  if (i == 0)
+    embed_forward(p);
+  else if (i <= L)
+    block_forward(i - 1, p);
+  else if (i == L + 1)
+    lnf_forward(p);
+  else
+    return head_forward(p);
+  return 0.0;
+}
+
 void Gpt2::lnf_forward(const UnitParams& p) {
   const int BT = B_ * T_;
   k::layernorm_forward(m(lnf_, BT, C_), lnf_mean_.vec(), lnf_rstd_.vec(),

@@ -38,6 +38,9 @@ class Gpt2 {
   void block_forward(int l, const UnitParams& p);
   void lnf_forward(const UnitParams& p);
   double head_forward(const UnitParams& emb);
+  // Stage i of fsdp::forward_schedule (embedding, blocks, ln_f, head) with that stage's unit;
+  // returns the micro-batch's mean loss at the head stage, 0 elsewhere.
+  double forward_stage(int i, const UnitParams& p);
   // Per-sequence mean losses of the last head_forward (evaluation sums these across ranks).
   const std::vector<double>& sequence_losses() const { return seq_losses_; }
 
