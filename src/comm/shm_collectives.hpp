@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The one-node fast path: collectives through a ShmWindow in steps of at most one half-segment
 // per rank. Steps alternate between the two halves, so a single barrier per step suffices.
-// All-gathers up to single_copy_max_bytes copy straight from the peers' buffers instead (cma.hpp).
+// All-gathers and reduce-scatters up to single_copy_max_bytes read straight from the peers'
+// buffers instead (cma.hpp).
 #pragma once
 #include <mpi.h>
 
@@ -19,8 +20,9 @@ struct ShmSettings {
   // Each rank's data per step: small stays in cache, large has fewer barriers. Clipped to half
   // the window.
   std::size_t step_bytes = std::size_t(1) << 20;
-  // All-gathers whose full buffer is at most this use single-copy reads (0: never). Past it,
-  // staging with streaming stores wins: the kernel's copy pays a read-for-ownership per line.
+  // All-gathers and reduce-scatters whose full buffer is at most this use single-copy reads
+  // (0: never). Past it, staging with streaming stores wins for the all-gather: the kernel's
+  // copy pays a read-for-ownership per line.
   std::size_t single_copy_max_bytes = std::size_t(32) << 20;
 };
 
@@ -38,8 +40,13 @@ class ShmCollectives {
 
  private:
   void gather_single_copy(const float* send, float* recv, std::size_t count);
+  // Each rank reads its block of every peer's send in cache-sized pieces and sums them there:
+  // one pass over the peers' data instead of a copy into the window and a second read.
+  template <class T>
+  void reduce_single_copy(const T* send, float* recv, std::size_t count, ReduceOp op);
   void gather_staged(const float* send, float* recv, std::size_t count);
   bool probe_single_copy(MPI_Comm comm);
+  bool reduce_single_copy_pays(std::size_t full_bytes) const;
   float* slot(int rank) const;  // this step's half of rank's segment
   void end_step() { half_ ^= 1; }
 
@@ -50,6 +57,7 @@ class ShmCollectives {
   bool single_copy_ = false;
   int half_ = 0;
   std::vector<const float*> src_;  // per-step source pointers, reused
+  std::vector<float> pieces_;      // reduce_single_copy's per-peer pieces, reused
 };
 
 }  // namespace fsdp::comm

@@ -38,12 +38,12 @@ struct Path {
   const char* label;
   bool shm;
   std::size_t window_bytes;           // 0: the default
-  std::size_t single_copy_max_bytes;  // all-gathers up to this read the peers directly
+  std::size_t single_copy_max_bytes;  // collectives up to this read the peers directly
 };
 
 constexpr std::size_t kMiB = std::size_t(1) << 20;
 // 1 KiB windows hold 128 floats per step: every message below over that goes in many steps.
-const Path kPaths[] = {{"shm, single-copy all-gather", true, 0, 64 * kMiB},
+const Path kPaths[] = {{"shm, single-copy all-gather and reduce-scatter", true, 0, 64 * kMiB},
                        {"shm, staged", true, 0, 0},
                        {"shm, staged, tiny window", true, 1024, 0},
                        {"mpi fallback", false, 0, 0}};
@@ -58,7 +58,7 @@ std::unique_ptr<MpiCommunicator> make_mpi(const Path& p) {
   if (p.shm && !shm_disabled_by_env()) REQUIRE(c->uses_shared_memory());
   if (!p.shm) REQUIRE_FALSE(c->uses_shared_memory());
   if (p.single_copy_max_bytes > 0 && c->uses_shared_memory() && !c->uses_single_copy())
-    WARN("process_vm_readv is not permitted here: the single-copy all-gather is untested");
+    WARN("process_vm_readv is not permitted here: the single-copy collectives are untested");
   return c;
 }
 
@@ -216,7 +216,9 @@ TEST_CASE("the single-rank backend and make_communicator agree with the referenc
 }
 
 TEST_CASE("sums are bitwise the rank-order sum of random floats", "[comm]") {
-  const std::size_t count = 2053;  // odd, and many steps of the tiny window
+  // Odd, and many steps of the tiny window; the larger one is read straight from the peers in
+  // more than one piece on the single-copy path.
+  const std::size_t count = GENERATE(std::size_t(2053), std::size_t(70001));
   for (const Path& p : kPaths) {
     INFO(p.label);
     auto c = make_mpi(p);
@@ -386,7 +388,9 @@ TEST_CASE("the emulated link delays completion and lets compute overlap it", "[c
 
 TEST_CASE("bf16 all-gathers move the bits; bf16 reduce-scatters give the float rank-order sum",
           "[comm][bf16]") {
-  const std::size_t count = 2054;  // per rank: even (whole words), many steps of the tiny window
+  // Per rank: even (whole words), many steps of the tiny window; the larger one is reduced from
+  // the peers' buffers in more than one piece on the single-copy path.
+  const std::size_t count = GENERATE(std::size_t(2054), std::size_t(140002));
   const bool blocking = GENERATE(true, false);
   for (const Path& p : kPaths) {
     INFO(p.label << (blocking ? ", blocking" : ", non-blocking"));
