@@ -64,9 +64,9 @@ Handle::~Handle() {
   if (pending_) pending_->wait();
 }
 
-void Handle::data_landed(Clock::time_point t) {
+void Handle::data_landed(Clock::time_point seen) {
+  if (!pending_->landed_at(&landed_)) landed_ = seen;
   pending_.reset();
-  landed_ = t;
 }
 
 bool Handle::test() {

@@ -46,6 +46,12 @@ class Pending {
   virtual ~Pending() = default;
   virtual bool test() = 0;  // makes progress; true once the data is in place
   virtual void wait() = 0;
+  // When the data was in place, for a transport that knows (a progress thread); otherwise the
+  // handle uses the time it saw test() or wait() return.
+  virtual bool landed_at(Clock::time_point* t) const {
+    (void)t;
+    return false;
+  }
 };
 }  // namespace detail
 

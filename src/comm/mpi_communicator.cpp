@@ -45,6 +45,19 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiOptions options)
   }
   arrivals_ = ArrivalBoard::create(comm_.get());
   board_ = arrivals_.get();
+  if (shm_ && options.progress_thread) progress_ = std::make_unique<ProgressThread>();
+}
+
+std::unique_ptr<detail::Pending> MpiCommunicator::on_shm(bool blocking, std::function<void()> op) {
+  if (progress_ && !blocking)
+    return progress_->post([this, op = std::move(op)] {
+      shm_->set_sync_wait(SyncWait::Sleep);
+      op();
+    });
+  if (progress_) progress_->drain();
+  shm_->set_sync_wait(SyncWait::Spin);
+  op();
+  return nullptr;
 }
 
 MpiCommunicator::~MpiCommunicator() = default;
@@ -58,39 +71,37 @@ void MpiCommunicator::barrier() {
 std::unique_ptr<detail::Pending> MpiCommunicator::start_all_gather(ConstVec send, Vec recv,
                                                                    bool blocking) {
   const std::size_t c = send.extent(0);
-  if (shm_) {
-    shm_->all_gather(send.data(), recv.data(), c);
-    return nullptr;
-  }
+  if (shm_)
+    return on_shm(blocking, [this, s = send.data(), r = recv.data(), c] { shm_->all_gather(s, r, c); });
   const bool in_place = c > 0 && send.data() == recv.data() + std::size_t(rank()) * c;
   return mpi::all_gather(comm_.get(), send.data(), recv.data(), c, in_place, blocking);
 }
 
 std::unique_ptr<detail::Pending> MpiCommunicator::start_reduce_scatter(ConstVec send, Vec recv,
                                                                        ReduceOp op, bool blocking) {
-  if (shm_) {
-    shm_->reduce_scatter(send.data(), recv.data(), recv.extent(0), op);
-    return nullptr;
-  }
+  if (shm_)
+    return on_shm(blocking, [this, s = send.data(), r = recv.data(), c = recv.extent(0), op] {
+      shm_->reduce_scatter(s, r, c, op);
+    });
   return mpi::reduce_scatter(comm_.get(), send.data(), recv.data(), recv.extent(0), op, blocking);
 }
 
 std::unique_ptr<detail::Pending> MpiCommunicator::start_reduce_scatter_bf16(ConstBf16Vec send,
                                                                             Vec recv, ReduceOp op,
                                                                             bool blocking) {
-  if (shm_) {
-    shm_->reduce_scatter(send.data(), recv.data(), recv.extent(0), op);
-    return nullptr;
-  }
+  if (shm_)
+    return on_shm(blocking, [this, s = send.data(), r = recv.data(), c = recv.extent(0), op] {
+      shm_->reduce_scatter(s, r, c, op);
+    });
   return mpi::reduce_scatter(comm_.get(), send.data(), recv.data(), recv.extent(0), op, blocking);
 }
 
 std::unique_ptr<detail::Pending> MpiCommunicator::start_all_reduce(Vec buf, ReduceOp op,
                                                                    bool blocking) {
-  if (shm_) {
-    shm_->all_reduce(buf.data(), buf.extent(0), op);
-    return nullptr;
-  }
+  if (shm_)
+    return on_shm(blocking, [this, b = buf.data(), c = buf.extent(0), op] {
+      shm_->all_reduce(b, c, op);
+    });
   return mpi::all_reduce(comm_.get(), buf.data(), buf.extent(0), op, blocking);
 }
 

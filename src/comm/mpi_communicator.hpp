@@ -6,11 +6,13 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "comm/communicator.hpp"
 #include "comm/owned_comm.hpp"
+#include "comm/progress_thread.hpp"
 #include "comm/shm_collectives.hpp"
 
 namespace fsdp::comm {
@@ -24,6 +26,8 @@ struct MpiOptions {
   std::size_t window_bytes = std::size_t(2) << 20;
   ShmSettings shm;
   LinkEmulation link;
+  // Run non-blocking shared-memory collectives on a progress thread (progress_thread.hpp).
+  bool progress_thread = false;
 };
 
 class MpiCommunicator final : public Communicator {
@@ -34,6 +38,7 @@ class MpiCommunicator final : public Communicator {
   const char* backend() const override { return shm_ ? "mpi+shm" : "mpi"; }
   bool uses_shared_memory() const { return shm_ != nullptr; }
   bool uses_single_copy() const { return shm_ && shm_->single_copy(); }
+  bool uses_progress_thread() const { return progress_ != nullptr; }
   MPI_Comm mpi_comm() const { return comm_.get(); }
   void barrier() override;
 
@@ -52,6 +57,10 @@ class MpiCommunicator final : public Communicator {
   OwnedComm comm_;                          // declared first: the window is freed before it
   std::unique_ptr<ShmCollectives> shm_;     // nullptr: the MPI path
   std::unique_ptr<ArrivalBoard> arrivals_;  // who has entered which collective (watchdog)
+  std::unique_ptr<ProgressThread> progress_;  // declared after shm_: joined before it goes
+  // Runs `op` on the shared-memory path: queued on the progress thread when non-blocking and
+  // there is one, else here once the queue is empty.
+  std::unique_ptr<detail::Pending> on_shm(bool blocking, std::function<void()> op);
 };
 
 // True when FSDP_COMM_NO_SHM is set to something other than "0" or "".

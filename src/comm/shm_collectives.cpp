@@ -51,7 +51,7 @@ ShmCollectives::ShmCollectives(MPI_Comm comm, std::unique_ptr<ShmWindow> window,
 bool ShmCollectives::probe_single_copy(MPI_Comm comm) {
   const std::uint64_t mine = 0x5eed0000u + std::uint64_t(rank_);
   window_->info(rank_).address = reinterpret_cast<std::uintptr_t>(&mine);
-  window_->sync();
+  window_->sync(wait_);
   bool ok = cma::compiled();
   for (int q = 0; q < size_ && ok; ++q) {
     std::uint64_t got = 0;
@@ -91,7 +91,7 @@ void ShmCollectives::gather_single_copy(const float* send, float* recv, std::siz
     else
       copy_floats(own, send, count);
   }
-  window_->sync();
+  window_->sync(wait_);
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;
     const PeerInfo& peer = window_->info(q);
@@ -99,7 +99,7 @@ void ShmCollectives::gather_single_copy(const float* send, float* recv, std::siz
       fatal("comm::all_gather: process_vm_readv from rank " + std::to_string(q) +
             " failed: " + std::strerror(errno));
   }
-  window_->sync();  // a peer may overwrite its send buffer only once everyone has read it
+  window_->sync(wait_);  // a peer may overwrite its send buffer only once everyone has read it
 }
 
 void ShmCollectives::gather_staged(const float* send, float* recv, std::size_t count) {
@@ -113,7 +113,7 @@ void ShmCollectives::gather_staged(const float* send, float* recv, std::size_t c
       copy_and_stream(slot(rank_), own + off, send + off, m);
     else
       copy_floats(slot(rank_), send + off, m);
-    window_->sync();
+    window_->sync(wait_);
     for (int q = 0; q < size_; ++q) {
       if (q == rank_) continue;
       float* dst = recv + std::size_t(q) * count + off;
@@ -134,7 +134,7 @@ void ShmCollectives::reduce_single_copy(const T* send, float* recv, std::size_t 
   if (pieces_.size() * sizeof(float) < slots) pieces_.resize((slots + 3) / 4);
   std::vector<const T*> src(static_cast<std::size_t>(size_));
   window_->info(rank_).address = reinterpret_cast<std::uintptr_t>(send);
-  window_->sync();
+  window_->sync(wait_);
   for (std::size_t off = 0; off < count; off += piece) {
     const std::size_t m = std::min(piece, count - off);
     const std::size_t at = (std::size_t(rank_) * count + off) * sizeof(T);
@@ -152,7 +152,7 @@ void ShmCollectives::reduce_single_copy(const T* send, float* recv, std::size_t 
     }
     sum_in_rank_order(src.data(), size_, recv + off, m, op);
   }
-  window_->sync();  // a peer may overwrite its send buffer only once everyone has read it
+  window_->sync(wait_);  // a peer may overwrite its send buffer only once everyone has read it
 }
 
 void ShmCollectives::reduce_scatter(const float* send, float* recv, std::size_t count,
@@ -168,7 +168,7 @@ void ShmCollectives::reduce_scatter(const float* send, float* recv, std::size_t 
     for (int q = 0; q < size_; ++q)
       if (q != rank_)
         copy_floats(mine + std::size_t(q) * m, send + std::size_t(q) * count + off, m);
-    window_->sync();
+    window_->sync(wait_);
     for (int q = 0; q < size_; ++q)
       src_[std::size_t(q)] =
           q == rank_ ? send + std::size_t(rank_) * count + off : slot(q) + std::size_t(rank_) * m;
@@ -192,7 +192,7 @@ void ShmCollectives::reduce_scatter(const std::uint16_t* send, float* recv, std:
       if (q != rank_)
         std::memcpy(mine + std::size_t(q) * m, send + std::size_t(q) * count + off,
                     m * sizeof(std::uint16_t));
-    window_->sync();
+    window_->sync(wait_);
     for (int q = 0; q < size_; ++q)
       src[std::size_t(q)] =
           q == rank_ ? send + std::size_t(rank_) * count + off
@@ -213,11 +213,11 @@ void ShmCollectives::all_reduce(float* buf, std::size_t count, ReduceOp op) {
     // Phase 1, reduce-scatter: publish everything except the part this rank reduces itself.
     copy_floats(mine, chunk, a);
     copy_floats(mine + b, chunk + b, m - b);
-    window_->sync();
+    window_->sync(wait_);
     for (int q = 0; q < size_; ++q) src_[std::size_t(q)] = q == rank_ ? chunk + a : slot(q) + a;
     sum_in_rank_order(src_.data(), size_, mine + a, b - a, op);  // only this rank reads it
     // Phase 2, all-gather of the reduced parts.
-    window_->sync();
+    window_->sync(wait_);
     for (std::size_t q = 0; q < n; ++q)
       copy_floats(chunk + lo(q), slot(int(q)) + lo(q), lo(q + 1) - lo(q));
     end_step();

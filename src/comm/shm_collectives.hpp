@@ -32,6 +32,8 @@ class ShmCollectives {
   ShmCollectives(MPI_Comm comm, std::unique_ptr<ShmWindow> window, ShmSettings settings);
 
   bool single_copy() const { return single_copy_; }
+  // How the collectives that follow wait for late peers: the thread that runs them sets it.
+  void set_sync_wait(SyncWait how) { wait_ = how; }
   void all_gather(const float* send, float* recv, std::size_t count);  // count per rank
   void reduce_scatter(const float* send, float* recv, std::size_t count, ReduceOp op);
   // bf16 blocks in, their float sum out (rank_order_sum.hpp); count is recv's elements.
@@ -56,6 +58,7 @@ class ShmCollectives {
   std::size_t single_copy_max_;
   bool single_copy_ = false;
   int half_ = 0;
+  SyncWait wait_ = SyncWait::Spin;
   std::vector<const float*> src_;  // per-step source pointers, reused
   std::vector<float> pieces_;      // reduce_single_copy's per-peer pieces, reused
 };

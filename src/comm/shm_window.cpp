@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "comm/shm_window.hpp"
 
+#include <linux/futex.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <climits>
 #include <cstring>
+#include <ctime>
 
 #include "comm/owned_comm.hpp"
 #include "core/check.hpp"
@@ -29,6 +34,30 @@ void relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();  // lets a hyperthread sibling (maybe the peer) use the core
 #endif
+}
+
+// The futex word is the epoch's low half; the window is a shared mapping, so the futex is
+// keyed by the page, not the process (no FUTEX_PRIVATE_FLAG).
+std::uint32_t* futex_word(std::uint64_t* epoch) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the low half must come first");
+  return reinterpret_cast<std::uint32_t*>(epoch);
+}
+
+void futex_wake_all(std::uint64_t* epoch) {
+  syscall(SYS_futex, futex_word(epoch), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+// Sleeps until peer's epoch reaches e (or a spurious wake-up: the caller re-checks). The
+// timeout bounds the cost of a lost wake-up to a millisecond; none is expected.
+void sleep_on(PeerInfo& peer, std::uint64_t e) {
+  __atomic_add_fetch(&peer.sleepers, 1u, __ATOMIC_SEQ_CST);
+  const std::uint64_t seen = __atomic_load_n(&peer.epoch, __ATOMIC_SEQ_CST);
+  if (seen < e) {
+    const timespec limit{0, 1000000};
+    syscall(SYS_futex, futex_word(&peer.epoch), FUTEX_WAIT, std::uint32_t(seen), &limit,
+            nullptr, 0);
+  }
+  __atomic_sub_fetch(&peer.sleepers, 1u, __ATOMIC_SEQ_CST);
 }
 
 }  // namespace
@@ -94,21 +123,33 @@ ShmWindow::~ShmWindow() {
   FSDP_MPI_CHECK(MPI_Win_free(&win_));
 }
 
-void ShmWindow::sync() {
-  FSDP_MPI_CHECK(MPI_Win_sync(win_));
+void ShmWindow::sync(SyncWait how) {
+  if (how == SyncWait::Spin)
+    FSDP_MPI_CHECK(MPI_Win_sync(win_));
+  else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
   const std::uint64_t e = ++epoch_;
-  __atomic_store_n(&infos_[std::size_t(rank_)]->epoch, e, __ATOMIC_RELEASE);
+  PeerInfo& mine = *infos_[std::size_t(rank_)];
+  __atomic_store_n(&mine.epoch, e, __ATOMIC_SEQ_CST);
+  // A sleeper registers before it re-reads the epoch, and this store comes before this load
+  // (both sequentially consistent): either it sees the new epoch or this sees it and wakes it.
+  if (__atomic_load_n(&mine.sleepers, __ATOMIC_SEQ_CST) > 0) futex_wake_all(&mine.epoch);
   for (PeerInfo* peer : infos_) {
     for (int spins = 0; __atomic_load_n(&peer->epoch, __ATOMIC_ACQUIRE) < e;) {
       if (spins < 256) {
         ++spins;
         relax();
-      } else {
+      } else if (how == SyncWait::Spin) {
         sched_yield();
+      } else {
+        sleep_on(*peer, e);
       }
     }
   }
-  FSDP_MPI_CHECK(MPI_Win_sync(win_));
+  if (how == SyncWait::Spin)
+    FSDP_MPI_CHECK(MPI_Win_sync(win_));
+  else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 }  // namespace fsdp::comm

@@ -13,10 +13,16 @@ namespace fsdp::comm {
 
 // What a rank tells its peers, at the head of its segment. Only the owner writes it.
 struct alignas(64) PeerInfo {
-  std::uint64_t epoch;  // how many sync()s this rank has entered
+  std::uint64_t epoch;  // how many sync()s this rank has entered (its low half is a futex word)
   std::int64_t pid;
-  std::uintptr_t address;  // the send buffer of the current single-copy all-gather
+  std::uintptr_t address;  // the send buffer of the current single-copy collective
+  std::uint32_t sleepers;  // peers asleep on this rank's epoch (written by them, atomically)
 };
+
+// How sync() waits for late peers. Spin: the compute thread in a blocking collective, which
+// has nothing else to do. Sleep: a progress thread, which must give the core back to the
+// compute it shares it with, so after a short spin it sleeps on the peer's epoch (a futex).
+enum class SyncWait { Spin, Sleep };
 
 class ShmWindow {
  public:
@@ -40,8 +46,9 @@ class ShmWindow {
   std::size_t floats_per_rank() const { return floats_; }
   // A barrier through the window: every rank's stores before sync() are visible to every
   // rank's loads after it. Spins on the peers' epochs (an MPI_Barrier costs several times more
-  // on one node), yielding the core when it waits long, as oversubscribed ranks do.
-  void sync();
+  // on one node), yielding the core when it waits long, as oversubscribed ranks do. From a
+  // progress thread (SyncWait::Sleep) it makes no MPI call: memory fences order the accesses.
+  void sync(SyncWait how = SyncWait::Spin);
 
  private:
   MPI_Win win_;

@@ -51,6 +51,7 @@ struct FsdpConfig {
   std::string strategy = "zero3";  // ddp | zero1 | zero2 | zero3 | hybrid
   int prefetch = 1;
   bool reshard_after_forward = true;
+  bool prefetch_across_steps = true;  // the optimizer issues the next step's first gathers
   int shard_group_size = 0;  // hybrid: 0 = ranks per node
   std::string offload = "none";          // none | optimizer | params
   std::string mixed_precision = "fp32";  // fp32 | bf16
@@ -62,6 +63,7 @@ struct CommConfig {
   std::string backend = "auto";  // auto | mpi | nccl
   double emulate_latency_us = 0.0;
   double emulate_gbps = 0.0;  // emulated bus bandwidth in GB/s (1e9 bytes/s); 0 = off
+  bool progress_thread = false;  // non-blocking one-node collectives on a progress thread
   double timeout_s = 0.0;     // watchdog; 0 = off
 };
 

@@ -137,6 +137,9 @@ std::vector<KeySpec> build_schema() {
             "units whose all-gather is issued ahead of their compute"),
       entry("fsdp", "reshard_after_forward", &R::fsdp, &F::reshard_after_forward, any(),
             "free gathered parameters after forward and regather in backward"),
+      entry("fsdp", "prefetch_across_steps", &R::fsdp, &F::prefetch_across_steps, any(),
+            "zero3/hybrid with prefetch > 0: the optimizer issues the next step's first "
+            "all-gathers as soon as it has updated those units"),
       entry("fsdp", "shard_group_size", &R::fsdp, &F::shard_group_size, at_least(0),
             "hybrid: ranks per shard group; 0 = ranks per node"),
       entry("fsdp", "offload", &R::fsdp, &F::offload, one_of({"none", "optimizer", "params"}),
@@ -154,6 +157,8 @@ std::vector<KeySpec> build_schema() {
             "latency added to each collective, in microseconds; 0 = off"),
       entry("comm", "emulate_gbps", &R::comm, &C::emulate_gbps, at_least(0),
             "emulated bus bandwidth in GB/s (1e9 bytes/s); 0 = off"),
+      entry("comm", "progress_thread", &R::comm, &C::progress_thread, any(),
+            "run non-blocking one-node collectives on a thread, off the compute's path"),
       entry("comm", "timeout_s", &R::comm, &C::timeout_s, at_least(0),
             "watchdog: abort when a collective takes longer; 0 = off"),
 

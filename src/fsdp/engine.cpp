@@ -382,7 +382,11 @@ double Engine::optimizer_step(int step, StepResult& r) {
   s.t = ++optimizer_steps_;
   s.grad_scale = (clip > 0.0 && grad_norm > clip) ? float(clip / (grad_norm + 1e-6)) : 1.f;
 
-  for (auto& su : units_) {
+  const std::vector<int> carried =
+      prefetch_next_step_ ? pipeline_->first_gathers(forward_schedule(cfg_.model.n_layer))
+                          : std::vector<int>{};
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    ShardedUnit& su = units_[u];
     const Vec p = param_shard(su), g = grad_shard(su);
     const std::int64_t b = su.shard_begin, e = std::min(su.shard_begin + su.shard, su.numel);
     for (const auto& t : su.layout->tensors) {
@@ -391,6 +395,10 @@ double Engine::optimizer_step(int step, StepResult& r) {
       const std::int64_t o = lo - b, n = hi - lo;
       optim::adamw_update(subvec(p, o, n), ConstVec(g.data() + o, n), su.exp_avg.vec(o, n),
                           su.exp_avg_sq.vec(o, n), s, t.decay);
+    }
+    if (std::find(carried.begin(), carried.end(), int(u)) != carried.end()) {
+      Kokkos::fence();
+      pipeline_->carry(int(u));
     }
   }
   sync_full_params();

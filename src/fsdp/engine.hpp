@@ -45,6 +45,11 @@ class Engine {
   // Forward only over n_micro micro-batches; returns the per-sequence losses of each.
   std::vector<double> evaluate(int n_micro, const LoadMicroBatch& load);
 
+  // Whether the optimizer of the coming train_step issues the next step's first all-gathers
+  // (zero3, hybrid) as it finishes each unit. Only when nothing but another step, an evaluation
+  // or a checkpoint save comes next: none of them changes the parameters.
+  void set_prefetch_next_step(bool on) { prefetch_next_step_ = on; }
+
   Strategy strategy() const { return strategy_; }
   int shard_group_size() const { return nshard_; }
   std::vector<ShardedUnit>& units() { return units_; }
@@ -119,6 +124,7 @@ class Engine {
   std::vector<PendingReduce> pending_;
   int optimizer_steps_ = 0;
   bool deterministic_ = false;
+  bool prefetch_next_step_ = false;
 
  public:
   static constexpr std::int64_t kNormBlock = 1024;  // elements per gradient-norm partial sum

@@ -130,6 +130,24 @@ void GatherPipeline::finish() {
   }
 }
 
+std::vector<int> GatherPipeline::first_gathers(const std::vector<int>& next) const {
+  // acquire(0) with nothing gathered: stage 0, stages up to the depth, then more while the
+  // window stays within k + 1 largest units.
+  std::vector<int> units;
+  if (!sharded_) return units;
+  std::int64_t window = 0;
+  for (int stage = 0; stage < int(next.size()); ++stage) {
+    const int u = next[std::size_t(stage)];
+    if (std::find(units.begin(), units.end(), u) != units.end()) continue;
+    if (stage > depth_ && (depth_ == 0 || window + units_[u].padded >
+                                              std::int64_t(depth_ + 1) * largest_))
+      break;
+    units.push_back(u);
+    window += units_[u].padded;
+  }
+  return units;
+}
+
 std::int64_t GatherPipeline::window_elements() const {
   std::int64_t n = 0;
   for (const auto& su : units_) n += su.gathered.allocated() ? su.padded : 0;

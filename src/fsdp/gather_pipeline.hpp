@@ -36,6 +36,11 @@ class GatherPipeline {
   UnitParams acquire(int stage);
   void release(int stage, bool keep = false);
   void finish();  // frees whatever is still gathered (kept across forward, or prefetched)
+  // Across a step boundary: the units the first acquire() of `next` would gather, in stage
+  // order. The optimizer issues each one's gather (carry) as soon as it has updated the unit,
+  // so the next step's first gathers overlap the rest of the optimizer.
+  std::vector<int> first_gathers(const std::vector<int>& next) const;
+  void carry(int unit) { issue(unit); }
   int gathered_units() const;
 
  private:

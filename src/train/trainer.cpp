@@ -148,7 +148,9 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   val_sampler_ = std::make_unique<Sampler>(*val_, cfg_.model.block_size, t.seed);
 
   comm::LinkEmulation link{cfg_.comm.emulate_latency_us, cfg_.comm.emulate_gbps};
-  groups_ = comm::make_process_groups(world, shard_group_size_for(cfg_, world), link);
+  comm::MpiOptions mpi_options;
+  mpi_options.progress_thread = cfg_.comm.progress_thread;
+  groups_ = comm::make_process_groups(world, shard_group_size_for(cfg_, world), link, mpi_options);
   for (comm::Communicator* c : {groups_.world.get(), groups_.shard.get(), groups_.replicate.get()})
     c->set_check_collectives(cfg_.debug.check_collectives);
   if (cfg_.comm.timeout_s > 0) comm::start_watchdog(cfg_.comm.timeout_s);
@@ -253,6 +255,8 @@ TrainSummary Trainer::run() {
     groups_.world->barrier();  // time the step as the slowest rank sees it
     const double t0 = now_s();
     if (opts_.profile && step == 1) profile::enable();  // step 0 is a warm-up
+    engine_->set_prefetch_next_step(cfg_.fsdp.prefetch_across_steps && cfg_.fsdp.prefetch > 0 &&
+                                    step + 1 < cfg_.train.steps);
     const StepResult r = engine_->train_step(step, n_micro_, load);
     const double dt = now_s() - t0;
     const double tok_s = tokens_per_step / dt;

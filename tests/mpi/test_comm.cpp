@@ -39,24 +39,30 @@ struct Path {
   bool shm;
   std::size_t window_bytes;           // 0: the default
   std::size_t single_copy_max_bytes;  // collectives up to this read the peers directly
+  bool progress = false;              // non-blocking collectives on a progress thread
 };
 
 constexpr std::size_t kMiB = std::size_t(1) << 20;
 // 1 KiB windows hold 128 floats per step: every message below over that goes in many steps.
-const Path kPaths[] = {{"shm, single-copy all-gather and reduce-scatter", true, 0, 64 * kMiB},
-                       {"shm, staged", true, 0, 0},
-                       {"shm, staged, tiny window", true, 1024, 0},
-                       {"mpi fallback", false, 0, 0}};
+const Path kPaths[] = {
+    {"shm, single-copy all-gather and reduce-scatter", true, 0, 64 * kMiB},
+    {"shm, staged", true, 0, 0},
+    {"shm, staged, tiny window", true, 1024, 0},
+    {"shm, single-copy, progress thread", true, 0, 64 * kMiB, true},
+    {"shm, staged, tiny window, progress thread", true, 1024, 0, true},
+    {"mpi fallback", false, 0, 0}};
 
 std::unique_ptr<MpiCommunicator> make_mpi(const Path& p) {
   MpiOptions o;
   o.shared_memory = p.shm;
   if (p.window_bytes) o.window_bytes = p.window_bytes;
   o.shm.single_copy_max_bytes = p.single_copy_max_bytes;
+  o.progress_thread = p.progress;
   auto c = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, o);
   // This machine is one node: asking for shared memory must get it unless the env forbids it.
   if (p.shm && !shm_disabled_by_env()) REQUIRE(c->uses_shared_memory());
   if (!p.shm) REQUIRE_FALSE(c->uses_shared_memory());
+  REQUIRE(c->uses_progress_thread() == (p.progress && c->uses_shared_memory()));
   if (p.single_copy_max_bytes > 0 && c->uses_shared_memory() && !c->uses_single_copy())
     WARN("process_vm_readv is not permitted here: the single-copy collectives are untested");
   return c;
@@ -455,4 +461,51 @@ TEST_CASE("the single-rank backend moves and widens bf16", "[comm][bf16]") {
   std::vector<float> w(2);
   c->reduce_scatter(ConstBf16Vec(a.data(), 2), Vec(w.data(), 2), ReduceOp::Avg);
   CHECK(w[0] == from_bf16(1));
+}
+
+TEST_CASE("a progress thread: the issue does not wait for a late peer, and order is kept",
+          "[comm]") {
+  MpiOptions o;
+  o.progress_thread = true;
+  o.window_bytes = 4096;  // many steps, so the thread sleeps on its peers again and again
+  auto c = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, o);
+  if (!c->uses_progress_thread()) {
+    REQUIRE(c->size() == 1);  // a lone rank has nothing to move; shm off is FSDP_COMM_NO_SHM
+    return;
+  }
+  const int n = c->size(), r = c->rank();
+  const std::size_t count = 3001;
+  std::vector<float> send(count), gathered(std::size_t(n) * count);
+  std::vector<float> grads(std::size_t(n) * count), shard(count), flat(count);
+  for (std::size_t i = 0; i < count; ++i) send[i] = flat[i] = ag_value(r, i);
+  for (std::size_t j = 0; j < grads.size(); ++j) grads[j] = rs_value(r, j);
+  c->barrier();
+  // Rank 0 arrives 300 ms late; the others' issues must return long before it does.
+  if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t0 = std::chrono::steady_clock::now();
+  Handle a = c->iall_gather(cvec(send), vec(gathered));
+  Handle b = c->ireduce_scatter(cvec(grads), vec(shard), ReduceOp::Sum);
+  const double issue_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (r != 0) CHECK(issue_s < 0.15);
+  // A blocking collective behind the queued ones runs after them, on every rank.
+  c->all_reduce(vec(flat), ReduceOp::Sum);
+  CHECK(a.test());
+  CHECK(b.test());
+  a.wait();
+  b.wait();
+  std::size_t wrong = 0;
+  for (int q = 0; q < n; ++q)
+    for (std::size_t i = 0; i < count; ++i) {
+      wrong += gathered[std::size_t(q) * count + i] != ag_value(q, i);
+      if (q == 0) {
+        float s = 0, f = 0;
+        for (int k = 0; k < n; ++k) {
+          s += rs_value(k, std::size_t(r) * count + i);
+          f += ag_value(k, i);
+        }
+        wrong += shard[i] != s;
+        wrong += flat[i] != f;
+      }
+    }
+  CHECK(wrong == 0);
 }
