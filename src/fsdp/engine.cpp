@@ -292,9 +292,20 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
   const double t_start = now_s();
   // Gradient shards are not zeroed: the step's first reduction into each one overwrites it.
   shard_fresh_.assign(units_.size(), deterministic_ ? 0 : 1);
-  for (auto& su : units_) {
+  grad_zeroed_.resize(units_.size(), 0);
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    ShardedUnit& su = units_[u];
     if (su.grad_shard.allocated() && deterministic_) Kokkos::deep_copy(su.grad_shard.vec(), 0.f);
-    if (!shards_grads(strategy_)) Kokkos::deep_copy(su.grad_full.vec(), 0.f);
+    if (!shards_grads(strategy_)) {
+      if (grad_zeroed_[u]) {  // the last optimizer step zeroed this rank's part already
+        const std::int64_t end = su.shard_begin + su.shard;
+        Kokkos::deep_copy(su.grad_full.vec(0, su.shard_begin), 0.f);
+        Kokkos::deep_copy(su.grad_full.vec(end, su.padded - end), 0.f);
+      } else {
+        Kokkos::deep_copy(su.grad_full.vec(), 0.f);
+      }
+    }
+    grad_zeroed_[u] = 0;
   }
   double loss_sum = 0.0;
   if (deterministic_) {
@@ -385,6 +396,9 @@ double Engine::optimizer_step(int step, StepResult& r) {
   const std::vector<int> carried =
       prefetch_next_step_ ? pipeline_->first_gathers(forward_schedule(cfg_.model.n_layer))
                           : std::vector<int>{};
+  // Persistent full gradients (ddp, zero1) are zeroed by the update itself: the padding of the
+  // shard is never written, so it stays zero.
+  const bool zero_grad = !shards_grads(strategy_) && !deterministic_;
   for (std::size_t u = 0; u < units_.size(); ++u) {
     ShardedUnit& su = units_[u];
     const Vec p = param_shard(su), g = grad_shard(su);
@@ -393,9 +407,10 @@ double Engine::optimizer_step(int step, StepResult& r) {
       const std::int64_t lo = std::max(b, t.offset), hi = std::min(e, t.offset + t.numel);
       if (lo >= hi) continue;
       const std::int64_t o = lo - b, n = hi - lo;
-      optim::adamw_update(subvec(p, o, n), ConstVec(g.data() + o, n), su.exp_avg.vec(o, n),
-                          su.exp_avg_sq.vec(o, n), s, t.decay);
+      optim::adamw_update(subvec(p, o, n), subvec(g, o, n), su.exp_avg.vec(o, n),
+                          su.exp_avg_sq.vec(o, n), s, t.decay, zero_grad);
     }
+    grad_zeroed_[u] = zero_grad;
     if (std::find(carried.begin(), carried.end(), int(u)) != carried.end()) {
       Kokkos::fence();
       pipeline_->carry(int(u));

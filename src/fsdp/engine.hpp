@@ -120,6 +120,7 @@ class Engine {
   std::unique_ptr<ParamWidener> widener_;  // fsdp.mixed_precision = bf16
   bool reduce_bf16_ = false;               // fsdp.reduce_dtype = bf16
   std::vector<char> shard_fresh_;  // per unit: no reduction has reached its gradient shard yet
+  std::vector<char> grad_zeroed_;  // per unit: the optimizer left this rank's part of grad_full 0
   std::unique_ptr<GatherPipeline> pipeline_;
   std::vector<PendingReduce> pending_;
   int optimizer_steps_ = 0;

@@ -16,23 +16,39 @@ struct AdamWStep {
   float grad_scale;  // clipping factor applied to the gradient
 };
 
-inline void adamw_update(const Vec& p, const ConstVec& g, const Vec& m, const Vec& v,
-                         const AdamWStep& s, bool decay) {
+// One element's update; returns the new parameter.
+KOKKOS_INLINE_FUNCTION float adamw_element(float p, float grad, float& m, float& v, float b1,
+                                           float b2, float c1, float c2, float eps, float lr,
+                                           float wd) {
+  const float mi = b1 * m + (1.f - b1) * grad;
+  const float vi = b2 * v + (1.f - b2) * grad * grad;
+  m = mi;
+  v = vi;
+  // sqrt_fast: with libm's sqrt (errno) this loop runs one element at a time.
+  return p - lr * ((mi * c1) / (kmath::sqrt_fast(vi * c2) + eps) + wd * p);
+}
+
+// zero_grad: also leave g zeroed for the next step's accumulation. Writing the zeros while the
+// line is in cache from the read saves a separate fill pass over the gradients (a full read for
+// ownership and write-back of them).
+inline void adamw_update(const Vec& p, const Vec& g, const Vec& m, const Vec& v,
+                         const AdamWStep& s, bool decay, bool zero_grad) {
   const float b1 = s.beta1, b2 = s.beta2, eps = s.eps, lr = s.lr, scale = s.grad_scale;
   const float wd = decay ? s.weight_decay : 0.f;
   const float c1 = 1.f / (1.f - std::pow(b1, static_cast<float>(s.t)));
   const float c2 = 1.f / (1.f - std::pow(b2, static_cast<float>(s.t)));
-  // sqrt_fast: with libm's sqrt (errno) this loop runs one element at a time.
-  Kokkos::parallel_for(
-      "adamw::update", Kokkos::RangePolicy<ExecSpace>(0, p.extent(0)),
-      KOKKOS_LAMBDA(const int64_t i) {
-        const float grad = g(i) * scale;
-        const float mi = b1 * m(i) + (1.f - b1) * grad;
-        const float vi = b2 * v(i) + (1.f - b2) * grad * grad;
-        m(i) = mi;
-        v(i) = vi;
-        p(i) -= lr * ((mi * c1) / (kmath::sqrt_fast(vi * c2) + eps) + wd * p(i));
-      });
+  const Kokkos::RangePolicy<ExecSpace> all(0, p.extent(0));
+  if (zero_grad)
+    Kokkos::parallel_for(
+        "adamw::update", all, KOKKOS_LAMBDA(const int64_t i) {
+          p(i) = adamw_element(p(i), g(i) * scale, m(i), v(i), b1, b2, c1, c2, eps, lr, wd);
+          g(i) = 0.f;
+        });
+  else
+    Kokkos::parallel_for(
+        "adamw::update", all, KOKKOS_LAMBDA(const int64_t i) {
+          p(i) = adamw_element(p(i), g(i) * scale, m(i), v(i), b1, b2, c1, c2, eps, lr, wd);
+        });
 }
 
 // Sum of squares in double, in a fixed order: the partial the global norm is built from.
