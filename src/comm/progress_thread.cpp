@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "comm/progress_thread.hpp"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <cstdint>
-#include <cstdlib>
 
 namespace fsdp::comm {
 namespace {
@@ -55,10 +51,6 @@ class Ticket final : public detail::Pending {
 
 ProgressThread::ProgressThread() : state_(std::make_shared<State>()) {
   thread_ = std::thread([this] { run(); });
-  if (std::getenv("FSDP_PT_BATCH")) {
-    sched_param none{};
-    pthread_setschedparam(thread_.native_handle(), SCHED_BATCH, &none);
-  }
 }
 
 ProgressThread::~ProgressThread() {
