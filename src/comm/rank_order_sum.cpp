@@ -63,6 +63,14 @@ void sum_in_rank_order(const float* const* src, int n, float* dst, std::size_t c
   }
 }
 
+void accumulate_floats(float* dst, const float* src, std::size_t count) {
+  accumulate(dst, src, count);
+}
+
+void finish_op(float* dst, int n, std::size_t count, ReduceOp op) {
+  if (op == ReduceOp::Avg && n > 1) divide(dst, float(n), count);
+}
+
 void sum_in_rank_order(const std::uint16_t* const* src, int n, float* dst, std::size_t count,
                        ReduceOp op) {
   for (std::size_t t = 0; t < count; t += kTile) {

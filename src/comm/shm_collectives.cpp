@@ -144,10 +144,7 @@ void ShmCollectives::reduce_single_copy(const T* send, float* recv, std::size_t 
         continue;
       }
       T* dst = reinterpret_cast<T*>(pieces_.data()) + std::size_t(q) * piece;
-      const PeerInfo& peer = window_->info(q);
-      if (!cma::read(peer.pid, peer.address + at, dst, m * sizeof(T)))
-        fatal("comm::reduce_scatter: process_vm_readv from rank " + std::to_string(q) +
-              " failed: " + std::strerror(errno));
+      read_block(q, at, dst, m * sizeof(T));
       src[std::size_t(q)] = dst;
     }
     sum_in_rank_order(src.data(), size_, recv + off, m, op);
@@ -155,10 +152,48 @@ void ShmCollectives::reduce_single_copy(const T* send, float* recv, std::size_t 
   window_->sync(wait_);  // a peer may overwrite its send buffer only once everyone has read it
 }
 
+void ShmCollectives::read_block(int q, std::size_t at, void* dst, std::size_t bytes) {
+  const PeerInfo& peer = window_->info(q);
+  if (!cma::read(peer.pid, peer.address + at, dst, bytes))
+    fatal("comm::reduce_scatter: process_vm_readv from rank " + std::to_string(q) +
+          " failed: " + std::strerror(errno));
+}
+
+void ShmCollectives::reduce_single_copy_into(const float* send, float* recv, std::size_t count,
+                                             ReduceOp op) {
+  // x0 + x1 == x1 + x0 exactly, so the first remote one of blocks 0 and 1 can land straight in
+  // recv and the other be added to it; blocks 2.. follow in rank order.
+  const std::size_t piece = std::min(count, kPieceBytes / sizeof(float));
+  if (pieces_.size() < piece) pieces_.resize(piece);
+  const float* own = send + std::size_t(rank_) * count;
+  const int first = rank_ == 0 ? 1 : 0, second = 1 - first;
+  window_->info(rank_).address = reinterpret_cast<std::uintptr_t>(send);
+  window_->sync(wait_);
+  for (std::size_t off = 0; off < count; off += piece) {
+    const std::size_t m = std::min(piece, count - off);
+    const std::size_t at = (std::size_t(rank_) * count + off) * sizeof(float);
+    float* dst = recv + off;
+    read_block(first, at, dst, m * sizeof(float));
+    auto add = [&](int q) {
+      if (q == rank_) {
+        accumulate_floats(dst, own + off, m);
+        return;
+      }
+      read_block(q, at, pieces_.data(), m * sizeof(float));
+      accumulate_floats(dst, pieces_.data(), m);
+    };
+    add(second);
+    for (int q = 2; q < size_; ++q) add(q);
+    finish_op(dst, size_, m, op);
+  }
+  window_->sync(wait_);  // a peer may overwrite its send buffer only once everyone has read it
+}
+
 void ShmCollectives::reduce_scatter(const float* send, float* recv, std::size_t count,
                                     ReduceOp op) {
   if (reduce_single_copy_pays(std::size_t(size_) * count * sizeof(float)))
-    return reduce_single_copy(send, recv, count, op);
+    return size_ > 1 ? reduce_single_copy_into(send, recv, count, op)
+                     : reduce_single_copy(send, recv, count, op);
   std::size_t per_block = step_ / std::size_t(size_);
   if (per_block >= 16) per_block = per_block / 16 * 16;  // pieces start on cache lines
   for (std::size_t off = 0; off < count; off += per_block) {

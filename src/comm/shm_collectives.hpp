@@ -46,6 +46,9 @@ class ShmCollectives {
   // one pass over the peers' data instead of a copy into the window and a second read.
   template <class T>
   void reduce_single_copy(const T* send, float* recv, std::size_t count, ReduceOp op);
+  // The float version reads the first peer block straight into recv (no piece to sum from).
+  void reduce_single_copy_into(const float* send, float* recv, std::size_t count, ReduceOp op);
+  void read_block(int peer, std::size_t at, void* dst, std::size_t bytes);  // fatal on failure
   void gather_staged(const float* send, float* recv, std::size_t count);
   bool probe_single_copy(MPI_Comm comm);
   bool reduce_single_copy_pays(std::size_t full_bytes) const;
