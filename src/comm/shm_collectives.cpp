@@ -26,6 +26,8 @@ constexpr std::size_t kStreamBytes = std::size_t(4) << 20;
 constexpr std::size_t kPieceBytes = std::size_t(256) << 10;
 constexpr std::size_t kReduceSingleCopyMin = std::size_t(32) << 10;
 constexpr std::size_t kReduceSingleCopyMax = std::size_t(16) << 20;
+// The single-copy all-reduce pays three barriers: below about 2 MiB the staged one is faster.
+constexpr std::size_t kAllReduceSingleCopyMin = std::size_t(2) << 20;
 
 }  // namespace
 
@@ -155,7 +157,7 @@ void ShmCollectives::reduce_single_copy(const T* send, float* recv, std::size_t 
 void ShmCollectives::read_block(int q, std::size_t at, void* dst, std::size_t bytes) {
   const PeerInfo& peer = window_->info(q);
   if (!cma::read(peer.pid, peer.address + at, dst, bytes))
-    fatal("comm::reduce_scatter: process_vm_readv from rank " + std::to_string(q) +
+    fatal("comm: single-copy read (process_vm_readv) from rank " + std::to_string(q) +
           " failed: " + std::strerror(errno));
 }
 
@@ -237,7 +239,56 @@ void ShmCollectives::reduce_scatter(const std::uint16_t* send, float* recv, std:
   }
 }
 
+void ShmCollectives::all_reduce_single_copy(float* buf, std::size_t count, ReduceOp op) {
+  const std::size_t n = std::size_t(size_);
+  auto lo = [&](std::size_t q) { return count * q / n; };  // rank q reduces [lo(q), lo(q+1))
+  const std::size_t a = lo(std::size_t(rank_)), b = lo(std::size_t(rank_) + 1);
+  const std::size_t piece = kPieceBytes / sizeof(float);
+  if (pieces_.size() < 2 * piece) pieces_.resize(2 * piece);
+  float* const temp = pieces_.data();
+  float* const acc = pieces_.data() + piece;
+  window_->info(rank_).address = reinterpret_cast<std::uintptr_t>(buf);
+  window_->sync(wait_);
+  // Phase 1: this rank's part, summed in rank order from every rank's buffer. Peers only read
+  // their own parts of this buffer meanwhile, so the sum can go straight back into it. Ranks 0
+  // and 1 start from their own block (x0 + x1 == x1 + x0); the others sum in a piece first.
+  for (std::size_t off = a; off < b; off += piece) {
+    const std::size_t m = std::min(piece, b - off);
+    const std::size_t at = off * sizeof(float);
+    float* const sum = rank_ <= 1 ? buf + off : acc;
+    auto add_remote = [&](int q) {
+      read_block(q, at, temp, m * sizeof(float));
+      accumulate_floats(sum, temp, m);
+    };
+    if (rank_ <= 1) {
+      add_remote(1 - rank_);
+    } else {
+      read_block(0, at, acc, m * sizeof(float));
+      add_remote(1);
+    }
+    for (int q = 2; q < size_; ++q) {
+      if (q == rank_)
+        accumulate_floats(sum, buf + off, m);
+      else
+        add_remote(q);
+    }
+    finish_op(sum, size_, m, op);
+    if (sum != buf + off) std::memcpy(buf + off, sum, m * sizeof(float));
+  }
+  window_->sync(wait_);
+  // Phase 2: every other rank's summed part, read straight into place.
+  for (int q = 0; q < size_; ++q)
+    if (q != rank_)
+      read_block(q, lo(std::size_t(q)) * sizeof(float), buf + lo(std::size_t(q)),
+                 (lo(std::size_t(q) + 1) - lo(std::size_t(q))) * sizeof(float));
+  window_->sync(wait_);  // a peer may change its buffer only once everyone has read it
+}
+
 void ShmCollectives::all_reduce(float* buf, std::size_t count, ReduceOp op) {
+  const std::size_t bytes = count * sizeof(float);
+  if (size_ > 1 && single_copy_ && bytes >= kAllReduceSingleCopyMin &&
+      bytes <= std::min(single_copy_max_, kReduceSingleCopyMax))
+    return all_reduce_single_copy(buf, count, op);
   const std::size_t n = std::size_t(size_);
   for (std::size_t off = 0; off < count; off += step_) {
     const std::size_t m = std::min(step_, count - off);

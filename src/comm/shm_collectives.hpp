@@ -48,6 +48,8 @@ class ShmCollectives {
   void reduce_single_copy(const T* send, float* recv, std::size_t count, ReduceOp op);
   // The float version reads the first peer block straight into recv (no piece to sum from).
   void reduce_single_copy_into(const float* send, float* recv, std::size_t count, ReduceOp op);
+  // In place: each rank sums its part from the peers' buffers, then reads theirs.
+  void all_reduce_single_copy(float* buf, std::size_t count, ReduceOp op);
   void read_block(int peer, std::size_t at, void* dst, std::size_t bytes);  // fatal on failure
   void gather_staged(const float* send, float* recv, std::size_t count);
   bool probe_single_copy(MPI_Comm comm);

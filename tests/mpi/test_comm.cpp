@@ -222,9 +222,9 @@ TEST_CASE("the single-rank backend and make_communicator agree with the referenc
 }
 
 TEST_CASE("sums are bitwise the rank-order sum of random floats", "[comm]") {
-  // Odd, and many steps of the tiny window; the larger one is read straight from the peers in
-  // more than one piece on the single-copy path.
-  const std::size_t count = GENERATE(std::size_t(2053), std::size_t(70001));
+  // Odd, and many steps of the tiny window; the larger one (over 2 MiB in all) is read straight
+  // from the peers, in more than one piece, by the single-copy reduce-scatter and all-reduce.
+  const std::size_t count = GENERATE(std::size_t(2053), std::size_t(300001));
   for (const Path& p : kPaths) {
     INFO(p.label);
     auto c = make_mpi(p);
