@@ -40,7 +40,7 @@ CLI::App* add_comm(CLI::App& app, fsdp::comm::CommBenchOptions& o) {
       ->transform(size)
       ->capture_default_str();
   sub->add_option("--single-copy-max", o.single_copy_max_bytes,
-                  "largest all-gather read straight from the peers (0: never)")
+                  "largest collective read straight from the peers (0: never)")
       ->transform(size)
       ->capture_default_str();
   sub->add_flag("--fallback", o.fallback, "also time our MPI path without shared memory");

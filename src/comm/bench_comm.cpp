@@ -152,7 +152,7 @@ long count_wrong(MPI_Comm comm, const Run& run, Buffers& b, int rank) {
 void print_header(const CommBenchOptions& o, int n, const MpiCommunicator& c) {
   std::printf(
       "# fsdp-bench comm: %d ranks, backend %s, window %zu B/rank, step %zu B, single-copy "
-      "all-gather up to %zu B (%s), %d iters after %d warm-up\n"
+      "reads up to %zu B (%s), %d iters after %d warm-up\n"
       "# size, count: the full buffer on each rank (all-gather output, reduce-scatter input, "
       "all-reduce buffer), float32\n"
       "# time: mean per call of the slowest rank; algbw = size/time; busbw = algbw*(n-1)/n "

@@ -20,9 +20,9 @@ struct ShmSettings {
   // Each rank's data per step: small stays in cache, large has fewer barriers. Clipped to half
   // the window.
   std::size_t step_bytes = std::size_t(1) << 20;
-  // All-gathers and reduce-scatters whose full buffer is at most this use single-copy reads
-  // (0: never). Past it, staging with streaming stores wins for the all-gather: the kernel's
-  // copy pays a read-for-ownership per line.
+  // Collectives whose full buffer is at most this may use single-copy reads (0: never); the
+  // reductions also have their own size window (shm_collectives.cpp). Past it, staging with
+  // streaming stores wins for the all-gather: the kernel's copy pays a read-for-ownership per line.
   std::size_t single_copy_max_bytes = std::size_t(32) << 20;
 };
 
