@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The one-node fast path: collectives through a ShmWindow in steps of at most one half-segment
 // per rank. Steps alternate between the two halves, so a single barrier per step suffices.
-// All-gathers and reduce-scatters up to single_copy_max_bytes read straight from the peers'
-// buffers instead (cma.hpp).
+// Mid-sized collectives read straight from the peers' buffers instead (cma.hpp; the reductions
+// in shm_single_copy.cpp).
 #pragma once
 #include <mpi.h>
 
@@ -53,7 +53,9 @@ class ShmCollectives {
   void read_block(int peer, std::size_t at, void* dst, std::size_t bytes);  // fatal on failure
   void gather_staged(const float* send, float* recv, std::size_t count);
   bool probe_single_copy(MPI_Comm comm);
+  // Whether the single-copy reduce-scatter / all-reduce beats staging (shm_single_copy.cpp).
   bool reduce_single_copy_pays(std::size_t full_bytes) const;
+  bool all_reduce_single_copy_pays(std::size_t bytes) const;
   float* slot(int rank) const;  // this step's half of rank's segment
   void end_step() { half_ ^= 1; }
 
