@@ -3,13 +3,13 @@
 // staging them through the window: a barrier publishes every rank's buffer address, each rank
 // reads what it sums, and a last barrier keeps the buffers alive until everyone has read them.
 // The sums keep ReduceOp's rank order; only x0 + x1 == x1 + x0 is used, which is exact.
+#include "comm/shm_collectives.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <vector>
-
-#include "comm/shm_collectives.hpp"
 
 #include "comm/cma.hpp"
 #include "comm/rank_order_sum.hpp"
