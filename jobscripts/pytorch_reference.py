@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The PyTorch yardstick for the benchmark targets: the same GPT-2 (pre-LN blocks, tanh GELU,
+tied LM head, no dropout) trained with AdamW on random tokens, one thread per process, eager
+mode, as Debian's PyTorch 1.13 runs it. Prints the median tokens/s over the timed steps.
+
+  /usr/bin/python3 jobscripts/pytorch_reference.py --layers 4 --embd 256 --heads 4 --vocab 256 \
+      --block 128 --batch 8                      # one process
+  /usr/bin/python3 jobscripts/pytorch_reference.py ... --ddp 2   # DDP over gloo, `batch` per process
+"""
+import argparse
+import math
+import os
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, c, heads, block):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(c)
+        self.c_attn = nn.Linear(c, 3 * c)
+        self.attn_proj = nn.Linear(c, c)
+        self.ln_2 = nn.LayerNorm(c)
+        self.c_fc = nn.Linear(c, 4 * c)
+        self.mlp_proj = nn.Linear(4 * c, c)
+        self.mask = torch.tril(torch.ones(block, block)).bool()  # a constant, not a buffer to sync
+
+    def attention(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        shape = (b, t, self.heads, c // self.heads)
+        q, k, v = (z.view(shape).transpose(1, 2) for z in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+        scores = scores.masked_fill(~self.mask[:t, :t], float("-inf"))
+        y = F.softmax(scores, dim=-1) @ v
+        return self.attn_proj(y.transpose(1, 2).reshape(b, t, c))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, c, heads, vocab, block):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, c)
+        self.wpe = nn.Embedding(block, c)
+        self.h = nn.ModuleList(Block(c, heads, block) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(c)
+        # GPT-2's initialisation, as fsdp's: N(0, 0.02), the residual projections scaled by
+        # 1/sqrt(2L), zero biases. (PyTorch's defaults, N(0, 1) embeddings under a tied head,
+        # saturate the softmax and fill the backward with denormals: 10x slower on x86.)
+        for name, p in self.named_parameters():
+            if name.endswith("bias"):
+                nn.init.zeros_(p)
+            elif p.dim() == 2:
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith("proj.weight") else 0.02
+                nn.init.normal_(p, 0.0, std)
+
+    def forward(self, idx, targets):
+        pos = torch.arange(idx.shape[1])
+        x = self.wte(idx) + self.wpe(pos)
+        for blk in self.h:
+            x = blk(x)
+        logits = self.ln_f(x) @ self.wte.weight.t()  # tied head
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
+def run(rank, args):
+    torch.set_num_threads(1)
+    torch.manual_seed(1234 + rank)
+    ddp = args.ddp > 1
+    if ddp:
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29531")
+        torch.distributed.init_process_group("gloo", rank=rank, world_size=args.ddp)
+    model = GPT(args.layers, args.embd, args.heads, args.vocab, args.block)
+    if ddp:
+        model = nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+    rates = []
+    for step in range(args.steps):
+        idx = torch.randint(args.vocab, (args.batch, args.block))
+        tgt = torch.randint(args.vocab, (args.batch, args.block))
+        if ddp:
+            torch.distributed.barrier()
+        t0 = time.perf_counter()
+        loss = model(idx, tgt)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        dt = time.perf_counter() - t0
+        if step > 0:  # the first step warms the allocator and caches
+            rates.append(args.batch * args.block * max(1, args.ddp) / dt)
+    if rank == 0:
+        params = sum(p.numel() for p in model.parameters())
+        print(f"pytorch {torch.__version__}: {params} parameters, {max(1, args.ddp)} process(es), "
+              f"batch {args.batch} per process, median {statistics.median(rates):.0f} tok/s")
+    if ddp:
+        torch.distributed.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--embd", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=256)
+    p.add_argument("--block", type=int, default=128)
+    p.add_argument("--batch", type=int, default=8, help="sequences per process per step")
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--ddp", type=int, default=1, help="processes (gloo DDP when > 1)")
+    args = p.parse_args()
+    if args.ddp > 1:
+        torch.multiprocessing.spawn(run, args=(args,), nprocs=args.ddp)
+    else:
+        run(0, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Our tokens/s against PyTorch's (jobscripts/pytorch_reference.py, Debian's python3-torch) on the
+# benchmark shapes, measured side by side: the two alternate PAIRS times and each pair gives a
+# ratio; prints every pair and the median ratio. Both get one thread per process and OpenBLAS's
+# best kernel for this CPU (fsdp chooses it itself; PyTorch is given OPENBLAS_CORETYPE).
+#   jobscripts/vs_pytorch.sh small|124m|ddp2|ddp2-global8
+# Environment: PAIRS (5), FSDP_BUILD.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${FSDP_BUILD:-$ROOT/build}
+PAIRS=${PAIRS:-5}
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  echo "vs_pytorch: needs PyTorch for /usr/bin/python3 (apt-get install python3-torch)" >&2
+  exit 1
+fi
+core=$(/usr/bin/python3 - <<'EOF'
+import re
+flags = open("/proc/cpuinfo").read()
+print("SkylakeX" if re.search(r"\bavx512bw\b", flags) else "Haswell" if re.search(r"\bavx2\b", flags) else "")
+EOF
+)
+TORCH=(env OPENBLAS_CORETYPE="$core" /usr/bin/python3 "$ROOT/jobscripts/pytorch_reference.py")
+small=(--layers 4 --embd 256 --heads 4 --vocab 256 --block 128)
+case "${1:-}" in
+  small)
+    ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml" --set train.steps=30)
+    theirs=("${TORCH[@]}" "${small[@]}" --batch 8 --steps 20) ;;
+  124m)
+    ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_124m.toml" --set train.steps=8)
+    theirs=("${TORCH[@]}" --layers 12 --embd 768 --heads 12 --vocab 50257 --block 64 --batch 4 --steps 6) ;;
+  ddp2)  # 8 sequences per process, as the one-process shape (global batch 16)
+    ours=(mpirun --oversubscribe -np 2 "$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml"
+          --set train.batch_size=16 --set train.steps=30)
+    theirs=("${TORCH[@]}" "${small[@]}" --batch 8 --steps 20 --ddp 2) ;;
+  ddp2-global8)  # the one-process global batch of 8 split over 2 processes
+    ours=(mpirun --oversubscribe -np 2 "$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml"
+          --set train.micro_batch_size=4 --set train.steps=30)
+    theirs=("${TORCH[@]}" "${small[@]}" --batch 4 --steps 20 --ddp 2) ;;
+  *) echo "usage: $0 small|124m|ddp2|ddp2-global8" >&2; exit 2 ;;
+esac
+extra=()
+[ -n "${STRATEGY:-}" ] && extra=(--set fsdp.strategy="$STRATEGY")
+
+ratios=()
+for i in $(seq "$PAIRS"); do
+  a=$("${ours[@]}" "${extra[@]}" --set train.peak_tflops=1 2>&1 | sed -n 's/.*median \([0-9]*\) tok\/s.*/\1/p')
+  b=$("${theirs[@]}" 2>&1 | sed -n 's/.*median \([0-9]*\) tok\/s.*/\1/p')
+  r=$(/usr/bin/python3 -c "print(f'{$a / $b:.3f}')")
+  echo "pair $i: fsdp $a tok/s, pytorch $b tok/s, ratio $r"
+  ratios+=("$r")
+done
+/usr/bin/python3 -c "
+import statistics, sys
+r = [float(x) for x in sys.argv[1:]]
+print(f'median ratio {statistics.median(r):.3f} (min {min(r):.3f}, max {max(r):.3f}) over {len(r)} pairs')
+" "${ratios[@]}"
