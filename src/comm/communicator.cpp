@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <thread>
 
 #include "core/check.hpp"
@@ -182,9 +181,10 @@ Handle Communicator::gather_bf16(ConstBf16Vec send, Bf16Vec recv, bool blocking)
   return gather(words, rwords, blocking, "bf16", 2);
 }
 
-Handle Communicator::scatter_checked(
-    const void* send, std::size_t send_count, std::size_t elem_bytes, const char* dtype, Vec recv,
-    const std::function<std::unique_ptr<detail::Pending>()>& start) {
+template <class Start>
+Handle Communicator::scatter_checked(const void* send, std::size_t send_count,
+                                     std::size_t elem_bytes, const char* dtype, Vec recv,
+                                     const Start& start) {
   const std::size_t c = recv.extent(0);
   if (send_count != std::size_t(size_) * c)
     fatal(extent_error(name_, "reduce_scatter", "send == size * recv", send_count, c, size_));

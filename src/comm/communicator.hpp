@@ -4,7 +4,6 @@
 #pragma once
 #include <chrono>
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -168,9 +167,9 @@ class Communicator {
   Handle scatter_bf16(ConstBf16Vec send, Vec recv, ReduceOp op, bool blocking);
   // Extent and overlap checks, fingerprint, watchdog and timing around a reduce-scatter whose
   // send holds send_count elements of elem_bytes each; start() moves the data.
+  template <class Start>
   Handle scatter_checked(const void* send, std::size_t send_count, std::size_t elem_bytes,
-                         const char* dtype, Vec recv,
-                         const std::function<std::unique_ptr<detail::Pending>()>& start);
+                         const char* dtype, Vec recv, const Start& start);
   Handle reduce(Vec buf, ReduceOp op, bool blocking);
   Handle issued(const char* op, std::size_t bytes, double bus_bytes, Clock::time_point t0,
                 std::unique_ptr<detail::Pending> pending) const;
