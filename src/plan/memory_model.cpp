@@ -160,6 +160,7 @@ Setup setup_from_config(const RunConfig& cfg, int ranks, int nodes) {
   s.shard_group_size = cfg.fsdp.shard_group_size;
   s.prefetch = cfg.fsdp.prefetch;
   s.reshard_after_forward = cfg.fsdp.reshard_after_forward;
+  s.prefetch_across_steps = cfg.fsdp.prefetch_across_steps;
   s.offload = parse_offload(cfg.fsdp.offload);
   s.precision = parse_precision(cfg.fsdp.mixed_precision);
   s.reduce_bf16 = cfg.fsdp.reduce_dtype == "bf16";

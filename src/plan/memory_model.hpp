@@ -60,6 +60,7 @@ struct Setup {
   int shard_group_size = 0;  // hybrid: ranks per shard group; 0 = ranks per node
   int prefetch = 1;
   bool reshard_after_forward = true;
+  bool prefetch_across_steps = true;  // the optimizer issues the next step's first gathers
   Offload offload = Offload::None;
   Precision precision = Precision::FP32;
   bool reduce_bf16 = false;  // fsdp.reduce_dtype = bf16

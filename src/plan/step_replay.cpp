@@ -140,6 +140,15 @@ class Replay {
       allocate(C::CommBuffers, kDev, staging_[u], u);
     }
     gather_handle_[u] = issue(Coll::AllGather, Group::Shard, b_.param * P, u, after);
+    if (carry_ && std::find(carried_.begin(), carried_.end(), u) != carried_.end()) {
+      // Engine::optimizer_step issues it right after updating unit u, units in index order.
+      double after_u = 0.0, all = 0.0;
+      for (std::size_t v = 0; v < shard_.size(); ++v) {
+        all += double(shard_[v]);
+        if (int(v) > u) after_u += double(shard_[v]);
+      }
+      ev_.back().carried_lead = all > 0 ? after_u / all : 0.0;
+    }
     gathered_[u] = true;
     in_flight_[u] = true;
   }
@@ -167,6 +176,20 @@ class Replay {
           break;
         issue_gather(v);
       }
+  }
+
+  // GatherPipeline::first_gathers: what acquire(0) gathers when nothing is gathered yet.
+  std::vector<int> first_gathers(const std::vector<int>& next) const {
+    std::vector<int> units;
+    std::int64_t window = 0;
+    for (int stage = 0; stage < int(next.size()); ++stage) {
+      const int u = next[std::size_t(stage)];
+      if (std::find(units.begin(), units.end(), u) != units.end()) continue;
+      if (stage > k_ && (k_ == 0 || window + padded_[u] > std::int64_t(k_ + 1) * largest_)) break;
+      units.push_back(u);
+      window += padded_[u];
+    }
+    return units;
   }
 
   std::int64_t window_elements() const {
@@ -287,6 +310,7 @@ class Replay {
     next_issue_ = 0;
     for (int i = 0; i < nf; ++i) {
       acquire(i);
+      carry_ = false;  // only the step's first acquire takes over carried gathers
       compute(i == nf - 1 ? head : fwd_flops(sched_[i]), 0.0, sched_[i]);
       release(i, keep_fwd);
     }
@@ -307,6 +331,8 @@ class Replay {
 
   // ---- Engine::train_step -------------------------------------------------------------------
   void train_step() {
+    carry_ = sharded_ && k_ > 0 && s_.prefetch_across_steps;
+    if (carry_) carried_ = first_gathers(forward_schedule(L_));
     if (s_.deterministic) {
       tree_accumulate(0, n_micro_);  // leaves the sum in every unit's full gradients
       tree_reduce_grads();
@@ -412,6 +438,8 @@ class Replay {
   std::vector<double> staging_;
   std::vector<int> sched_;
   int next_issue_ = 0;
+  bool carry_ = false;         // the step's first gathers were issued by the last optimizer
+  std::vector<int> carried_;  // which units those are
   std::vector<Pending> pending_;
   int next_handle_ = 0;
   std::vector<StepEvent> ev_;

@@ -33,6 +33,9 @@ struct StepEvent {
   int handle = -1;               // Issue/Wait
   int after = -1;                // Issue: starts only once this handle's transfer is done
   int unit = -1;                 // the sharding unit concerned; -1: none
+  // Issue: the previous step's optimizer issued this gather (fsdp.prefetch_across_steps), with
+  // this fraction of its memory traffic still to go; the step is replayed in steady state.
+  double carried_lead = -1.0;
 };
 
 // Construction (Gpt2 then Engine) followed by one training step of s.micro_batches()

@@ -100,8 +100,18 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
 
   // Time-sliced ranks (more ranks than cores on a node) do their own work that much slower.
   const double slice = m.oversubscription(s.ranks_per_node());
+  auto optimizer_seconds = [&](const StepEvent& e) {
+    return slice * e.bytes / (e.on_host ? m.host_mem_bandwidth : m.mem_bandwidth);
+  };
+  // Steady state: a gather the previous step's optimizer issued (carried_lead >= 0) started
+  // that fraction of the optimizer before this step did.
+  double optimizer_s = 0.0;
+  for (const StepEvent& e : events)
+    if (e.kind == StepEvent::Optimizer) optimizer_s += optimizer_seconds(e);
   double t = 0.0;                       // the compute stream's clock
-  double link_free[2] = {0.0, 0.0};     // network, PCIe: when each is next idle
+  // Network, PCIe: when each is next idle. Both are idle through the last optimizer, where
+  // carried gathers start.
+  double link_free[2] = {-optimizer_s, -optimizer_s};
   std::unordered_map<int, double> done;  // handle -> completion
   std::unordered_map<int, bool> on_pcie;
   double recompute_flops = 0.0;
@@ -124,20 +134,23 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
         double real = collective_seconds(s, m, e.op, e.group, e.bytes);
         if (!m.comm_overlaps_compute) real *= slice;  // the copies run on the sliced cores
         const double emu = emulated_seconds(s, m, e.op, e.group, e.bytes);
+        const double lead = e.carried_lead >= 0 ? e.carried_lead * optimizer_s : 0.0;
         double end;
         if (!pcie && !m.comm_overlaps_compute) {
           // The data moves on this rank's core at issue; the emulated delay runs from issue.
-          const double issued = t;
+          // A carried gather's copies ran inside the last optimizer instead: the same core
+          // time, counted here where the replay puts them.
+          const double issued = t - lead;
           t += real;
           r.comm_exposed_s += real;
           end = std::max(t, issued + emu);
         } else {
-          double start = t;
+          double start = t - lead;
           if (e.after >= 0) start = std::max(start, done[e.after]);
           if (m.serialize_collectives || pcie) start = std::max(start, link_free[ch]);
           const double end_real = start + real;
           if (m.serialize_collectives || pcie) link_free[ch] = end_real;
-          end = std::max(end_real, t + emu);
+          end = std::max(end_real, t - lead + emu);
         }
         done[e.handle] = end;
         on_pcie[e.handle] = pcie;
@@ -159,7 +172,7 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
         break;
       }
       case StepEvent::Optimizer: {
-        const double dt = slice * e.bytes / (e.on_host ? m.host_mem_bandwidth : m.mem_bandwidth);
+        const double dt = optimizer_seconds(e);
         r.optimizer_s += dt;
         t += dt;
         break;
