@@ -11,7 +11,8 @@
 
 namespace fsdp::comm {
 
-// What a rank tells its peers, at the head of its segment. Only the owner writes it.
+// What a rank tells its peers, at the head of its segment. Only the owner writes it, except
+// `sleepers`, which the peers count themselves in and out of.
 struct alignas(64) PeerInfo {
   std::uint64_t epoch;  // how many sync()s this rank has entered (its low half is a futex word)
   std::int64_t pid;
