@@ -48,7 +48,10 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiOptions options)
   if (shm_ && options.progress_thread) progress_ = std::make_unique<ProgressThread>();
 }
 
-std::unique_ptr<detail::Pending> MpiCommunicator::on_shm(bool blocking, std::function<void()> op) {
+// A template, so a blocking call (and a non-blocking one without the thread) runs op directly;
+// only a queued one becomes a std::function.
+template <class Op>
+std::unique_ptr<detail::Pending> MpiCommunicator::on_shm(bool blocking, Op op) {
   if (progress_ && !blocking)
     return progress_->post([this, op = std::move(op)] {
       shm_->set_sync_wait(SyncWait::Sleep);

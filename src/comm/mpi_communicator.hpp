@@ -6,7 +6,6 @@
 #include <mpi.h>
 
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -60,7 +59,8 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<ProgressThread> progress_;  // declared after shm_: joined before it goes
   // Runs `op` on the shared-memory path: queued on the progress thread when non-blocking and
   // there is one, else here once the queue is empty.
-  std::unique_ptr<detail::Pending> on_shm(bool blocking, std::function<void()> op);
+  template <class Op>
+  std::unique_ptr<detail::Pending> on_shm(bool blocking, Op op);
 };
 
 // True when FSDP_COMM_NO_SHM is set to something other than "0" or "".

@@ -116,8 +116,7 @@ void ShmCollectives::gather_staged(const float* send, float* recv, std::size_t c
 void ShmCollectives::reduce_scatter(const float* send, float* recv, std::size_t count,
                                     ReduceOp op) {
   if (reduce_single_copy_pays(std::size_t(size_) * count * sizeof(float)))
-    return size_ > 1 ? reduce_single_copy_into(send, recv, count, op)
-                     : reduce_single_copy(send, recv, count, op);
+    return reduce_single_copy(send, recv, count, op);
   std::size_t per_block = step_ / std::size_t(size_);
   if (per_block >= 16) per_block = per_block / 16 * 16;  // pieces start on cache lines
   for (std::size_t off = 0; off < count; off += per_block) {
@@ -162,7 +161,7 @@ void ShmCollectives::reduce_scatter(const std::uint16_t* send, float* recv, std:
 }
 
 void ShmCollectives::all_reduce(float* buf, std::size_t count, ReduceOp op) {
-  if (size_ > 1 && all_reduce_single_copy_pays(count * sizeof(float)))
+  if (all_reduce_single_copy_pays(count * sizeof(float)))
     return all_reduce_single_copy(buf, count, op);
   const std::size_t n = std::size_t(size_);
   for (std::size_t off = 0; off < count; off += step_) {

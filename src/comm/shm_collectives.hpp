@@ -43,11 +43,10 @@ class ShmCollectives {
  private:
   void gather_single_copy(const float* send, float* recv, std::size_t count);
   // Each rank reads its block of every peer's send in cache-sized pieces and sums them there:
-  // one pass over the peers' data instead of a copy into the window and a second read.
-  template <class T>
-  void reduce_single_copy(const T* send, float* recv, std::size_t count, ReduceOp op);
-  // The float version reads the first peer block straight into recv (no piece to sum from).
-  void reduce_single_copy_into(const float* send, float* recv, std::size_t count, ReduceOp op);
+  // one pass over the peers' data instead of a copy into the window and a second read. The
+  // float one reads the first peer block straight into recv (no piece to sum from).
+  void reduce_single_copy(const float* send, float* recv, std::size_t count, ReduceOp op);
+  void reduce_single_copy(const std::uint16_t* send, float* recv, std::size_t count, ReduceOp op);
   // In place: each rank sums its part from the peers' buffers, then reads theirs.
   void all_reduce_single_copy(float* buf, std::size_t count, ReduceOp op);
   void read_block(int peer, std::size_t at, void* dst, std::size_t bytes);  // fatal on failure

@@ -30,19 +30,20 @@ constexpr std::size_t kAllReduceSingleCopyMin = std::size_t(2) << 20;
 
 }  // namespace
 
+// A lone rank has no peer to read from: its staged path is a copy.
 bool ShmCollectives::reduce_single_copy_pays(std::size_t full_bytes) const {
-  return single_copy_ && full_bytes >= kReduceSingleCopyMin &&
+  return single_copy_ && size_ > 1 && full_bytes >= kReduceSingleCopyMin &&
          full_bytes <= std::min(single_copy_max_, kReduceSingleCopyMax);
 }
 
 bool ShmCollectives::all_reduce_single_copy_pays(std::size_t bytes) const {
-  return single_copy_ && bytes >= kAllReduceSingleCopyMin &&
+  return single_copy_ && size_ > 1 && bytes >= kAllReduceSingleCopyMin &&
          bytes <= std::min(single_copy_max_, kReduceSingleCopyMax);
 }
 
-template <class T>
-void ShmCollectives::reduce_single_copy(const T* send, float* recv, std::size_t count,
+void ShmCollectives::reduce_single_copy(const std::uint16_t* send, float* recv, std::size_t count,
                                         ReduceOp op) {
+  using T = std::uint16_t;
   const std::size_t piece = std::min(count, kPieceBytes / sizeof(T));
   const std::size_t slots = std::size_t(size_) * piece * sizeof(T);
   if (pieces_.size() * sizeof(float) < slots) pieces_.resize((slots + 3) / 4);
@@ -73,8 +74,8 @@ void ShmCollectives::read_block(int q, std::size_t at, void* dst, std::size_t by
           " failed: " + std::strerror(errno));
 }
 
-void ShmCollectives::reduce_single_copy_into(const float* send, float* recv, std::size_t count,
-                                             ReduceOp op) {
+void ShmCollectives::reduce_single_copy(const float* send, float* recv, std::size_t count,
+                                        ReduceOp op) {
   // x0 + x1 == x1 + x0 exactly, so the first remote one of blocks 0 and 1 can land straight in
   // recv and the other be added to it; blocks 2.. follow in rank order.
   const std::size_t piece = std::min(count, kPieceBytes / sizeof(float));
@@ -102,10 +103,6 @@ void ShmCollectives::reduce_single_copy_into(const float* send, float* recv, std
   }
   window_->sync(wait_);  // a peer may overwrite its send buffer only once everyone has read it
 }
-
-template void ShmCollectives::reduce_single_copy(const float*, float*, std::size_t, ReduceOp);
-template void ShmCollectives::reduce_single_copy(const std::uint16_t*, float*, std::size_t,
-                                                 ReduceOp);
 
 void ShmCollectives::all_reduce_single_copy(float* buf, std::size_t count, ReduceOp op) {
   const std::size_t n = std::size_t(size_);

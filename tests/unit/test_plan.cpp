@@ -46,6 +46,13 @@ ModelConfig config_of(const ModelShape& s) {
 const ModelShape kGpt2Small = shape(12, 12, 768, 50257, 1024);
 const ModelShape kGpt175B = gpt3_175b_shape();
 
+// A one-node CPU machine: GEMM 100 GFLOP/s, 10 GB/s collectives, memory at mem_bandwidth.
+Machine small_cpu(double mem_bandwidth) {
+  return machine_from_json_text(R"({"gemm_flops_per_rank": 1e11,
+      "intra_node_allgather_busbw": 1e10, "intra_node_reducescatter_busbw": 1e10,
+      "latency_s": 1e-6, "mem_bandwidth": )" + std::to_string(mem_bandwidth) + "}");
+}
+
 }  // namespace
 
 TEST_CASE("planner unit sizes are the model's sharding units", "[plan]") {
@@ -268,9 +275,7 @@ TEST_CASE("collective cost: latency + busfactor x bytes / busbw, hierarchical ac
 }
 
 TEST_CASE("prefetch hides the all-gathers, and the emulated link is charged like the communicator", "[plan]") {
-  Machine m = machine_from_json_text(R"({"gemm_flops_per_rank": 1e11,
-      "intra_node_allgather_busbw": 1e10, "intra_node_reducescatter_busbw": 1e10,
-      "latency_s": 1e-6, "mem_bandwidth": 2e10})");
+  Machine m = small_cpu(2e10);
   REQUIRE_FALSE(m.comm_overlaps_compute);
   m = with_link_emulation(m, 50.0, 0.5);
   Setup s;
@@ -302,10 +307,7 @@ TEST_CASE("prefetch hides the all-gathers, and the emulated link is charged like
 }
 
 TEST_CASE("gathers carried across steps start inside the last optimizer", "[plan]") {
-  Machine m = machine_from_json_text(R"({"gemm_flops_per_rank": 1e11,
-      "intra_node_allgather_busbw": 1e10, "intra_node_reducescatter_busbw": 1e10,
-      "latency_s": 1e-6, "mem_bandwidth": 2e9})");
-  m = with_link_emulation(m, 50.0, 0.5);
+  const Machine m = with_link_emulation(small_cpu(2e9), 50.0, 0.5);
   Setup s;
   s.model = shape(4, 4, 128, 256, 64);
   s.ranks = 2;
