@@ -6,7 +6,7 @@
 # over compute, and of the step time.
 #   jobscripts/overlap.sh
 # Environment: RANKS (2), LAYERS (4), GBPS (0.4: communication about half of compute here),
-#   STEPS (20), REPEATS (3), FSDP_BUILD.
+#   STEPS (20), REPEATS (3), UNIT (fsdp.unit: block or sublayer), FSDP_BUILD.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FSDP_BUILD:-$ROOT/build}
@@ -15,18 +15,19 @@ LAYERS=${LAYERS:-4}
 GBPS=${GBPS:-0.4}
 STEPS=${STEPS:-20}
 REPEATS=${REPEATS:-3}
+UNIT=${UNIT:-block}
 export OPENBLAS_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 
-echo "zero3, $RANKS ranks, $LAYERS layers, comm.emulate_gbps=$GBPS, $STEPS steps, median of $REPEATS runs"
+echo "zero3, $RANKS ranks, $LAYERS layers, fsdp.unit=$UNIT, comm.emulate_gbps=$GBPS, $STEPS steps, median of $REPEATS runs"
 printf "%-3s %-15s %15s %15s %10s\n" k progress_thread exposed/total comm/compute "step ms"
 for k in 0 1 2; do
   for pt in false true; do
     for r in $(seq "$REPEATS"); do
       mpirun --oversubscribe -np "$RANKS" "$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml" \
         --set model.n_layer="$LAYERS" --set train.micro_batch_size=$((8 / RANKS)) \
-        --set fsdp.strategy=zero3 --set comm.emulate_gbps="$GBPS" --set fsdp.prefetch="$k" \
+        --set fsdp.strategy=zero3 --set comm.emulate_gbps="$GBPS" --set fsdp.prefetch="$k" --set fsdp.unit="$UNIT" \
         --set comm.progress_thread="$pt" --set train.steps="$STEPS" --set train.peak_tflops=1 \
         --metrics "$DIR/k$k-$pt-$r.jsonl" >/dev/null
     done

@@ -84,7 +84,7 @@ class DeckPass {
  public:
   explicit DeckPass(const RunConfig& cfg)
       : L_(cfg.model.n_layer),
-        fwd_(forward_schedule(L_)),
+        fwd_(forward_schedule(L_ + 2)),  // block units: embedding, L blocks, ln_f
         model_(cfg.model, cfg.train.micro_batch_size, tracker_) {
     for (const auto& u : model_.units()) {
       std::vector<float> full(std::size_t(u.numel));

@@ -50,6 +50,7 @@ struct EvalConfig {
 struct FsdpConfig {
   std::string strategy = "zero3";  // ddp | zero1 | zero2 | zero3 | hybrid
   int prefetch = 1;
+  std::string unit = "block";      // block | sublayer: how the blocks are cut into units
   bool reshard_after_forward = true;
   bool prefetch_across_steps = true;  // the optimizer issues the next step's first gathers
   int shard_group_size = 0;  // hybrid: 0 = ranks per node

@@ -135,6 +135,10 @@ std::vector<KeySpec> build_schema() {
             "what is sharded: nothing, +optimizer, +grads, +params; hybrid = zero3 per group"),
       entry("fsdp", "prefetch", &R::fsdp, &F::prefetch, within(0, 64),
             "units whose all-gather is issued ahead of their compute"),
+      entry("fsdp", "unit", &R::fsdp, &F::unit, one_of({"block", "sublayer"}),
+            "sharding unit: a whole transformer block, or each of its two sub-layers "
+            "(ln_1 + attention, ln_2 + MLP), which reduce-scatters the MLP's gradients while "
+            "the attention's are still being computed"),
       entry("fsdp", "reshard_after_forward", &R::fsdp, &F::reshard_after_forward, any(),
             "free gathered parameters after forward and regather in backward"),
       entry("fsdp", "prefetch_across_steps", &R::fsdp, &F::prefetch_across_steps, any(),

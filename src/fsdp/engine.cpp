@@ -29,7 +29,8 @@ Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker&
       deterministic_(cfg.train.deterministic) {
   reduce_bf16_ = cfg.fsdp.reduce_dtype == "bf16";
   const bool bf16_params = cfg.fsdp.mixed_precision == "bf16";
-  model_ = std::make_unique<Gpt2>(cfg.model, cfg.train.micro_batch_size, tracker);
+  model_ = std::make_unique<Gpt2>(cfg.model, cfg.train.micro_batch_size, tracker,
+                                  unit_cut(cfg.fsdp.unit));
   const int r = shard_comm_.rank();
   // Offload keeps what the optimizer owns in host memory; the optimizer step runs there. On a
   // CPU build host and device share one RAM, but the tracker accounts the spaces separately, so
@@ -229,8 +230,8 @@ void Engine::all_reduce_bf16(comm::Communicator& c, Vec buf) {
 }
 
 double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool reduce_last) {
-  const int L = cfg_.model.n_layer;
-  const std::vector<int> fwd = forward_schedule(L), bwd = backward_schedule(L);
+  const int U = int(units_.size());
+  const std::vector<int> fwd = forward_schedule(U), bwd = backward_schedule(U);
   std::vector<int> sched = fwd;
   sched.insert(sched.end(), bwd.begin(), bwd.end());
   const int nf = int(fwd.size());
@@ -255,17 +256,9 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     const int u = sched[i];
     const UnitParams p = pipeline_->acquire(i);
     begin_unit_backward(u);
-    const Vec g = units_[u].grad_full.vec();
     const int b = i - nf;
     const double t0 = now_s();
-    if (b == 0)
-      m.head_backward(p, g, dloss);
-    else if (b == 1)
-      m.lnf_backward(p, g);
-    else if (b <= L + 1)
-      m.block_backward(L - (b - 1), p, g);
-    else
-      m.embed_backward(g);
+    m.backward_stage(b, p, units_[u].grad_full.vec(), dloss);
     Kokkos::fence();
     const double t1 = now_s();
     if (trace_.enabled()) trace_.add("backward " + units_[u].layout->name, "compute", t0, t1, 0);
@@ -394,7 +387,7 @@ double Engine::optimizer_step(int step, StepResult& r) {
   s.grad_scale = (clip > 0.0 && grad_norm > clip) ? float(clip / (grad_norm + 1e-6)) : 1.f;
 
   const std::vector<int> carried =
-      prefetch_next_step_ ? pipeline_->first_gathers(forward_schedule(cfg_.model.n_layer))
+      prefetch_next_step_ ? pipeline_->first_gathers(forward_schedule(int(units_.size())))
                           : std::vector<int>{};
   // Persistent full gradients (ddp, zero1) are zeroed by the update itself: the padding of the
   // shard is never written, so it stays zero.
@@ -450,8 +443,7 @@ void Engine::sync_full_params() {
 }
 
 std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {
-  const int L = cfg_.model.n_layer;
-  const std::vector<int> fwd = forward_schedule(L);
+  const std::vector<int> fwd = forward_schedule(int(units_.size()));
   std::vector<double> losses;
   Gpt2& m = *model_;
   for (int j = 0; j < n_micro; ++j) {

@@ -28,10 +28,18 @@ BlockActivations::BlockActivations(MemoryTracker& t, const std::string& tag, int
       fch(t, tag + "::fch", std::int64_t(B) * T * 4 * C, MC::Activations),
       fch_gelu(t, tag + "::fch_gelu", std::int64_t(B) * T * 4 * C, MC::Activations) {}
 
-Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker)
+namespace {
+BlockOffsets offsets_of(const std::vector<UnitLayout>& units, UnitCut cut) {
+  if (units.size() < 3) return {};  // no block
+  return block_offsets(units[1], units[cut == UnitCut::Sublayer ? 2 : 1]);
+}
+}  // namespace
+
+Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, UnitCut cut)
     : cfg_(cfg),
-      units_(gpt2_units(cfg)),
-      off_(block_offsets(units_[cfg.n_layer > 0 ? 1 : 0])),
+      units_(gpt2_units(cfg, cut)),
+      off_(offsets_of(units_, cut)),
+      sublayers_(cut == UnitCut::Sublayer),
       B_(micro_batch),
       T_(cfg.block_size),
       C_(cfg.n_embd),
@@ -47,6 +55,11 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker)
   for (int l = 0; l < n_acts; ++l)
     acts_.push_back(
         std::make_unique<BlockActivations>(tracker, "h." + std::to_string(l), B_, T_, C_, H_));
+  // Checkpointed sub-layers: the MLP's recompute starts from the attention's output, which is
+  // kept per block as the stream between the two units.
+  if (checkpointing_ && sublayers_)
+    for (int l = 0; l < cfg.n_layer; ++l)
+      mid_.emplace_back(tracker, "h." + std::to_string(l) + "::res2", BTC, MC::Activations);
   lnf_ = TrackedBuffer(tracker, "gpt2::lnf", BTC, MC::Activations);
   lnf_mean_ = TrackedBuffer(tracker, "gpt2::lnf_mean", BT, MC::Activations);
   lnf_rstd_ = TrackedBuffer(tracker, "gpt2::lnf_rstd", BT, MC::Activations);
@@ -89,7 +102,9 @@ void Gpt2::embed_forward(const UnitParams& emb) {
                        emb.table(std::int64_t(V_) * C_, T_, C_), T_);
 }
 
-void Gpt2::block_compute(int l, const UnitParams& p, BlockActivations& a, const Vec& x_out) {
+Vec Gpt2::res2_of(int l) { return mid_.empty() ? acts(l).res2.vec() : mid_[std::size_t(l)].vec(); }
+
+void Gpt2::attn_compute(int l, const UnitParams& p, BlockActivations& a, const Vec& res2_out) {
   const int BT = B_ * T_, C = C_;
   const auto& o = off_;
   const ConstMat x_in = cm(residual_[l], BT, C);
@@ -102,30 +117,43 @@ void Gpt2::block_compute(int l, const UnitParams& p, BlockActivations& a, const 
   // The projections' biases are added by the kernels that read their outputs (the residual
   // adds, the GELU): one pass less over each output.
   k::linear_forward_no_bias(m(tmp_, BT, C), cm(a.atty, BT, C), p.weight(o.proj_w, C, C));
-  k::residual_bias_forward(a.res2.vec(), residual_[l].cvec(), tmp_.cvec(), p.vec(o.proj_b, C));
-  k::layernorm_forward(m(a.ln2, BT, C), a.ln2_mean.vec(), a.ln2_rstd.vec(), cm(a.res2, BT, C),
-                       p.vec(o.ln2_w, C), p.vec(o.ln2_b, C));
+  k::residual_bias_forward(res2_out, residual_[l].cvec(), tmp_.cvec(), p.vec(o.proj_b, C));
+}
+
+void Gpt2::mlp_compute(int l, const UnitParams& p, BlockActivations& a, const Vec& x_out) {
+  const int BT = B_ * T_, C = C_;
+  const auto& o = off_;
+  const Vec res2 = res2_of(l);
+  k::layernorm_forward(m(a.ln2, BT, C), a.ln2_mean.vec(), a.ln2_rstd.vec(),
+                       ConstMat(res2.data(), BT, C), p.vec(o.ln2_w, C), p.vec(o.ln2_b, C));
   k::linear_forward_no_bias(m(a.fch, BT, 4 * C), cm(a.ln2, BT, C), p.weight(o.fc_w, C, 4 * C));
   k::gelu_bias_forward(a.fch_gelu.vec(), a.fch.vec(), p.vec(o.fc_b, 4 * C));
   k::linear_forward_no_bias(m(tmp_, BT, C), cm(a.fch_gelu, BT, 4 * C),
                             p.weight(o.fcproj_w, 4 * C, C));
-  k::residual_bias_forward(x_out, a.res2.cvec(), tmp_.cvec(), p.vec(o.fcproj_b, C));
+  k::residual_bias_forward(x_out, ConstVec(res2.data(), res2.extent(0)), tmp_.cvec(),
+                           p.vec(o.fcproj_b, C));
 }
 
 void Gpt2::block_forward(int l, const UnitParams& p) {
-  block_compute(l, p, acts(l), residual_[l + 1].vec());
+  attn_compute(l, p, acts(l), res2_of(l));
+  mlp_compute(l, p, acts(l), residual_[l + 1].vec());
+}
+
+void Gpt2::forward_unit(int u, const UnitParams& p) {
+  const UnitLayout& unit = units_[std::size_t(u)];
+  switch (unit.kind) {
+    case UnitKind::Embedding: return embed_forward(p);
+    case UnitKind::Block: return block_forward(unit.layer, p);
+    case UnitKind::Attn: return attn_compute(unit.layer, p, acts(unit.layer), res2_of(unit.layer));
+    case UnitKind::Mlp:
+      return mlp_compute(unit.layer, p, acts(unit.layer), residual_[unit.layer + 1].vec());
+    case UnitKind::LnF: return lnf_forward(p);
+  }
 }
 
 double Gpt2::forward_stage(int i, const UnitParams& p) {
-  const int L = cfg_.n_layer;
-  if (i == 0)
-    embed_forward(p);
-  else if (i <= L)
-    block_forward(i - 1, p);
-  else if (i == L + 1)
-    lnf_forward(p);
-  else
-    return head_forward(p);
+  if (i == int(units_.size())) return head_forward(p);
+  forward_unit(i, p);
   return 0.0;
 }
 
@@ -167,23 +195,28 @@ void Gpt2::lnf_backward(const UnitParams& p, Vec g) {
   dres_out_ = dres_a_.vec();
 }
 
-void Gpt2::block_backward(int l, const UnitParams& p, Vec g) {
+void Gpt2::mlp_grads(int l, const UnitParams& p, Vec g) {
   const int BT = B_ * T_, C = C_;
   const auto& o = off_;
   BlockActivations& a = acts(l);
-  if (checkpointing_) block_compute(l, p, a, tmp_.vec());  // recompute; the output is not needed
-  const Vec dx_out = dres_out_;
-  const Vec dx_in = dx_out.data() == dres_a_.data() ? dres_b_.vec() : dres_a_.vec();
-  const ConstMat dout(dx_out.data(), BT, C);
-
+  const ConstMat dout(dres_out_.data(), BT, C);
+  const Vec res2 = res2_of(l);
   k::linear_backward(m(d_fchg_, BT, 4 * C), gm(g, o.fcproj_w, 4 * C, C), gv(g, o.fcproj_b, C), dout,
                      cm(a.fch_gelu, BT, 4 * C), p.weight(o.fcproj_w, 4 * C, C));
   k::gelu_backward(d_fch_.vec(), a.fch.cvec(), d_fchg_.cvec());
   k::linear_backward(m(d_ln_, BT, C), gm(g, o.fc_w, C, 4 * C), gv(g, o.fc_b, 4 * C),
                      cm(d_fch_, BT, 4 * C), cm(a.ln2, BT, C), p.weight(o.fc_w, C, 4 * C));
   k::layernorm_backward(m(d_tmp_, BT, C), gv(g, o.ln2_w, C), gv(g, o.ln2_b, C), cm(d_ln_, BT, C),
-                        cm(a.res2, BT, C), p.vec(o.ln2_w, C), a.ln2_mean.cvec(), a.ln2_rstd.cvec());
-  k::residual_backward(d_tmp_.vec(), ConstVec(dx_out.data(), dx_out.extent(0)));  // d res2
+                        ConstMat(res2.data(), BT, C), p.vec(o.ln2_w, C), a.ln2_mean.cvec(),
+                        a.ln2_rstd.cvec());
+  k::residual_backward(d_tmp_.vec(), ConstVec(dres_out_.data(), dres_out_.extent(0)));  // d res2
+}
+
+void Gpt2::attn_grads(int l, const UnitParams& p, Vec g) {
+  const int BT = B_ * T_, C = C_;
+  const auto& o = off_;
+  BlockActivations& a = acts(l);
+  const Vec dx_in = dres_out_.data() == dres_a_.data() ? dres_b_.vec() : dres_a_.vec();
   k::linear_backward(m(d_atty_, BT, C), gm(g, o.proj_w, C, C), gv(g, o.proj_b, C),
                      cm(d_tmp_, BT, C), cm(a.atty, BT, C), p.weight(o.proj_w, C, C));
   k::attention_backward(m(d_qkv_, BT, 3 * C), cm(d_atty_, BT, C),
@@ -196,6 +229,40 @@ void Gpt2::block_backward(int l, const UnitParams& p, Vec g) {
                         a.ln1_mean.cvec(), a.ln1_rstd.cvec());
   k::residual_backward(dx_in, d_tmp_.cvec());
   dres_out_ = dx_in;
+}
+
+// Recomputes (checkpointing) write the block's output to tmp_: only the saved inputs of the
+// backward kernels are needed, and the residual stream must stay as it is.
+void Gpt2::block_backward(int l, const UnitParams& p, Vec g) {
+  if (checkpointing_) {
+    attn_compute(l, p, acts(l), res2_of(l));
+    mlp_compute(l, p, acts(l), tmp_.vec());
+  }
+  mlp_grads(l, p, g);
+  attn_grads(l, p, g);
+}
+
+void Gpt2::mlp_backward(int l, const UnitParams& p, Vec g) {
+  if (checkpointing_) mlp_compute(l, p, acts(l), tmp_.vec());  // from the kept attention output
+  mlp_grads(l, p, g);
+}
+
+void Gpt2::attn_backward(int l, const UnitParams& p, Vec g) {
+  // The attention output is recomputed into tmp_: the MLP's backward has used the kept one.
+  if (checkpointing_) attn_compute(l, p, acts(l), tmp_.vec());
+  attn_grads(l, p, g);
+}
+
+void Gpt2::backward_stage(int b, const UnitParams& p, Vec g, float dloss) {
+  if (b == 0) return head_backward(p, g, dloss);
+  const UnitLayout& unit = units_[units_.size() - std::size_t(b)];
+  switch (unit.kind) {
+    case UnitKind::LnF: return lnf_backward(p, g);
+    case UnitKind::Block: return block_backward(unit.layer, p, g);
+    case UnitKind::Mlp: return mlp_backward(unit.layer, p, g);
+    case UnitKind::Attn: return attn_backward(unit.layer, p, g);
+    case UnitKind::Embedding: return embed_backward(g);
+  }
 }
 
 void Gpt2::embed_backward(Vec emb_grad) {

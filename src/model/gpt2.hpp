@@ -22,7 +22,8 @@ struct BlockActivations {
 
 class Gpt2 {
  public:
-  Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker);
+  Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker,
+       UnitCut cut = UnitCut::Block);
 
   const ModelConfig& config() const { return cfg_; }
   const std::vector<UnitLayout>& units() const { return units_; }
@@ -38,6 +39,8 @@ class Gpt2 {
   void block_forward(int l, const UnitParams& p);
   void lnf_forward(const UnitParams& p);
   double head_forward(const UnitParams& emb);
+  // Unit u's forward (not the head), whatever kind of unit it is.
+  void forward_unit(int u, const UnitParams& p);
   // Stage i of fsdp::forward_schedule (embedding, blocks, ln_f, head) with that stage's unit;
   // returns the micro-batch's mean loss at the head stage, 0 elsewhere.
   double forward_stage(int i, const UnitParams& p);
@@ -50,19 +53,33 @@ class Gpt2 {
   void lnf_backward(const UnitParams& p, Vec g);
   void block_backward(int l, const UnitParams& p, Vec g);
   void embed_backward(Vec emb_grad);
+  // Sub-layer units (UnitCut::Sublayer): the MLP's backward, then the attention's.
+  void mlp_backward(int l, const UnitParams& p, Vec g);
+  void attn_backward(int l, const UnitParams& p, Vec g);
+  // Stage b of fsdp::backward_schedule with that stage's unit (b = 0: the head).
+  void backward_stage(int b, const UnitParams& p, Vec g, float dloss);
 
  private:
-  void block_compute(int l, const UnitParams& p, BlockActivations& a, const Vec& x_out);
+  // The block's two residual sub-layers. attn_compute reads residual l and writes res2_out;
+  // mlp_compute reads res2_of(l) and writes x_out. p is the unit holding the sub-layer.
+  void attn_compute(int l, const UnitParams& p, BlockActivations& a, const Vec& res2_out);
+  void mlp_compute(int l, const UnitParams& p, BlockActivations& a, const Vec& x_out);
+  // Their gradients: mlp_grads leaves d res2 in d_tmp_, attn_grads moves dres_out_ to the input.
+  void mlp_grads(int l, const UnitParams& p, Vec g);
+  void attn_grads(int l, const UnitParams& p, Vec g);
+  Vec res2_of(int l);  // the stream between block l's sub-layers
   BlockActivations& acts(int l) { return *acts_[checkpointing_ ? 0 : l]; }
 
   ModelConfig cfg_;
   std::vector<UnitLayout> units_;
   BlockOffsets off_;
+  bool sublayers_;
   int B_, T_, C_, H_, V_;
   bool checkpointing_;
   TokenView inputs_, targets_;
   std::vector<TrackedBuffer> residual_;  // L+1 streams: block l reads l, writes l+1
   std::vector<std::unique_ptr<BlockActivations>> acts_;
+  std::vector<TrackedBuffer> mid_;  // checkpointed sub-layers: each block's res2
   TrackedBuffer lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
   TrackedBuffer tmp_, dres_a_, dres_b_, d_ln_, d_tmp_, d_qkv_, d_atty_, d_fch_, d_fchg_,
       att_work_;  // one head's attention score gradients

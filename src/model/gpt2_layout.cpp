@@ -53,43 +53,61 @@ const TensorSpec& UnitLayout::tensor(const std::string& suffix) const {
   throw std::out_of_range("unit " + name + " has no tensor " + suffix);
 }
 
-BlockOffsets block_offsets(const UnitLayout& b) {
-  return {b.tensor("ln_1.weight").offset,       b.tensor("ln_1.bias").offset,
-          b.tensor("attn.c_attn.weight").offset, b.tensor("attn.c_attn.bias").offset,
-          b.tensor("attn.c_proj.weight").offset, b.tensor("attn.c_proj.bias").offset,
-          b.tensor("ln_2.weight").offset,       b.tensor("ln_2.bias").offset,
-          b.tensor("mlp.c_fc.weight").offset,   b.tensor("mlp.c_fc.bias").offset,
-          b.tensor("mlp.c_proj.weight").offset, b.tensor("mlp.c_proj.bias").offset};
+UnitCut unit_cut(const std::string& fsdp_unit) {
+  if (fsdp_unit == "block") return UnitCut::Block;
+  if (fsdp_unit == "sublayer") return UnitCut::Sublayer;
+  throw std::invalid_argument("fsdp.unit: '" + fsdp_unit + "' is not block or sublayer");
 }
 
-std::vector<UnitLayout> gpt2_units(const ModelConfig& m) {
+BlockOffsets block_offsets(const UnitLayout& a, const UnitLayout& m) {
+  return {a.tensor("ln_1.weight").offset,       a.tensor("ln_1.bias").offset,
+          a.tensor("attn.c_attn.weight").offset, a.tensor("attn.c_attn.bias").offset,
+          a.tensor("attn.c_proj.weight").offset, a.tensor("attn.c_proj.bias").offset,
+          m.tensor("ln_2.weight").offset,       m.tensor("ln_2.bias").offset,
+          m.tensor("mlp.c_fc.weight").offset,   m.tensor("mlp.c_fc.bias").offset,
+          m.tensor("mlp.c_proj.weight").offset, m.tensor("mlp.c_proj.bias").offset};
+}
+
+std::vector<UnitLayout> gpt2_units(const ModelConfig& m, UnitCut cut) {
   const std::int64_t C = m.n_embd, V = m.vocab_size, T = m.positions();
   std::vector<UnitLayout> units;
   UnitLayout emb;
   emb.name = "embedding";
+  emb.kind = UnitKind::Embedding;
   add(emb, "wte.weight", {V, C});
   add(emb, "wpe.weight", {T, C});
   units.push_back(std::move(emb));
   for (int l = 0; l < m.n_layer; ++l) {
-    UnitLayout b;
-    const std::string p = "h." + std::to_string(l) + ".";
-    b.name = "h." + std::to_string(l);
-    add(b, p + "ln_1.weight", {C});
-    add(b, p + "ln_1.bias", {C});
-    add(b, p + "attn.c_attn.weight", {C, 3 * C});
-    add(b, p + "attn.c_attn.bias", {3 * C});
-    add(b, p + "attn.c_proj.weight", {C, C});
-    add(b, p + "attn.c_proj.bias", {C});
+    const std::string h = "h." + std::to_string(l), p = h + ".";
+    UnitLayout a;
+    a.name = cut == UnitCut::Block ? h : p + "attn";
+    a.kind = cut == UnitCut::Block ? UnitKind::Block : UnitKind::Attn;
+    a.layer = l;
+    add(a, p + "ln_1.weight", {C});
+    add(a, p + "ln_1.bias", {C});
+    add(a, p + "attn.c_attn.weight", {C, 3 * C});
+    add(a, p + "attn.c_attn.bias", {3 * C});
+    add(a, p + "attn.c_proj.weight", {C, C});
+    add(a, p + "attn.c_proj.bias", {C});
+    UnitLayout mlp;
+    UnitLayout& b = cut == UnitCut::Block ? a : mlp;
+    if (cut == UnitCut::Sublayer) {
+      mlp.name = p + "mlp";
+      mlp.kind = UnitKind::Mlp;
+      mlp.layer = l;
+    }
     add(b, p + "ln_2.weight", {C});
     add(b, p + "ln_2.bias", {C});
     add(b, p + "mlp.c_fc.weight", {C, 4 * C});
     add(b, p + "mlp.c_fc.bias", {4 * C});
     add(b, p + "mlp.c_proj.weight", {4 * C, C});
     add(b, p + "mlp.c_proj.bias", {C});
-    units.push_back(std::move(b));
+    units.push_back(std::move(a));
+    if (cut == UnitCut::Sublayer) units.push_back(std::move(mlp));
   }
   UnitLayout lnf;
   lnf.name = "ln_f";
+  lnf.kind = UnitKind::LnF;
   add(lnf, "ln_f.weight", {C});
   add(lnf, "ln_f.bias", {C});
   units.push_back(std::move(lnf));

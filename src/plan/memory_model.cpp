@@ -24,8 +24,14 @@ std::vector<std::int64_t> unit_numels(const ModelShape& s) {
   const std::int64_t C = s.n_embd, V = s.vocab_size, T = s.positions();
   std::vector<std::int64_t> u;
   u.push_back(V * C + T * C);                    // wte, wpe
-  for (int l = 0; l < s.n_layer; ++l)
-    u.push_back(12 * C * C + 13 * C);            // ln_1, c_attn, c_proj, ln_2, c_fc, c_proj
+  for (int l = 0; l < s.n_layer; ++l) {
+    if (s.sublayer_units) {
+      u.push_back(4 * C * C + 6 * C);            // ln_1, c_attn, c_proj
+      u.push_back(8 * C * C + 7 * C);            // ln_2, c_fc, c_proj
+    } else {
+      u.push_back(12 * C * C + 13 * C);          // ln_1, c_attn, c_proj, ln_2, c_fc, c_proj
+    }
+  }
   u.push_back(2 * C);                            // ln_f
   return u;
 }
@@ -154,6 +160,7 @@ void Setup::validate() const {
 Setup setup_from_config(const RunConfig& cfg, int ranks, int nodes) {
   Setup s;
   s.model = shape_of(cfg.model);
+  s.model.sublayer_units = cfg.fsdp.unit == "sublayer";
   s.strategy = parse_strategy(cfg.fsdp.strategy);
   s.ranks = ranks;
   s.nodes = nodes;
@@ -194,7 +201,9 @@ std::int64_t activation_elements(const ModelShape& s, int micro_batch, bool chec
   // lnf BTC, lnf mean/rstd 2BT, logits BTV, losses BT; backward scratch tmp, dres_a, dres_b,
   // d_ln, d_tmp, d_atty (BTC each), d_qkv 3BTC, d_fch and d_fch_gelu 4BTC each; att_work T*T.
   const std::int64_t once = BTC + 3 * BT + BT * V + 6 * BTC + 3 * BTC + 8 * BTC + T * T;
-  return (L + 1) * BTC + blocks * per_block + once;
+  // Checkpointed sub-layer units keep each block's res2 too: the MLP's recompute starts there.
+  const std::int64_t mid = checkpointing && s.sublayer_units ? L * BTC : 0;
+  return (L + 1) * BTC + blocks * per_block + once + mid;
 }
 
 MemoryPlan plan_memory(const Setup& s) {

@@ -25,12 +25,14 @@ struct ModelShape {
   int vocab_size = 256;
   int block_size = 64;
   int n_positions = 0;  // rows of wpe; 0 = block_size
+  bool sublayer_units = false;  // fsdp.unit = sublayer: each block is two units
   int positions() const { return n_positions > 0 ? n_positions : block_size; }
 };
 ModelShape shape_of(const ModelConfig& m);
 
 // Parameters per sharding unit, in the engine's order [embedding, h.0 .. h.{L-1}, ln_f]
-// (model/gpt2_layout.cpp): embedding V*C + positions*C, block 12C^2 + 13C, ln_f 2C.
+// (model/gpt2_layout.cpp): embedding V*C + positions*C, block 12C^2 + 13C, ln_f 2C; with
+// sub-layer units each block is attention 4C^2 + 6C, then MLP 8C^2 + 7C.
 std::vector<std::int64_t> unit_numels(const ModelShape& s);
 std::int64_t num_params(const ModelShape& s);
 

@@ -19,7 +19,6 @@ class Replay {
         n_micro_(max_micro > 0 ? std::min(max_micro, s.micro_batches()) : s.micro_batches()),
         b_(element_bytes(s)),
         strategy_(s.strategy),
-        L_(s.model.n_layer),
         k_(s.prefetch),
         nshard_(s.shard_group()),
         sharded_(shards_params(s.strategy)),
@@ -292,17 +291,19 @@ class Replay {
   // embedding's GEMM is the tied LM head (wte); wpe and the lookups are free. Summed over the
   // stages: 6P + 12LTC per token.
   void micro_batch(bool reduce_last) {
-    const std::vector<int> fwd = forward_schedule(L_), bwd = backward_schedule(L_);
+    const int U = int(numel_.size());
+    const std::vector<int> fwd = forward_schedule(U), bwd = backward_schedule(U);
     sched_ = fwd;
     sched_.insert(sched_.end(), bwd.begin(), bwd.end());
     const int nf = int(fwd.size());
     const bool keep_fwd = !s_.reshard_after_forward;
     const double tok = double(s_.micro_batch) * s_.model.block_size;
     const double TC = double(s_.model.block_size) * s_.model.n_embd;
-    const int lnf = L_ + 1;
+    const int lnf = U - 1;
+    // Sub-layer units alternate attention (odd indices), MLP (even): the MLP has no attention.
     auto fwd_flops = [&](int u) {
       if (u == 0) return 0.0;
-      if (u == lnf) return 2.0 * double(numel_[u]) * tok;
+      if (u == lnf || (s_.model.sublayer_units && u % 2 == 0)) return 2.0 * double(numel_[u]) * tok;
       return (2.0 * double(numel_[u]) + 4.0 * TC) * tok;
     };
     const double head = 2.0 * double(numel_[0]) * tok;
@@ -332,7 +333,7 @@ class Replay {
   // ---- Engine::train_step -------------------------------------------------------------------
   void train_step() {
     carry_ = sharded_ && k_ > 0 && s_.prefetch_across_steps;
-    if (carry_) carried_ = first_gathers(forward_schedule(L_));
+    if (carry_) carried_ = first_gathers(forward_schedule(int(numel_.size())));
     if (s_.deterministic) {
       tree_accumulate(0, n_micro_);  // leaves the sum in every unit's full gradients
       tree_reduce_grads();
@@ -428,7 +429,7 @@ class Replay {
   int n_micro_;
   ElementBytes b_;
   Strategy strategy_;
-  int L_, k_, nshard_;
+  int k_, nshard_;
   bool sharded_, offload_;
   std::vector<std::int64_t> numel_, padded_, shard_;
   std::int64_t largest_ = 0;

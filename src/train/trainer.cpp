@@ -240,10 +240,12 @@ TrainSummary Trainer::run() {
   std::vector<double> rates;
   if (rank_ == 0 && opts_.log)
     std::printf("fsdp-train: %lld parameters (%lld padded), %d ranks, strategy %s, shard group %d, "
-                "prefetch %d, %d micro-batch(es) of %d per rank, GEMM peak %.1f GFLOP/s per rank\n",
+                "%zu units (%s), prefetch %d, %d micro-batch(es) of %d per rank, GEMM peak %.1f "
+                "GFLOP/s per rank\n",
                 (long long)gpt2_num_params(cfg_.model), (long long)engine_->padded_params(),
                 nranks_, cfg_.fsdp.strategy.c_str(), engine_->shard_group_size(),
-                cfg_.fsdp.prefetch, n_micro_, B, peak_flops_ / 1e9);
+                engine_->units().size(), cfg_.fsdp.unit.c_str(), cfg_.fsdp.prefetch, n_micro_, B,
+                peak_flops_ / 1e9);
   run_start_s_ = now_s();
   for (int step = start_step_; step < cfg_.train.steps; ++step) {
     auto load = [&](int j, Gpt2& m) {

@@ -16,9 +16,8 @@ namespace {
 // reduce-scatter is still in flight.
 std::int64_t transient_grad_elems(const Engine& e, int k) {
   const auto& u = e.units();
-  const int L = int(u.size()) - 2;
-  std::vector<std::int64_t> order{u[L + 1].padded};
-  for (int l = L - 1; l >= 0; --l) order.push_back(u[l + 1].padded);
+  std::vector<std::int64_t> order;  // ln_f, then the blocks' units in reverse
+  for (std::size_t v = u.size() - 1; v >= 1; --v) order.push_back(u[v].padded);
   const int keep = std::max(1, k);
   std::int64_t peak = u[0].padded;
   for (int j = 0; j < int(order.size()); ++j) {
@@ -35,7 +34,9 @@ TEST_CASE("tracker peaks equal the ZeRO formulas", "[memory]") {
   const std::string strategy = GENERATE(std::string("ddp"), std::string("zero1"),
                                         std::string("zero2"), std::string("zero3"));
   const int k = GENERATE(0, 1, 2);
+  const std::string unit = GENERATE(std::string("block"), std::string("sublayer"));
   RunConfig cfg = test::tiny_config(strategy, k);
+  cfg.fsdp.unit = unit;
   cfg.train.steps = 2;
   cfg.train.micro_batch_size = cfg.train.batch_size / test::world_size();  // no accumulation
   Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
@@ -44,7 +45,7 @@ TEST_CASE("tracker peaks equal the ZeRO formulas", "[memory]") {
   const MemoryTracker& m = t.tracker();
   const std::int64_t N = e.shard_group_size(), P = e.padded_params(), f = 4;
   using C = MemCategory;
-  INFO(strategy << " k=" << k << " N=" << N << " P_pad=" << P);
+  INFO(strategy << " k=" << k << " unit=" << unit << " N=" << N << " P_pad=" << P);
   if (strategy == "ddp") {
     REQUIRE(N == 1);
     REQUIRE(m.peak(C::ParamShard) == f * P);
@@ -84,6 +85,7 @@ TEST_CASE("an allocation past memory.device_budget fails with a report", "[memor
 
 TEST_CASE("zero3 trace shows unit u+1 gathered before unit u computes", "[memory][trace]") {
   RunConfig cfg = test::tiny_config("zero3", 1);
+  cfg.fsdp.unit = GENERATE(std::string("block"), std::string("sublayer"));
   cfg.train.steps = 1;
   TrainOptions o = test::quiet();
   o.trace_in_memory = true;

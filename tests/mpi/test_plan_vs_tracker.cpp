@@ -24,6 +24,7 @@ struct Case {
   bool sharded_accumulate = false;
   std::string offload = "none";
   bool deterministic = false;
+  std::string unit = "block";
 };
 
 std::string describe(const Case& c) {
@@ -31,7 +32,7 @@ std::string describe(const Case& c) {
   os << c.strategy << " k=" << c.prefetch << " reshard=" << c.reshard
      << " ckpt=" << c.checkpointing << " micro=" << c.micro_batches
      << " accumulate=" << (c.sharded_accumulate ? "sharded" : "unsharded")
-     << " offload=" << c.offload << " deterministic=" << c.deterministic;
+     << " offload=" << c.offload << " deterministic=" << c.deterministic << " unit=" << c.unit;
   return os.str();
 }
 
@@ -57,6 +58,12 @@ std::vector<Case> cases() {
   v.push_back({"zero3", 2, false, true, 1, false, "params"});
   v.push_back({"hybrid", 1, true, false, 2, false, "params"});
   v.push_back({"hybrid", 0, true, false, 1, false, "optimizer"});
+  // Sub-layer units: a smaller window, and checkpointing keeps each block's res2.
+  for (const char* s : {"ddp", "zero2", "zero3", "hybrid"}) {
+    v.push_back({s, 1, true, false, 1, false, "none", false, "sublayer"});
+    v.push_back({s, 2, true, true, 2, false, "none", false, "sublayer"});
+  }
+  v.push_back({"zero3", 0, false, true, 3, true, "params", false, "sublayer"});
   return v;
 }
 
@@ -70,6 +77,7 @@ RunConfig config_for(const Case& c, int ranks) {
   cfg.fsdp.accumulate = c.sharded_accumulate ? "sharded" : "unsharded";
   cfg.fsdp.offload = c.offload;
   cfg.train.deterministic = c.deterministic;
+  cfg.fsdp.unit = c.unit;
   // Hybrid: shard groups of two ranks where the world divides by two, else the whole node.
   cfg.fsdp.shard_group_size = c.strategy == "hybrid" && ranks % 2 == 0 ? 2 : 0;
   return cfg;

@@ -32,6 +32,10 @@ ModelShape shape(int L, int H, int Cc, int V, int T, int pos = 0) {
   return s;
 }
 
+UnitCut cut_of(const ModelShape& s) {
+  return s.sublayer_units ? UnitCut::Sublayer : UnitCut::Block;
+}
+
 ModelConfig config_of(const ModelShape& s) {
   ModelConfig m;
   m.n_layer = s.n_layer;
@@ -56,33 +60,37 @@ Machine small_cpu(double mem_bandwidth) {
 }  // namespace
 
 TEST_CASE("planner unit sizes are the model's sharding units", "[plan]") {
-  for (const ModelShape& s :
-       {shape(2, 2, 20, 256, 8), kGpt2Small, shape(3, 4, 64, 1000, 32, 128), shape(1, 1, 8, 11, 6)}) {
-    const auto units = gpt2_units(config_of(s));
-    const auto numel = unit_numels(s);
-    REQUIRE(numel.size() == units.size());
-    for (std::size_t u = 0; u < units.size(); ++u) {
-      INFO("unit " << units[u].name);
-      REQUIRE(numel[u] == units[u].numel);
+  for (ModelShape s :
+       {shape(2, 2, 20, 256, 8), kGpt2Small, shape(3, 4, 64, 1000, 32, 128), shape(1, 1, 8, 11, 6)})
+    for (bool sub : {false, true}) {
+      s.sublayer_units = sub;
+      const auto units = gpt2_units(config_of(s), cut_of(s));
+      const auto numel = unit_numels(s);
+      REQUIRE(numel.size() == units.size());
+      for (std::size_t u = 0; u < units.size(); ++u) {
+        INFO("unit " << units[u].name);
+        REQUIRE(numel[u] == units[u].numel);
+      }
+      REQUIRE(num_params(s) == gpt2_num_params(config_of(s)));
     }
-    REQUIRE(num_params(s) == gpt2_num_params(config_of(s)));
-  }
   REQUIRE(num_params(kGpt2Small) == 124439808);  // GPT-2 small
 }
 
 TEST_CASE("planned activations are what Gpt2 allocates", "[plan]") {
-  for (const ModelShape& s : {shape(2, 2, 20, 256, 8), shape(3, 4, 32, 97, 16, 40)})
+  for (ModelShape s : {shape(2, 2, 20, 256, 8), shape(3, 4, 32, 97, 16, 40)})
     for (int B : {1, 3})
-      for (const char* ckpt : {"none", "blocks"}) {
-        MemoryTracker tracker;
-        ModelConfig m = config_of(s);
-        m.activation_checkpointing = ckpt;
-        Gpt2 model(m, B, tracker);
-        INFO("L=" << s.n_layer << " B=" << B << " ckpt=" << ckpt);
-        REQUIRE(tracker.current(C::Activations) ==
-                4 * activation_elements(s, B, std::string(ckpt) == "blocks"));
-        REQUIRE(tracker.current_total() == tracker.current(C::Activations));
-      }
+      for (const char* ckpt : {"none", "blocks"})
+        for (bool sub : {false, true}) {
+          s.sublayer_units = sub;
+          MemoryTracker tracker;
+          ModelConfig m = config_of(s);
+          m.activation_checkpointing = ckpt;
+          Gpt2 model(m, B, tracker, cut_of(s));
+          INFO("L=" << s.n_layer << " B=" << B << " ckpt=" << ckpt << " sublayer=" << sub);
+          REQUIRE(tracker.current(C::Activations) ==
+                  4 * activation_elements(s, B, std::string(ckpt) == "blocks"));
+          REQUIRE(tracker.current_total() == tracker.current(C::Activations));
+        }
 }
 
 TEST_CASE("fp32 plans meet the ZeRO formulas at any rank count", "[plan]") {
