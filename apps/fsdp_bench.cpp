@@ -31,7 +31,10 @@ CLI::App* add_comm(CLI::App& app, fsdp::comm::CommBenchOptions& o) {
       ->transform(size)
       ->capture_default_str();
   sub->add_option("--factor", o.factor, "size step (2 = doubling)")->capture_default_str();
-  sub->add_option("--iters", o.iters, "timed calls per size")->capture_default_str();
+  sub->add_option("--iters", o.iters, "timed calls per figure; 0 = enough for --min-time")
+      ->capture_default_str();
+  sub->add_option("--min-time", o.min_time_s, "seconds of timed calls per figure (--iters 0)")
+      ->capture_default_str();
   sub->add_option("--warmup", o.warmup, "untimed calls first")->capture_default_str();
   sub->add_option("--window-bytes", o.window_bytes, "shared window per rank")
       ->transform(size)

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Each (op, size) is timed for raw MPI first, then our implementations, on the same buffers:
-// warm-up, then `iters` calls between barriers; the slowest rank's mean time is reported. A
-// separate call on a known integer pattern (exact in any summation order) counts wrong elements.
+// warm-up, then `iters` calls between barriers (by default as many as fill min_time_s, sized
+// from the warm-up on the slowest rank); the slowest rank's mean time is reported. A separate
+// call on a known integer pattern (exact in any summation order) counts wrong elements.
 #include "comm/bench_comm.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -44,6 +46,7 @@ struct Row {
   double time_us, algbw, busbw;
   long wrong;
   double ratio;  // mpi time / this time (= busbw ratio); NaN on the mpi row
+  int iters;
 };
 
 // One (op, size)'s buffers, sized from the full buffer of `count` elements. all_reduce works
@@ -130,15 +133,32 @@ Run ours(Op op, Communicator& c) {
   };
 }
 
-// The slowest rank's mean time per call, in microseconds.
-double time_us(MPI_Comm comm, const Run& run, Buffers& b, int iters, int warmup) {
-  for (int i = 0; i < warmup; ++i) run(b);
-  FSDP_MPI_CHECK(MPI_Barrier(comm));
-  const double t0 = MPI_Wtime();
-  for (int i = 0; i < iters; ++i) run(b);
-  double mine = (MPI_Wtime() - t0) / iters * 1e6, slowest = 0;
+double slowest_rank(MPI_Comm comm, double mine) {
+  double slowest = 0;
   FSDP_MPI_CHECK(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm));
   return slowest;
+}
+
+struct Timing {
+  double us = 0;  // the slowest rank's mean time per call
+  int iters = 0;
+};
+
+Timing time_calls(MPI_Comm comm, const Run& run, Buffers& b, const CommBenchOptions& o) {
+  FSDP_MPI_CHECK(MPI_Barrier(comm));
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < o.warmup; ++i) run(b);
+  Timing t;
+  t.iters = o.iters;
+  if (t.iters == 0) {  // every rank must agree on the count: size it from the slowest
+    const double per_call = slowest_rank(comm, (MPI_Wtime() - t0) / std::max(1, o.warmup));
+    t.iters = int(std::clamp(std::ceil(o.min_time_s / std::max(per_call, 1e-9)), 20.0, 1e6));
+  }
+  FSDP_MPI_CHECK(MPI_Barrier(comm));
+  t0 = MPI_Wtime();
+  for (int i = 0; i < t.iters; ++i) run(b);
+  t.us = slowest_rank(comm, (MPI_Wtime() - t0) / t.iters * 1e6);
+  return t;
 }
 
 long count_wrong(MPI_Comm comm, const Run& run, Buffers& b, int rank) {
@@ -149,25 +169,34 @@ long count_wrong(MPI_Comm comm, const Run& run, Buffers& b, int rank) {
   return all;
 }
 
+std::string iters_text(const CommBenchOptions& o) {
+  if (o.iters > 0) return std::to_string(o.iters);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "at least 20 and %g s of", o.min_time_s);
+  return buf;
+}
+
 void print_header(const CommBenchOptions& o, int n, const MpiCommunicator& c) {
   std::printf(
       "# fsdp-bench comm: %d ranks, backend %s, window %zu B/rank, step %zu B, single-copy "
-      "reads up to %zu B (%s), %d iters after %d warm-up\n"
+      "reads up to %zu B (%s), %s timed calls after %d warm-up\n"
       "# size, count: the full buffer on each rank (all-gather output, reduce-scatter input, "
       "all-reduce buffer), float32\n"
       "# time: mean per call of the slowest rank; algbw = size/time; busbw = algbw*(n-1)/n "
       "(all-gather, reduce-scatter), *2(n-1)/n (all-reduce)\n"
-      "#\n# %12s %11s %15s %9s %11s %12s %12s %7s %9s\n",
+      "#\n# %12s %11s %15s %9s %11s %12s %12s %7s %9s %8s\n",
       n, c.backend(), o.window_bytes, o.step_bytes, o.single_copy_max_bytes,
-      c.uses_single_copy() ? "available" : "unavailable", o.iters, o.warmup, "size(B)", "count",
-      "op", "impl", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "ours/mpi");
+      c.uses_single_copy() ? "available" : "unavailable", iters_text(o).c_str(), o.warmup,
+      "size(B)", "count", "op", "impl", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong",
+      "ours/mpi", "iters");
 }
 
 void print_row(const Row& r) {
   char ratio[32] = "";
   if (!std::isnan(r.ratio)) std::snprintf(ratio, sizeof(ratio), "%9.2f", r.ratio);
-  std::printf("  %12zu %11zu %15s %9s %11.1f %12.3f %12.3f %7ld %9s\n", r.bytes, r.count,
-              op_name(r.op), r.impl.c_str(), r.time_us, r.algbw, r.busbw, r.wrong, ratio);
+  std::printf("  %12zu %11zu %15s %9s %11.1f %12.3f %12.3f %7ld %9s %8d\n", r.bytes, r.count,
+              op_name(r.op), r.impl.c_str(), r.time_us, r.algbw, r.busbw, r.wrong, ratio,
+              r.iters);
   std::fflush(stdout);
 }
 
@@ -176,7 +205,8 @@ void write_json(const std::string& path, const CommBenchOptions& o, int n, const
   nlohmann::json j;
   j["ranks"] = n;
   j["backend"] = c.backend();
-  j["iters"] = o.iters;
+  j["iters"] = o.iters;  // 0: sized per figure (each result's "iters")
+  j["min_time_s"] = o.min_time_s;
   j["warmup"] = o.warmup;
   j["window_bytes"] = o.window_bytes;
   j["step_bytes"] = o.step_bytes;
@@ -189,6 +219,7 @@ void write_json(const std::string& path, const CommBenchOptions& o, int n, const
                             {"algbw_gbps", r.algbw},
                             {"busbw_gbps", r.busbw},
                             {"wrong", r.wrong},
+                            {"iters", r.iters},
                             {"ratio_to_mpi", std::isnan(r.ratio) ? nlohmann::json(nullptr)
                                                                  : nlohmann::json(r.ratio)}});
   std::ofstream out(path);
@@ -199,8 +230,10 @@ void write_json(const std::string& path, const CommBenchOptions& o, int n, const
 }  // namespace
 
 int run_comm_bench(MPI_Comm comm, const CommBenchOptions& o) {
-  if (o.min_bytes == 0 || o.max_bytes < o.min_bytes || o.factor < 2 || o.iters < 1 || o.warmup < 0)
-    fatal("fsdp-bench comm: need 0 < min-bytes <= max-bytes, factor >= 2, iters >= 1");
+  if (o.min_bytes == 0 || o.max_bytes < o.min_bytes || o.factor < 2 || o.iters < 0 ||
+      o.warmup < 0 || !(o.min_time_s > 0))
+    fatal("fsdp-bench comm: need 0 < min-bytes <= max-bytes, factor >= 2, iters >= 0, "
+          "min-time > 0");
   int rank = 0, n = 0;
   FSDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   FSDP_MPI_CHECK(MPI_Comm_size(comm, &n));
@@ -228,8 +261,10 @@ int run_comm_bench(MPI_Comm comm, const CommBenchOptions& o) {
       double mpi_us = 0;
       for (auto& [name, run] : impls) {
         b.fill(rank);
-        Row r{count * sizeof(float), count, op, name, 0, 0, 0, 0, NAN};
-        r.time_us = time_us(comm, run, b, o.iters, o.warmup);
+        Row r{count * sizeof(float), count, op, name, 0, 0, 0, 0, NAN, 0};
+        const Timing t = time_calls(comm, run, b, o);
+        r.time_us = t.us;
+        r.iters = t.iters;
         r.algbw = double(r.bytes) / (r.time_us * 1e-6) / 1e9;
         r.busbw = r.algbw * bus_factor(op, n);
         r.wrong = count_wrong(comm, run, b, rank);

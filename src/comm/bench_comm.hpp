@@ -13,7 +13,10 @@ struct CommBenchOptions {
   std::size_t min_bytes = std::size_t(64) << 10;  // of the full buffer on each rank
   std::size_t max_bytes = std::size_t(64) << 20;
   int factor = 2;  // size step
-  int iters = 20;
+  // Timed calls per figure; 0 = enough for min_time_s (at least 20): a 4 us collective timed
+  // 20 times is 80 us of clock, which the machine's jitter swamps.
+  int iters = 0;
+  double min_time_s = 0.05;
   int warmup = 5;
   bool fallback = false;  // also time our MPI path (no shared memory) as impl "ours-mpi"
   std::size_t window_bytes = std::size_t(2) << 20;
