@@ -288,10 +288,11 @@ int main(int argc, char** argv) {
     std::printf("fsdp-plan: GPT %d layers x %d channels (%d heads), vocab %d, context %d: %s parameters\n",
                 m.n_layer, m.n_embd, m.n_head, m.vocab_size, m.block_size,
                 with_commas(num_params(m)).c_str());
-    std::printf("  %d rank(s) on %d node(s), machine %s, %s%s, prefetch %d%s, %d micro-batch(es) of %d "
-                "per rank, checkpointing %s, offload %s\n\n",
+    std::printf("  %d rank(s) on %d node(s), machine %s, %s%s, %s units, prefetch %d%s, %d "
+                "micro-batch(es) of %d per rank, checkpointing %s, offload %s\n\n",
                 base.ranks, base.nodes, machine.name.c_str(), to_string(base.precision),
-                base.reduce_bf16 ? " (bf16 reduce)" : "", base.prefetch,
+                base.reduce_bf16 ? " (bf16 reduce)" : "",
+                base.model.sublayer_units ? "sub-layer" : "block", base.prefetch,
                 base.reshard_after_forward ? "" : ", no reshard after forward", base.micro_batches(),
                 base.micro_batch, base.activation_checkpointing ? "blocks" : "none",
                 to_string(base.offload));
