@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Each (op, size) is timed for raw MPI first, then our implementations, on the same buffers:
+// Each (op, size) is timed for raw MPI first, then our implementations (buffers: Buffers):
 // warm-up, then `iters` calls between barriers (by default as many as fill min_time_s, sized
 // from the warm-up on the slowest rank); the slowest rank's mean time is reported. A separate
 // call on a known integer pattern (exact in any summation order) counts wrong elements.
@@ -15,6 +15,7 @@
 
 #include "comm/mpi_communicator.hpp"
 #include "core/check.hpp"
+#include "core/memory.hpp"
 #include "core/types.hpp"
 
 namespace fsdp::comm {
@@ -51,16 +52,31 @@ struct Row {
 
 // One (op, size)'s buffers, sized from the full buffer of `count` elements. all_reduce works
 // in place on `recv`.
+// MPI's buffers are ordinary memory, as its users' are; ours are tracked buffers, as the
+// engine's are: in the shared arena where there is one (core/shared_arena.hpp), which a peer
+// reads directly. FSDP_SHARED_ARENA=0 times ours on ordinary memory too.
 struct Buffers {
-  Buffers(Op op, std::size_t count, int n)
+  Buffers(Op op, std::size_t count, int n, bool tracked)
       : op(op),
         n(n),
-        send(Kokkos::view_alloc(Kokkos::WithoutInitializing, "bench::send"),
-             op == Op::AllGather   ? count / std::size_t(n)
-             : op == Op::AllReduce ? 0
-                                   : count),
-        recv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "bench::recv"),
-             op == Op::ReduceScatter ? count / std::size_t(n) : count) {}
+        send_n(op == Op::AllGather   ? count / std::size_t(n)
+               : op == Op::AllReduce ? 0
+                                     : count),
+        recv_n(op == Op::ReduceScatter ? count / std::size_t(n) : count) {
+    if (tracked) {
+      send_buf = TrackedBuffer(tracker, "bench::send", std::int64_t(send_n),
+                               MemCategory::CommBuffers);
+      recv_buf = TrackedBuffer(tracker, "bench::recv", std::int64_t(recv_n),
+                               MemCategory::CommBuffers);
+      send = send_buf.vec();
+      recv = recv_buf.vec();
+    } else {
+      send_plain = FlatView(Kokkos::view_alloc(Kokkos::WithoutInitializing, "bench::send"), send_n);
+      recv_plain = FlatView(Kokkos::view_alloc(Kokkos::WithoutInitializing, "bench::recv"), recv_n);
+      send = Vec(send_plain.data(), send_n);
+      recv = Vec(recv_plain.data(), recv_n);
+    }
+  }
 
   // Small integers: every summation order gives the same float.
   static float ag(int rank, std::size_t i) { return float((std::size_t(rank) * 7 + i) % 251); }
@@ -92,7 +108,11 @@ struct Buffers {
 
   Op op;
   int n;
-  FlatView send, recv;  // host accessible: MpiCommunicator requires it
+  std::size_t send_n, recv_n;
+  MemoryTracker tracker;
+  TrackedBuffer send_buf, recv_buf;
+  FlatView send_plain, recv_plain;
+  Vec send, recv;  // host accessible: MpiCommunicator requires it
 };
 
 using Run = std::function<void(Buffers&)>;
@@ -254,12 +274,13 @@ int run_comm_bench(MPI_Comm comm, const CommBenchOptions& o) {
     for (std::size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= std::size_t(o.factor)) {
       const std::size_t count = bytes / sizeof(float) / std::size_t(n) * std::size_t(n);
       if (count == 0) continue;
-      Buffers b(op, count, n);
+      Buffers plain(op, count, n, false), tracked(op, count, n, true);
       std::vector<std::pair<std::string, Run>> impls = {{"mpi", raw_mpi(op, comm)},
                                                         {"ours", ours(op, fast)}};
       if (fallback) impls.emplace_back("ours-mpi", ours(op, *fallback));
       double mpi_us = 0;
       for (auto& [name, run] : impls) {
+        Buffers& b = name == "mpi" ? plain : tracked;
         b.fill(rank);
         Row r{count * sizeof(float), count, op, name, 0, 0, 0, 0, NAN, 0};
         const Timing t = time_calls(comm, run, b, o);

@@ -37,6 +37,8 @@ class MpiCommunicator final : public Communicator {
   const char* backend() const override { return shm_ ? "mpi+shm" : "mpi"; }
   bool uses_shared_memory() const { return shm_ != nullptr; }
   bool uses_single_copy() const { return shm_ && shm_->single_copy(); }
+  // Whether the peers' buffers in their shared arenas (core/shared_arena.hpp) are read directly.
+  bool reads_peer_arenas() const { return shm_ && shm_->peer_arenas(); }
   bool uses_progress_thread() const { return progress_ != nullptr; }
   MPI_Comm mpi_comm() const { return comm_.get(); }
   void barrier() override;

@@ -38,7 +38,36 @@ ShmCollectives::ShmCollectives(MPI_Comm comm, std::unique_ptr<ShmWindow> window,
     fatal("comm: shared-memory window of " + std::to_string(window_->floats_per_rank() * 4) +
           " bytes per rank is too small for " + std::to_string(size_) + " ranks");
   window_->info(rank_).pid = cma::self_pid();
+  const SharedArena* arena = SharedArena::get();
+  window_->info(rank_).arena_fd = arena ? arena->fd() : -1;
+  window_->info(rank_).arena_base = arena ? arena->base() : 0;
+  window_->info(rank_).arena_bytes = arena ? arena->capacity() : 0;
   if (single_copy_max_ > 0) single_copy_ = probe_single_copy(comm);
+  if (single_copy_) map_peer_arenas();
+}
+
+// Same rights as the single-copy reads (ptrace over the peer): a peer whose arena cannot be
+// opened is read with process_vm_readv instead, so the ranks need not agree on it.
+void ShmCollectives::map_peer_arenas() {
+  arenas_.resize(std::size_t(size_));
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) continue;
+    const PeerInfo& peer = window_->info(q);
+    arenas_[std::size_t(q)] =
+        PeerArena::open(peer.pid, peer.arena_fd, peer.arena_base, peer.arena_bytes);
+  }
+}
+
+bool ShmCollectives::peer_arenas() const {
+  if (size_ == 1 || arenas_.empty()) return false;
+  for (int q = 0; q < size_; ++q)
+    if (q != rank_ && !arenas_[std::size_t(q)]) return false;
+  return true;
+}
+
+const void* ShmCollectives::mapped(int q, std::size_t at, std::size_t bytes) const {
+  const PeerArena* a = std::size_t(q) < arenas_.size() ? arenas_[std::size_t(q)].get() : nullptr;
+  return a ? a->find(window_->info(q).address + at, bytes) : nullptr;
 }
 
 // Single-copy reads need ptrace rights over the peers (same user, no Yama or seccomp veto):
@@ -84,8 +113,13 @@ void ShmCollectives::gather_single_copy(const float* send, float* recv, std::siz
   window_->sync(wait_);
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;
+    float* dst = recv + std::size_t(q) * count;
+    if (const void* src = mapped(q, 0, count * sizeof(float))) {
+      copy_floats(dst, static_cast<const float*>(src), count);
+      continue;
+    }
     const PeerInfo& peer = window_->info(q);
-    if (!cma::read(peer.pid, peer.address, recv + std::size_t(q) * count, count * sizeof(float)))
+    if (!cma::read(peer.pid, peer.address, dst, count * sizeof(float)))
       fatal("comm::all_gather: process_vm_readv from rank " + std::to_string(q) +
             " failed: " + std::strerror(errno));
   }

@@ -13,6 +13,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/shm_window.hpp"
+#include "core/shared_arena.hpp"
 
 namespace fsdp::comm {
 
@@ -32,6 +33,8 @@ class ShmCollectives {
   ShmCollectives(MPI_Comm comm, std::unique_ptr<ShmWindow> window, ShmSettings settings);
 
   bool single_copy() const { return single_copy_; }
+  // Whether every peer's shared arena is mapped here: buffers there are read directly.
+  bool peer_arenas() const;
   // How the collectives that follow wait for late peers: the thread that runs them sets it.
   void set_sync_wait(SyncWait how) { wait_ = how; }
   void all_gather(const float* send, float* recv, std::size_t count);  // count per rank
@@ -49,7 +52,16 @@ class ShmCollectives {
   void reduce_single_copy(const std::uint16_t* send, float* recv, std::size_t count, ReduceOp op);
   // In place: each rank sums its part from the peers' buffers, then reads theirs.
   void all_reduce_single_copy(float* buf, std::size_t count, ReduceOp op);
-  void read_block(int peer, std::size_t at, void* dst, std::size_t bytes);  // fatal on failure
+  // Copies [at, at + bytes) of peer's published buffer: from its arena mapping where it is in
+  // it, else with process_vm_readv (fatal on failure).
+  void read_block(int peer, std::size_t at, void* dst, std::size_t bytes);
+  // Peer q's published buffer, [at, at + bytes) of it, as this process sees it through q's
+  // shared arena; nullptr when that is not in the arena.
+  const void* mapped(int q, std::size_t at, std::size_t bytes) const;
+  void map_peer_arenas();
+  template <class T>
+  bool all_mapped(std::size_t at, std::size_t bytes, std::vector<const T*>& src, const T* send,
+                  std::size_t count) const;
   void gather_staged(const float* send, float* recv, std::size_t count);
   bool probe_single_copy(MPI_Comm comm);
   // Whether the single-copy reduce-scatter / all-reduce beats staging (shm_single_copy.cpp).
@@ -67,6 +79,8 @@ class ShmCollectives {
   SyncWait wait_ = SyncWait::Spin;
   std::vector<const float*> src_;  // per-step source pointers, reused
   std::vector<float> pieces_;      // reduce_single_copy's per-peer pieces, reused
+  std::vector<std::unique_ptr<PeerArena>> arenas_;  // per rank: its arena mapped here, or null
+  std::vector<const std::uint16_t*> src16_;         // bf16 source pointers, reused
 };
 
 }  // namespace fsdp::comm

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The reductions that read the peers' buffers straight (process_vm_readv, cma.hpp) instead of
-// staging them through the window: a barrier publishes every rank's buffer address, each rank
-// reads what it sums, and a last barrier keeps the buffers alive until everyone has read them.
+// The reductions that read the peers' buffers straight instead of staging them through the
+// window: a barrier publishes every rank's buffer address, each rank reads what it sums, and a
+// last barrier keeps the buffers alive until everyone has read them. A peer's buffer in its
+// shared arena (core/shared_arena.hpp) is read through this process's mapping of it; any other
+// is copied in pieces with process_vm_readv (cma.hpp).
 // The sums keep ReduceOp's rank order; only x0 + x1 == x1 + x0 is used, which is exact.
 #include "comm/shm_collectives.hpp"
 
@@ -50,6 +52,11 @@ void ShmCollectives::reduce_single_copy(const std::uint16_t* send, float* recv, 
   std::vector<const T*> src(static_cast<std::size_t>(size_));
   window_->info(rank_).address = reinterpret_cast<std::uintptr_t>(send);
   window_->sync(wait_);
+  if (all_mapped(std::size_t(rank_) * count * sizeof(T), count * sizeof(T), src16_, send, count)) {
+    sum_in_rank_order(src16_.data(), size_, recv, count, op);
+    window_->sync(wait_);
+    return;
+  }
   for (std::size_t off = 0; off < count; off += piece) {
     const std::size_t m = std::min(piece, count - off);
     const std::size_t at = (std::size_t(rank_) * count + off) * sizeof(T);
@@ -67,7 +74,29 @@ void ShmCollectives::reduce_single_copy(const std::uint16_t* send, float* recv, 
   window_->sync(wait_);  // a peer may overwrite its send buffer only once everyone has read it
 }
 
+// Whether every peer's [at, at + bytes) is in its arena; if so src holds each rank's block in
+// rank order (this rank's from its own send), ready for sum_in_rank_order.
+template <class T>
+bool ShmCollectives::all_mapped(std::size_t at, std::size_t bytes, std::vector<const T*>& src,
+                                const T* send, std::size_t count) const {
+  src.resize(std::size_t(size_));
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) {
+      src[std::size_t(q)] = send + std::size_t(rank_) * count;
+      continue;
+    }
+    const void* p = mapped(q, at, bytes);
+    if (!p) return false;
+    src[std::size_t(q)] = static_cast<const T*>(p);
+  }
+  return true;
+}
+
 void ShmCollectives::read_block(int q, std::size_t at, void* dst, std::size_t bytes) {
+  if (const void* src = mapped(q, at, bytes)) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
   const PeerInfo& peer = window_->info(q);
   if (!cma::read(peer.pid, peer.address + at, dst, bytes))
     fatal("comm: single-copy read (process_vm_readv) from rank " + std::to_string(q) +
@@ -84,6 +113,12 @@ void ShmCollectives::reduce_single_copy(const float* send, float* recv, std::siz
   const int first = rank_ == 0 ? 1 : 0, second = 1 - first;
   window_->info(rank_).address = reinterpret_cast<std::uintptr_t>(send);
   window_->sync(wait_);
+  if (all_mapped(std::size_t(rank_) * count * sizeof(float), count * sizeof(float), src_, send,
+                 count)) {
+    sum_in_rank_order(src_.data(), size_, recv, count, op);  // one pass, no copy
+    window_->sync(wait_);
+    return;
+  }
   for (std::size_t off = 0; off < count; off += piece) {
     const std::size_t m = std::min(piece, count - off);
     const std::size_t at = (std::size_t(rank_) * count + off) * sizeof(float);

@@ -18,6 +18,9 @@ struct alignas(64) PeerInfo {
   std::int64_t pid;
   std::uintptr_t address;  // the send buffer of the current single-copy collective
   std::uint32_t sleepers;  // peers asleep on this rank's epoch (written by them, atomically)
+  std::int32_t arena_fd;   // this process's shared arena (core/shared_arena.hpp); -1: none
+  std::uintptr_t arena_base;
+  std::uint64_t arena_bytes;
 };
 
 // How sync() waits for late peers. Spin: the compute thread in a blocking collective, which

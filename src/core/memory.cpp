@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/memory.hpp"
 
+#include "core/shared_arena.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -139,6 +141,14 @@ FlatView take(const std::string& label, std::int64_t words, Fill f) {
     return v;
   }
   auto allocate = [&] {
+    // The shared arena first (shared_arena.hpp): peers on the node can then read the buffer
+    // directly. Its views are unmanaged; give_back() and release_all() return their memory.
+    if (SharedArena* arena = SharedArena::get())
+      if (void* p = arena->allocate(std::size_t(words) * 4)) {
+        FlatView v(static_cast<float*>(p), words);
+        if (f == Fill::Zero) Kokkos::deep_copy(v, 0.f);
+        return v;
+      }
     if (f == Fill::None)
       return FlatView(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), words);
     return FlatView(label, words);  // zero-initialised by Kokkos
@@ -152,10 +162,23 @@ FlatView take(const std::string& label, std::int64_t words, Fill f) {
   }
 }
 
+// Frees v's memory: Kokkos frees a managed view as it goes out of scope; an arena view is
+// returned to the arena.
+void drop(FlatView& v) {
+  SharedArena* arena = SharedArena::get();
+  if (arena && v.data() && arena->contains(v.data())) arena->release(v.data());
+  v = FlatView();
+}
+
+bool in_arena(const FlatView& v) {
+  SharedArena* arena = SharedArena::get();
+  return arena && v.data() && arena->contains(v.data());
+}
+
 void give_back(FlatView v) {
   Cache& c = cache();
   const std::int64_t bytes = std::int64_t(v.extent(0)) * 4;
-  if (bytes == 0 || c.held + bytes > c.limit) return;  // freed here
+  if (bytes == 0 || c.held + bytes > c.limit) return drop(v);
   if (!c.hooked) {
     Kokkos::push_finalize_hook([] { BufferCache::release_all(); });
     c.hooked = true;
@@ -169,6 +192,8 @@ void give_back(FlatView v) {
 std::int64_t BufferCache::held_bytes() { return cache().held; }
 
 void BufferCache::release_all() {
+  for (auto& [words, views] : cache().free)
+    for (FlatView& v : views) drop(v);
   cache().free.clear();
   cache().held = 0;
 }
@@ -201,7 +226,7 @@ TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& o) noexcept {
 
 void TrackedBuffer::reset() {
   if (tracker_) tracker_->on_free(cat_, space_, bytes(), label_);
-  if (tracker_ && view_.use_count() == 1) give_back(std::move(view_));
+  if (tracker_ && (view_.use_count() == 1 || in_arena(view_))) give_back(std::move(view_));
   tracker_ = nullptr;
   view_ = FlatView();
   n_ = 0;

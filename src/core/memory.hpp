@@ -68,7 +68,8 @@ enum class Fill { Zero, None };
 // buffers) then cost neither page faults on a CPU nor cudaMalloc/cudaFree on a GPU. The tracker
 // accounts buffers in use; what the cache holds beyond them (FSDP_BUFFER_CACHE_BYTES; default
 // 1 GiB on a CPU, unbounded on a GPU, where a failed allocation empties the cache and retries)
-// is the allocator's reserve, as PyTorch's reserved memory.
+// is the allocator's reserve, as PyTorch's reserved memory. On a CPU the buffers themselves come
+// from the shared arena where there is one (core/shared_arena.hpp), so node peers can read them.
 struct BufferCache {
   static std::int64_t held_bytes();
   static void release_all();  // frees every cached buffer (also done at Kokkos::finalize)

@@ -16,6 +16,8 @@
 #include "comm/communicator.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/process_groups.hpp"
+#include "core/memory.hpp"
+#include "core/shared_arena.hpp"
 
 using namespace fsdp;
 using namespace fsdp::comm;
@@ -508,4 +510,67 @@ TEST_CASE("a progress thread: the issue does not wait for a late peer, and order
       }
     }
   CHECK(wrong == 0);
+}
+
+TEST_CASE("tracked buffers in the shared arena are read directly, bit for bit", "[comm][arena]") {
+  // The engine's buffers come from the shared arena: a peer reads them through its own mapping
+  // of the arena (no system call) and sums as it reads. The results must be the rank-order sums
+  // exactly, also when one rank's buffer is ordinary memory (read with process_vm_readv).
+  const std::size_t count = GENERATE(std::size_t(2053), std::size_t(16001), std::size_t(300001));
+  const bool rank0_plain = GENERATE(false, true);
+  SharedArena* arena = SharedArena::get();
+  for (const Path& p : kPaths) {
+    if (!p.shm || p.single_copy_max_bytes == 0) continue;
+    INFO(p.label << ", count " << count << (rank0_plain ? ", rank 0 plain memory" : ""));
+    auto c = make_mpi(p);
+    const int n = c->size(), r = c->rank();
+    if (arena && c->uses_single_copy() && n > 1) CHECK(c->reads_peer_arenas());
+    MemoryTracker t;
+    TrackedBuffer send(t, "send", std::int64_t(n) * std::int64_t(count), MemCategory::Grads);
+    TrackedBuffer recv(t, "recv", std::int64_t(count), MemCategory::Grads);
+    TrackedBuffer gathered(t, "gathered", std::int64_t(n) * std::int64_t(count),
+                           MemCategory::GatheredParams);
+    if (arena) CHECK(arena->contains(send.data()));
+    std::vector<float> plain_send;
+    const bool plain = rank0_plain && r == 0;
+    std::vector<std::vector<float>> all;
+    for (int q = 0; q < n; ++q) all.push_back(rank_data(q, std::size_t(n) * count));
+    std::copy(all[std::size_t(r)].begin(), all[std::size_t(r)].end(), send.data());
+    if (plain) plain_send = all[std::size_t(r)];
+    const ConstVec s = plain ? cvec(plain_send) : send.cvec();
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
+      const std::vector<float> full = rank_order_sum(all, op);
+      const std::vector<float> want(full.begin() + std::ptrdiff_t(r * count),
+                                    full.begin() + std::ptrdiff_t((r + 1) * count));
+      c->reduce_scatter(s, recv.vec(), op);
+      CHECK(count_diff(std::vector<float>(recv.data(), recv.data() + count), want) == 0);
+    }
+    // bf16 blocks: the float rank-order sum of the widened values.
+    TrackedBuffer send16(t, "send16", std::int64_t(n) * std::int64_t(count), MemCategory::Grads,
+                         MemSpace::Device, Dtype::BF16);
+    std::vector<float> want16(count, 0.f);
+    for (int q = 0; q < n; ++q)
+      for (std::size_t i = 0; i < count; ++i) {
+        std::uint32_t u;
+        std::memcpy(&u, &all[std::size_t(q)][std::size_t(r) * count + i], 4);
+        const float w = from_bf16(std::uint16_t(u >> 16));
+        want16[i] = q == 0 ? w : want16[i] + w;
+      }
+    for (std::size_t i = 0; i < std::size_t(n) * count; ++i) {
+      std::uint32_t u;
+      std::memcpy(&u, &all[std::size_t(r)][i], 4);
+      send16.bf16()(i) = std::uint16_t(u >> 16);
+    }
+    c->reduce_scatter(send16.cbf16(), recv.vec(), ReduceOp::Sum);
+    CHECK(count_diff(std::vector<float>(recv.data(), recv.data() + count), want16) == 0);
+    // All-gather: block q is rank q's first `count` elements.
+    const ConstVec own = plain ? ConstVec(plain_send.data(), count) : ConstVec(send.data(), count);
+    c->all_gather(own, gathered.vec());
+    std::vector<float> want_g;
+    for (int q = 0; q < n; ++q)
+      want_g.insert(want_g.end(), all[std::size_t(q)].begin(),
+                    all[std::size_t(q)].begin() + std::ptrdiff_t(count));
+    CHECK(count_diff(std::vector<float>(gathered.data(), gathered.data() + n * count), want_g) ==
+          0);
+  }
 }
