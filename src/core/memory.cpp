@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/memory.hpp"
 
-#include "core/shared_arena.hpp"
-
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -10,6 +8,8 @@
 #include <sstream>
 #include <type_traits>
 #include <vector>
+
+#include "core/shared_arena.hpp"
 
 namespace fsdp {
 
@@ -162,17 +162,16 @@ FlatView take(const std::string& label, std::int64_t words, Fill f) {
   }
 }
 
-// Frees v's memory: Kokkos frees a managed view as it goes out of scope; an arena view is
-// returned to the arena.
-void drop(FlatView& v) {
-  SharedArena* arena = SharedArena::get();
-  if (arena && v.data() && arena->contains(v.data())) arena->release(v.data());
-  v = FlatView();
-}
-
 bool in_arena(const FlatView& v) {
   SharedArena* arena = SharedArena::get();
   return arena && v.data() && arena->contains(v.data());
+}
+
+// Frees v's memory: Kokkos frees a managed view as it goes out of scope; an arena view is
+// unmanaged, so its block goes back to the arena here.
+void drop(FlatView& v) {
+  if (in_arena(v)) SharedArena::get()->release(v.data());
+  v = FlatView();
 }
 
 void give_back(FlatView v) {
