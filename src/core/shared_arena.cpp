@@ -84,6 +84,7 @@ void SharedArena::release(void* p) {
   if (t == taken_.end()) return;
   std::size_t start = off, len = t->second;
   taken_.erase(t);
+  punch(start, len);
   auto next = free_.lower_bound(start);
   if (next != free_.begin()) {  // merge with the free block before
     auto prev = std::prev(next);
@@ -102,6 +103,18 @@ void SharedArena::release(void* p) {
   } else {
     free_[start] = len;
   }
+}
+
+// Blocks come back here only past the buffer cache's limit (core/memory.cpp), as Kokkos' frees
+// did: give their whole pages back to the OS rather than keep them resident.
+void SharedArena::punch(std::size_t off, std::size_t len) {
+#if defined(__linux__)
+  const std::size_t page = 4096, lo = round_up(off, page), hi = (off + len) / page * page;
+  if (fd_ >= 0 && hi >= lo + (std::size_t(64) << 10))
+    fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(lo), off_t(hi - lo));
+#else
+  (void)off, (void)len;
+#endif
 }
 
 std::size_t SharedArena::in_use() const {

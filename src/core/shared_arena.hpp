@@ -38,6 +38,7 @@ class SharedArena {
   SharedArena& operator=(const SharedArena&) = delete;
 
  private:
+  void punch(std::size_t off, std::size_t len);  // frees the pages of a block (mu_ held)
   int fd_;
   char* base_;
   std::size_t capacity_;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The shared arena's allocator against a model of which bytes are taken (random allocations and
 // frees: no overlap, alignment kept, freed space found again after coalescing, nullptr when
-// full), and a peer's view of the process's own arena through /proc/self's descriptor.
+// full), and a peer's view of the process's own arena through its /proc descriptor, which also
+// sees a released block's pages given back.
 #include <unistd.h>
 
 #include <algorithm>
@@ -79,5 +80,8 @@ TEST_CASE("shared arena: a mapping of the memfd sees what the owner writes", "[a
   // Ranges that leave the arena are not found.
   REQUIRE(peer->find(arena->base() + arena->capacity() - 8, 16) == nullptr);
   REQUIRE(peer->find(arena->base() - 4, 8) == nullptr);
+  // A released block's whole pages go back to the OS: they read as zeros again.
+  REQUIRE(seen[50000] == 25000.f);
   arena->release(p);
+  REQUIRE(seen[50000] == 0.f);
 }
