@@ -79,7 +79,7 @@ class ShmCollectives {
   SyncWait wait_ = SyncWait::Spin;
   std::vector<const float*> src_;  // per-step source pointers, reused
   std::vector<float> pieces_;      // reduce_single_copy's per-peer pieces, reused
-  std::vector<std::unique_ptr<PeerArena>> arenas_;  // per rank: its arena mapped here, or null
+  std::vector<std::shared_ptr<PeerArena>> arenas_;  // per rank: its arena mapped here, or null
   std::vector<const std::uint16_t*> src16_;         // bf16 source pointers, reused
 };
 

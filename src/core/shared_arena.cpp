@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #endif
 
 namespace fsdp {
@@ -27,6 +28,13 @@ SharedArena* make_arena() {
   const char* on = std::getenv("FSDP_SHARED_ARENA");
   if (on && std::string(on) == "0") return nullptr;
   std::size_t bytes = std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE));
+  // This rank's share of the node (the launcher says how many ranks it started here): every
+  // peer maps every other's reservation, so the node's ranks together reserve about its RAM.
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+    if (const char* v = std::getenv(var); v && std::atoi(v) > 1) {
+      bytes /= std::size_t(std::atoi(v));
+      break;
+    }
   if (const char* v = std::getenv("FSDP_SHARED_ARENA_BYTES"); v && *v)
     bytes = std::size_t(std::strtoull(v, nullptr, 10));
   bytes = round_up(bytes, 1 << 21);
@@ -124,17 +132,26 @@ std::size_t SharedArena::in_use() const {
   return n;
 }
 
-std::unique_ptr<PeerArena> PeerArena::open(std::int64_t pid, int fd, std::uintptr_t base,
+std::shared_ptr<PeerArena> PeerArena::open(std::int64_t pid, int fd, std::uintptr_t base,
                                            std::size_t bytes) {
 #if defined(__linux__)
   if (pid <= 0 || fd < 0 || bytes == 0) return nullptr;
+  // One mapping per peer process however many communicators reach it: each is as large as the
+  // peer's whole reservation, and address space is finite.
+  static std::mutex mu;
+  static std::map<std::tuple<std::int64_t, int, std::uintptr_t>, std::weak_ptr<PeerArena>> maps;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = maps[{pid, fd, base}];
+  if (auto mapped = slot.lock(); mapped && mapped->bytes_ == bytes) return mapped;
   const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
   const int mine = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (mine < 0) return nullptr;
   void* local = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, mine, 0);
   ::close(mine);
   if (local == MAP_FAILED) return nullptr;
-  return std::unique_ptr<PeerArena>(new PeerArena(base, bytes, static_cast<const char*>(local)));
+  std::shared_ptr<PeerArena> mapped(new PeerArena(base, bytes, static_cast<const char*>(local)));
+  slot = mapped;
+  return mapped;
 #else
   (void)pid, (void)fd, (void)base, (void)bytes;
   return nullptr;

@@ -4,8 +4,8 @@
 // then reads a peer's buffer with plain loads, summing as it reads, instead of copying it with a
 // system call per piece (cma.hpp) - the CPU counterpart of NCCL's registered user buffers.
 // CPU builds only (a GPU's buffers are device memory); FSDP_SHARED_ARENA=0 turns it off, and
-// FSDP_SHARED_ARENA_BYTES sets the reservation (default: the machine's RAM; pages are only
-// used as buffers touch them). An allocation that does not fit returns nullptr: the caller
+// FSDP_SHARED_ARENA_BYTES sets the reservation (default: the machine's RAM over the ranks the
+// launcher started on it; pages are only used as buffers touch them). An allocation that does not fit returns nullptr: the caller
 // falls back to ordinary memory, which the collectives read the old way.
 #pragma once
 #include <cstddef>
@@ -52,7 +52,8 @@ class SharedArena {
 class PeerArena {
  public:
   // nullptr when the peer has no arena or it cannot be opened (no ptrace rights over it).
-  static std::unique_ptr<PeerArena> open(std::int64_t pid, int fd, std::uintptr_t base,
+  // Every communicator that reaches the same peer shares one mapping of it.
+  static std::shared_ptr<PeerArena> open(std::int64_t pid, int fd, std::uintptr_t base,
                                          std::size_t bytes);
   ~PeerArena();
   PeerArena(const PeerArena&) = delete;
