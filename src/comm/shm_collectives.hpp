@@ -60,8 +60,7 @@ class ShmCollectives {
   const void* mapped(int q, std::size_t at, std::size_t bytes) const;
   void map_peer_arenas();
   template <class T>
-  bool all_mapped(std::size_t at, std::size_t bytes, std::vector<const T*>& src, const T* send,
-                  std::size_t count) const;
+  bool all_mapped(const T* send, std::size_t count, std::vector<const T*>& src) const;
   void gather_staged(const float* send, float* recv, std::size_t count);
   bool probe_single_copy(MPI_Comm comm);
   // Whether the single-copy reduce-scatter / all-reduce beats staging (shm_single_copy.cpp).
@@ -80,7 +79,7 @@ class ShmCollectives {
   std::vector<const float*> src_;  // per-step source pointers, reused
   std::vector<float> pieces_;      // reduce_single_copy's per-peer pieces, reused
   std::vector<std::shared_ptr<PeerArena>> arenas_;  // per rank: its arena mapped here, or null
-  std::vector<const std::uint16_t*> src16_;         // bf16 source pointers, reused
+  std::vector<const std::uint16_t*> src16_;         // bf16 reduce-scatter's sources, reused
 };
 
 }  // namespace fsdp::comm

@@ -49,11 +49,11 @@ void ShmCollectives::reduce_single_copy(const std::uint16_t* send, float* recv, 
   const std::size_t piece = std::min(count, kPieceBytes / sizeof(T));
   const std::size_t slots = std::size_t(size_) * piece * sizeof(T);
   if (pieces_.size() * sizeof(float) < slots) pieces_.resize((slots + 3) / 4);
-  std::vector<const T*> src(static_cast<std::size_t>(size_));
+  std::vector<const T*>& src = src16_;
   window_->info(rank_).address = reinterpret_cast<std::uintptr_t>(send);
   window_->sync(wait_);
-  if (all_mapped(std::size_t(rank_) * count * sizeof(T), count * sizeof(T), src16_, send, count)) {
-    sum_in_rank_order(src16_.data(), size_, recv, count, op);
+  if (all_mapped(send, count, src)) {
+    sum_in_rank_order(src.data(), size_, recv, count, op);
     window_->sync(wait_);
     return;
   }
@@ -74,11 +74,13 @@ void ShmCollectives::reduce_single_copy(const std::uint16_t* send, float* recv, 
   window_->sync(wait_);  // a peer may overwrite its send buffer only once everyone has read it
 }
 
-// Whether every peer's [at, at + bytes) is in its arena; if so src holds each rank's block in
-// rank order (this rank's from its own send), ready for sum_in_rank_order.
+// Whether every peer's block for this rank (count elements) is in its arena; src is then each
+// rank's block in rank order (this rank's from its own send), ready for sum_in_rank_order.
+// Either way src has one entry per rank.
 template <class T>
-bool ShmCollectives::all_mapped(std::size_t at, std::size_t bytes, std::vector<const T*>& src,
-                                const T* send, std::size_t count) const {
+bool ShmCollectives::all_mapped(const T* send, std::size_t count,
+                                std::vector<const T*>& src) const {
+  const std::size_t at = std::size_t(rank_) * count * sizeof(T), bytes = count * sizeof(T);
   src.resize(std::size_t(size_));
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) {
@@ -113,8 +115,7 @@ void ShmCollectives::reduce_single_copy(const float* send, float* recv, std::siz
   const int first = rank_ == 0 ? 1 : 0, second = 1 - first;
   window_->info(rank_).address = reinterpret_cast<std::uintptr_t>(send);
   window_->sync(wait_);
-  if (all_mapped(std::size_t(rank_) * count * sizeof(float), count * sizeof(float), src_, send,
-                 count)) {
+  if (all_mapped(send, count, src_)) {
     sum_in_rank_order(src_.data(), size_, recv, count, op);  // one pass, no copy
     window_->sync(wait_);
     return;

@@ -118,8 +118,9 @@ void SharedArena::release(void* p) {
 void SharedArena::punch(std::size_t off, std::size_t len) {
 #if defined(__linux__)
   const std::size_t page = 4096, lo = round_up(off, page), hi = (off + len) / page * page;
+  // Best effort: where the file system cannot punch, the pages stay resident and are reused.
   if (fd_ >= 0 && hi >= lo + (std::size_t(64) << 10))
-    fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(lo), off_t(hi - lo));
+    (void)fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(lo), off_t(hi - lo));
 #else
   (void)off, (void)len;
 #endif

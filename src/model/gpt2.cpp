@@ -39,7 +39,6 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, Unit
     : cfg_(cfg),
       units_(gpt2_units(cfg, cut)),
       off_(offsets_of(units_, cut)),
-      sublayers_(cut == UnitCut::Sublayer),
       B_(micro_batch),
       T_(cfg.block_size),
       C_(cfg.n_embd),
@@ -57,7 +56,7 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, Unit
         std::make_unique<BlockActivations>(tracker, "h." + std::to_string(l), B_, T_, C_, H_));
   // Checkpointed sub-layers: the MLP's recompute starts from the attention's output, which is
   // kept per block as the stream between the two units.
-  if (checkpointing_ && sublayers_)
+  if (checkpointing_ && cut == UnitCut::Sublayer)
     for (int l = 0; l < cfg.n_layer; ++l)
       mid_.emplace_back(tracker, "h." + std::to_string(l) + "::res2", BTC, MC::Activations);
   lnf_ = TrackedBuffer(tracker, "gpt2::lnf", BTC, MC::Activations);

@@ -73,7 +73,6 @@ class Gpt2 {
   ModelConfig cfg_;
   std::vector<UnitLayout> units_;
   BlockOffsets off_;
-  bool sublayers_;
   int B_, T_, C_, H_, V_;
   bool checkpointing_;
   TokenView inputs_, targets_;
