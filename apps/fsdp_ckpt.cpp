@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// fsdp-ckpt: inspects, verifies, compares and benchmarks sharded HDF5 checkpoints; runs on one
+// fsdp-ckpt: inspects, verifies, compares, exports and benchmarks sharded HDF5 checkpoints; runs on one
 // rank or under mpirun (each dataset is then read in parallel).
-// Exit codes: 0 good / identical; 1 a bad checksum or a difference; 2 unreadable or bad usage.
+// Exit codes: 0 good / identical / exported; 1 a bad checksum or a difference; 2 unreadable or
+// bad usage.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 
 #include "core/blas_setup.hpp"
 #include "io/checkpoint_tools.hpp"
+#include "io/hf_export.hpp"
 #include "train/checkpoint_bench.hpp"
 #include "train/trainer.hpp"
 
@@ -41,6 +43,14 @@ int main(int argc, char** argv) {
   auto* diff = app.add_subcommand("diff", "tensor-by-tensor max abs and relative differences");
   diff->add_option("a", path, "checkpoint file")->required();
   diff->add_option("b", other, "checkpoint file")->required();
+  std::string hf_dir, hf_dtype = "fp32";
+  auto* exp = app.add_subcommand(
+      "export", "write the model as a Hugging Face GPT-2 directory (model.safetensors, config.json)");
+  exp->add_option("file", path, "checkpoint file")->required();
+  exp->add_option("--hf", hf_dir, "output directory")->required();
+  exp->add_option("--dtype", hf_dtype, "stored precision")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   fsdp::CheckpointBenchOptions bench_opts;
   bench_opts.config = "inputs/bench_124m.toml";
   auto* bench = app.add_subcommand("bench", "write and read bandwidth beside dd on the same disk");
@@ -71,6 +81,10 @@ int main(int argc, char** argv) {
       code = fsdp::ckpt::verify(MPI_COMM_WORLD, path);
     else if (*diff)
       code = fsdp::ckpt::diff(MPI_COMM_WORLD, path, other);
+    else if (*exp)
+      code = fsdp::ckpt::export_hf(MPI_COMM_WORLD, path, hf_dir,
+                                   hf_dtype == "bf16" ? fsdp::weights::DType::BF16
+                                                      : fsdp::weights::DType::F32);
     else if (*bench) {
       try {
         code = fsdp::run_checkpoint_bench(MPI_COMM_WORLD, bench_opts);

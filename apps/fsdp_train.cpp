@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // fsdp-train: trains a GPT-2 described by a TOML run deck on every MPI rank of the job.
 // Exit codes: 0 done; 2 bad run deck or arguments; 3 bad data; 4 non-finite loss or gradients;
-// 5 a checkpoint that cannot be read or written; 75 stopped by SIGUSR1/SIGTERM after a whole
+// 5 a checkpoint or weights file that cannot be read, or a checkpoint that cannot be written; 75 stopped by SIGUSR1/SIGTERM after a whole
 // step with a checkpoint written (resume with --resume auto); 1 any other error.
 #include <mpi.h>
 
@@ -14,6 +14,8 @@
 #include "config/load_config.hpp"
 #include "core/memory.hpp"
 #include "data/data_error.hpp"
+#include "io/weights_error.hpp"
+#include "train/init_weights.hpp"
 #include "train/signals.hpp"
 #include "train/trainer.hpp"
 
@@ -55,8 +57,13 @@ int main(int argc, char** argv) {
   app.add_option("--resume", resume,
                  "auto: continue from the newest complete checkpoint in checkpoint.dir (or start "
                  "fresh); PATH: continue from that checkpoint file");
+  std::string init_from;
+  app.add_option("--init-from", init_from,
+                 "start (step 0, fresh optimizer) from weights: a Hugging Face directory or "
+                 ".safetensors file, an llm.c parameter file, or an fsdp checkpoint; the model "
+                 "shape comes from the file");
   app.footer("Run deck keys (section.key = default  meaning):\n" + fsdp::config_help() +
-             "\nExit codes: 0 done, 1 error, 2 bad run deck or arguments, 3 bad data file, 4 non-finite loss or gradients (train.on_nonfinite = abort), 5 bad checkpoint,\n75 stopped by SIGUSR1 or SIGTERM after a whole step, checkpoint written (resume with --resume auto).");
+             "\nExit codes: 0 done, 1 error, 2 bad run deck or arguments, 3 bad data file, 4 non-finite loss or gradients (train.on_nonfinite = abort), 5 bad checkpoint or weights file,\n75 stopped by SIGUSR1 or SIGTERM after a whole step, checkpoint written (resume with --resume auto).");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -67,9 +74,13 @@ int main(int argc, char** argv) {
   fsdp::RunConfig cfg;
   try {
     cfg = fsdp::load_config(config_path, overrides);
+    if (!init_from.empty()) cfg = fsdp::with_init_shape(cfg, init_from);
   } catch (const fsdp::ConfigError& e) {
     if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", e.what());
     return finish(kExitBadConfig);
+  } catch (const fsdp::weights::WeightsError& e) {  // every rank read the same header
+    if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", e.what());
+    return finish(kExitCheckpoint);
   }
 
   int code = 0;
@@ -81,6 +92,7 @@ int main(int argc, char** argv) {
       opts.trace_path = trace;
       opts.profile = profile;
       opts.resume = resume;
+      opts.init_from = init_from;
       fsdp::Trainer trainer(cfg, MPI_COMM_WORLD, opts);
       if (trainer.run().stop_signal != 0) code = kExitPreempted;
     } catch (const fsdp::SetupError& e) {
@@ -96,6 +108,9 @@ int main(int argc, char** argv) {
       code = kExitNonFinite;
     } catch (const fsdp::CheckpointError& e) {
       // Every rank agrees on a checkpoint problem before throwing it; rank 0 reports.
+      if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", e.what());
+      code = kExitCheckpoint;
+    } catch (const fsdp::weights::WeightsError& e) {  // agreed by every rank
       if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", e.what());
       code = kExitCheckpoint;
     } catch (const fsdp::OutOfMemory& e) {

@@ -269,6 +269,7 @@ RunConfig load_config_from_string(const std::string& toml_text, const std::strin
   for (const std::string& o : overrides) apply_override(d, o);
   check_cross(d.config, [&](const CrossCheck& x) { return d.blame(x.key, x.other); });
   d.config.resolved_toml = to_toml(d.config);
+  for (const auto& [key, at] : d.origin) d.config.key_origin[key] = at.second;
   return d.config;
 }
 

@@ -2,6 +2,7 @@
 // The resolved run deck: every key of the schema (config/schema.cpp) as a typed field.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace fsdp {
@@ -45,6 +46,7 @@ struct DataConfig {
 struct EvalConfig {
   int every = 50;  // 0 = only at the end
   int sequences = 32;
+  int sample_tokens = 0;  // printed after each evaluation
 };
 
 struct FsdpConfig {
@@ -93,6 +95,9 @@ struct RunConfig {
   CheckpointConfig checkpoint;
   DebugConfig debug;
   std::string resolved_toml;  // the full deck after overrides, as TOML text
+  // "section.key" -> where the deck file (file:line:col) or a --set gave it; a key that is not
+  // here took its schema default (--init-from lets the weights file decide those).
+  std::map<std::string, std::string> key_origin;
 };
 
 }  // namespace fsdp

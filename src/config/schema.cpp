@@ -129,6 +129,9 @@ std::vector<KeySpec> build_schema() {
             "validation loss every this many steps; 0 = only at the end"),
       entry("eval", "sequences", &R::eval, &E::sequences, at_least(0),
             "validation sequences per evaluation; 0 skips evaluation"),
+      entry("eval", "sample_tokens", &R::eval, &E::sample_tokens, at_least(0),
+            "at each evaluation, print this many tokens sampled after the first held-out "
+            "sequence's opening (0 = none)"),
 
       entry("fsdp", "strategy", &R::fsdp, &F::strategy,
             one_of({"ddp", "zero1", "zero2", "zero3", "hybrid"}),

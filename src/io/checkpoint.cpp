@@ -217,6 +217,15 @@ std::string Checkpointer::save(Engine& engine, ckpt::Header h) {
 }
 
 ckpt::Header Checkpointer::load(const std::string& path, Engine& engine) {
+  return read(path, engine, {Part::Params, Part::ExpAvg, Part::ExpAvgSq});
+}
+
+ckpt::Header Checkpointer::load_params(const std::string& path, Engine& engine) {
+  return read(path, engine, {Part::Params});
+}
+
+ckpt::Header Checkpointer::read(const std::string& path, Engine& engine,
+                                const std::vector<Part>& parts) {
   MPI_Comm comm = comm_.get();
   auto fail_together = [&](const std::string& mine) {
     const std::string err = agree_on_error(comm, mine);
@@ -245,7 +254,7 @@ ckpt::Header Checkpointer::load(const std::string& path, Engine& engine) {
     const std::string mismatch = ckpt::model_mismatch(h.model, cfg_.model);
     if (!mismatch.empty()) throw h5::H5Error("written for a different model: " + mismatch);
     const std::int64_t B = h.checksum_block_elems;
-    for (Part p : ckpt::kParts)
+    for (Part p : parts)
       for (const ShardedUnit& su : engine.units())
         for (const TensorSpec& t : su.layout->tensors) {
           where = dataset_path(p, t);
@@ -276,7 +285,7 @@ ckpt::Header Checkpointer::load(const std::string& path, Engine& engine) {
   // per unit the writers recompute the tables and all compare and agree. A rank whose read
   // failed still joins the unit's collectives.
   std::size_t k = 0;
-  for (Part p : ckpt::kParts)
+  for (Part p : parts)
     for (int u = 0; u < int(engine.units().size()); ++u) {
       const ShardedUnit& su = engine.units()[std::size_t(u)];
       const Vec shard = part_shard(engine, p, u);
@@ -309,7 +318,7 @@ ckpt::Header Checkpointer::load(const std::string& path, Engine& engine) {
   file.reset();  // read-only: nothing to flush
 
   engine.sync_full_params();
-  engine.set_optimizer_steps(int(h.optimizer_steps));
+  if (parts.size() == std::size(ckpt::kParts)) engine.set_optimizer_steps(int(h.optimizer_steps));
   return h;
 }
 

@@ -27,6 +27,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "comm/owned_comm.hpp"
 #include "config/run_config.hpp"
@@ -54,6 +55,9 @@ class Checkpointer {
   // Throws the same CheckpointError on every rank (the engine's shards may then be partly
   // overwritten). Collective.
   ckpt::Header load(const std::string& path, Engine& engine);
+  // Only the parameters (/model), verified the same way; the optimizer is left as it is
+  // (fsdp-train --init-from: a fresh optimizer on a checkpoint's weights). Collective.
+  ckpt::Header load_params(const std::string& path, Engine& engine);
 
   // `--resume auto`: loads the newest complete checkpoint in checkpoint.dir that verifies,
   // calling warn(message) for each one that does not. Returns its path, or "" when there is
@@ -64,6 +68,8 @@ class Checkpointer {
   const std::string& dir() const { return dir_; }
 
  private:
+  ckpt::Header read(const std::string& path, Engine& engine, const std::vector<ckpt::Part>& parts);
+
   comm::OwnedComm comm_;
   int rank_ = 0, size_ = 1;
   RunConfig cfg_;

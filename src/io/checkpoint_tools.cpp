@@ -14,6 +14,7 @@
 #include "io/agree.hpp"
 #include "io/block_hash.hpp"
 #include "io/checkpoint_format.hpp"
+#include "io/checkpoint_scan.hpp"
 #include "io/h5_io.hpp"
 #include "model/gpt2_layout.hpp"
 
@@ -21,87 +22,6 @@ namespace fsdp::ckpt {
 namespace {
 
 using h5::FlatRange;
-
-// Blocks per rank per round: 16 MiB of float32 read at a time.
-constexpr std::int64_t kBlocksPerRead = 16;
-
-struct Comm {
-  MPI_Comm comm;
-  int rank = 0, size = 1;
-  explicit Comm(MPI_Comm c) : comm(c) {
-    FSDP_MPI_CHECK(MPI_Comm_rank(c, &rank));
-    FSDP_MPI_CHECK(MPI_Comm_size(c, &size));
-  }
-};
-
-struct Expected {
-  std::string path;
-  std::vector<hsize_t> dims;
-};
-
-// Every dataset a checkpoint of model m holds, in layout order.
-std::vector<Expected> expected_datasets(const ModelConfig& m) {
-  std::vector<Expected> out;
-  for (Part p : kParts)
-    for (const UnitLayout& u : gpt2_units(m))
-      for (const TensorSpec& t : u.tensors)
-        out.push_back({std::string(group_path(p)) + "/" + t.name,
-                       std::vector<hsize_t>(t.shape.begin(), t.shape.end())});
-  return out;
-}
-
-// An open checkpoint and its header; the ranks agree on whether opening worked.
-struct Opened {
-  h5::File file;
-  Header header;
-  std::string error;
-};
-
-Opened open_checkpoint(const Comm& c, const std::string& path) {
-  h5::silence_errors();
-  Opened o;
-  std::string err;
-  try {
-    if (const std::string why = not_hdf5(path); !why.empty()) throw h5::H5Error(why);
-    const h5::Plist fapl = file_access(c.comm);
-    o.file = h5::File{FSDP_H5_ID(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()))};
-    try {
-      o.header = read_header(o.file.get());
-    } catch (const std::exception& e) {
-      throw h5::H5Error(std::string("root attributes: ") + e.what());
-    }
-  } catch (const std::exception& e) {
-    err = path + ": " + e.what();
-  }
-  o.error = agree_on_error(c.comm, err);
-  if (!o.error.empty()) o.file.reset();
-  return o;
-}
-
-// This rank's rounds over a dataset of n elements: whole blocks, kBlocksPerRead per rank per
-// round, round-robin over the ranks.
-void for_my_pieces(const Comm& c, std::int64_t n, std::int64_t B,
-                   const std::function<void(FlatRange)>& fn) {
-  const std::int64_t piece = kBlocksPerRead * B;
-  for (std::int64_t at = std::int64_t(c.rank) * piece; at < n; at += std::int64_t(c.size) * piece)
-    fn({at, std::min(at + piece, n)});
-}
-
-// Why dataset `e` does not match what the header promises, or "" (collective metadata reads).
-std::string check_shape(hid_t file, const Expected& e) {
-  if (H5Lexists(file, e.path.c_str(), H5P_DEFAULT) <= 0) {
-    H5Eclear2(H5E_DEFAULT);
-    return "missing";
-  }
-  h5::Dataset d{FSDP_H5_ID(H5Dopen2(file, e.path.c_str(), H5P_DEFAULT))};
-  const std::vector<hsize_t> dims = h5::dims_of(d.get());
-  if (dims != e.dims)
-    return "shape " + h5::shape_text(dims) + ", but the stored model config needs " +
-           h5::shape_text(e.dims);
-  h5::Type t{FSDP_H5_ID(H5Dget_type(d.get()))};
-  if (H5Tget_class(t.get()) != H5T_FLOAT || H5Tget_size(t.get()) != 4) return "not float32";
-  return {};
-}
 
 // Verifies one dataset; "" when good.
 std::string verify_dataset(const Comm& c, hid_t file, const Expected& e, std::int64_t B) {

@@ -178,6 +178,14 @@ double Gpt2::head_forward(const UnitParams& emb) {
   return sum / BT;
 }
 
+std::vector<float> Gpt2::logits_at(int b, int t) const {
+  std::vector<float> out(static_cast<std::size_t>(V_));
+  const std::int64_t at = (std::int64_t(b) * T_ + t) * V_;
+  const ConstVec row(logits_.cvec().data() + at, std::size_t(V_));
+  Kokkos::deep_copy(Kokkos::View<float*, HostSpace, Unmanaged>(out.data(), out.size()), row);
+  return out;
+}
+
 void Gpt2::head_backward(const UnitParams& emb, Vec emb_grad, float dloss) {
   const int BT = B_ * T_;
   k::cross_entropy_backward(m(logits_, BT, V_), targets_, dloss / BT);

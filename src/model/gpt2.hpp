@@ -46,6 +46,9 @@ class Gpt2 {
   double forward_stage(int i, const UnitParams& p);
   // Per-sequence mean losses of the last head_forward (evaluation sums these across ranks).
   const std::vector<double>& sequence_losses() const { return seq_losses_; }
+  // The last head_forward's logits of sequence b at position t (V floats, copied to the host):
+  // what sampling draws the next token from.
+  std::vector<float> logits_at(int b, int t) const;
 
   // Backward, in reverse unit order; parameter gradients accumulate (+=) into the unit's grads.
   // dloss is the weight of this micro-batch's mean loss in the step's objective.

@@ -11,6 +11,8 @@
 #include "core/check.hpp"
 #include "core/kernel_profile.hpp"
 #include "model/gemm.hpp"
+#include "train/init_weights.hpp"
+#include "train/sample.hpp"
 #include "train/signals.hpp"
 
 namespace fsdp {
@@ -158,6 +160,12 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   engine_ = std::make_unique<Engine>(cfg_, groups_, tracker_, trace_);
   checkpointer_ = std::make_unique<Checkpointer>(world, cfg_);
   if (!opts_.resume.empty()) resume();
+  if (!opts_.init_from.empty() && !resumed_) {
+    init_weights(opts_.init_from, *engine_, *checkpointer_, world);
+    if (rank_ == 0 && opts_.log)
+      std::printf("fsdp-train: initialised from %s (%lld parameters), fresh optimizer\n",
+                  opts_.init_from.c_str(), (long long)gpt2_num_params(cfg_.model));
+  }
   if (rank_ == 0 && !opts_.metrics_path.empty())
     metrics_ = std::make_unique<MetricsWriter>(opts_.metrics_path, /*append=*/start_step_ > 0);
 
@@ -196,6 +204,33 @@ double Trainer::evaluate() {
   double sum = 0.0;
   for (std::size_t k = 0; k < mine.size(); ++k) sum += losses[k];
   return groups_.world->all_reduce_sum(sum) / double(S);
+}
+
+void Trainer::print_sample(int step) {
+  if (cfg_.eval.sample_tokens <= 0 || val_sampler_->num_eval_windows() == 0) return;
+  const int T = cfg_.model.block_size;
+  val_sampler_->eval_window(0, inputs_.data(), targets_.data());
+  const int prompt_len = std::max(1, std::min(16, T / 4));
+  SampleOptions o;
+  o.tokens = cfg_.eval.sample_tokens;
+  o.seed = cfg_.train.seed + std::uint64_t(step);
+  o.top_k = 40;
+  const std::vector<std::int32_t> out =
+      sample(*engine_, *groups_.world,
+             std::vector<std::int32_t>(inputs_.begin(), inputs_.begin() + prompt_len), o);
+  if (rank_ != 0 || !opts_.log) return;
+  if (cfg_.model.vocab_size == 256) {
+    const std::vector<std::int32_t> head(out.begin(), out.begin() + prompt_len),
+        tail(out.begin() + prompt_len, out.end());
+    std::printf("sample %4d | %s|%s\n", step, bytes_as_text(head, true).c_str(),
+                bytes_as_text(tail, true).c_str());
+  } else {
+    std::string ids;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      ids += (i ? (i == std::size_t(prompt_len) ? " | " : " ") : "") + std::to_string(out[i]);
+    std::printf("sample %4d | %s\n", step, ids.c_str());
+  }
+  std::fflush(stdout);
 }
 
 void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_s) {
@@ -279,6 +314,7 @@ TrainSummary Trainer::run() {
         if (rank_ == 0 && opts_.log) std::printf("eval  %5d | val loss %.4f\n", step + 1, ev);
         if (metrics_) metrics_->write({{"step", step + 1}, {"eval_loss", ev}});
       }
+      print_sample(step + 1);
     }
     steps_done_ = step + 1;
     if (cfg_.checkpoint.every > 0 && steps_done_ % cfg_.checkpoint.every == 0) save_checkpoint();
@@ -296,6 +332,15 @@ TrainSummary Trainer::run() {
       trace_.write();
       return sum;
     }
+  }
+  if (cfg_.train.steps == 0) {  // an evaluation of the initial (e.g. --init-from) weights
+    const double ev = evaluate();
+    if (!std::isnan(ev)) {
+      sum.evals.emplace_back(0, ev);
+      if (rank_ == 0 && opts_.log) std::printf("eval  %5d | val loss %.6f\n", 0, ev);
+      if (metrics_) metrics_->write({{"step", 0}, {"eval_loss", ev}});
+    }
+    print_sample(0);
   }
   if (cfg_.checkpoint.every > 0 && last_saved_ != steps_done_) save_checkpoint();  // the final one
   if (!rates.empty()) {

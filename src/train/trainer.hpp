@@ -39,6 +39,10 @@ struct TrainOptions {
   // "" starts fresh; "auto" resumes from the newest complete checkpoint in checkpoint.dir that
   // verifies (or starts fresh, saying so); anything else is a checkpoint file to resume from.
   std::string resume;
+  // A weights file to start from (train/init_weights.hpp) when the run does not resume: with
+  // --resume auto, a requeued fine-tuning job continues from its checkpoint, not the weights.
+  // The deck must already carry the file's model shape (with_init_shape).
+  std::string init_from;
 };
 
 struct TrainSummary {
@@ -74,6 +78,7 @@ class Trainer {
  private:
   void log_step(int step, const StepResult& r, double step_s, double tok_s);
   void resume();  // trainer_checkpoint.cpp
+  void print_sample(int step);
 
   RunConfig cfg_;
   TrainOptions opts_;
@@ -92,6 +97,7 @@ class Trainer {
   double run_start_s_ = 0.0;
   std::unique_ptr<Checkpointer> checkpointer_;
   int start_step_ = 0, steps_done_ = 0, last_saved_ = -1;
+  bool resumed_ = false;
 };
 
 // Shard-group size the strategy implies on `world_size` ranks (ddp 1, zero* all, hybrid S).

@@ -33,6 +33,7 @@ void Trainer::resume() {
     h = checkpointer_->load(path, *engine_);  // throws the same CheckpointError on every rank
   }
   start_step_ = steps_done_ = last_saved_ = int(h.step);
+  resumed_ = true;
   if (rank_ == 0 && h.sampler_seed != cfg_.train.seed)
     std::fprintf(stderr,
                  "fsdp-train: warning: %s was trained with train.seed = %llu, this run "

@@ -20,11 +20,11 @@ if [ ! -f "$FB/CMakeCache.txt" ]; then
     -DCMAKE_C_COMPILER="$CC_FUZZ" -DFSDP_BUILD_FUZZERS=ON -DFSDP_BUILD_TESTS=OFF >"$WORK/configure.log" 2>&1 \
     || { bad "configure of $FB: $(tail -5 "$WORK/configure.log")"; finish; exit 1; }
 fi
-cmake --build "$FB" -j"$(nproc)" --target fuzz_config fuzz_checkpoint >"$WORK/build.log" 2>&1 \
+cmake --build "$FB" -j"$(nproc)" --target fuzz_config fuzz_checkpoint fuzz_weights >"$WORK/build.log" 2>&1 \
   || { bad "build of the fuzz targets: $(grep -m5 -E 'error' "$WORK/build.log")"; finish; exit 1; }
 ok "fuzz targets built in $FB ($(($(date +%s) - t0)) s)"
 
-for target in config checkpoint; do
+for target in config checkpoint weights; do
   corpus="$WORK/corpus_$target"
   mkdir -p "$corpus" "$WORK/artifacts_$target"
   # New inputs go to the scratch corpus (the first dir); the committed seeds are only read.
@@ -42,7 +42,7 @@ for target in config checkpoint; do
     ok "fuzz_$target ${SECONDS_EACH}s: $cov, $stats"
   else
     bad "fuzz_$target exit $rc; the input is kept under tests/fuzz/crashes/ of the build:"
-    grep -E 'ERROR|SUMMARY|runtime error|fuzz_(config|checkpoint):' "$WORK/fuzz_$target.log" | head -10 | sed 's/^/    /'
+    grep -E 'ERROR|SUMMARY|runtime error|fuzz_(config|checkpoint|weights):' "$WORK/fuzz_$target.log" | head -10 | sed 's/^/    /'
     mkdir -p "$BUILD/tests/fuzz/crashes" && cp "$WORK/artifacts_$target"/* "$BUILD/tests/fuzz/crashes/" 2>/dev/null
     ls "$BUILD/tests/fuzz/crashes" | sed 's/^/    /'
   fi

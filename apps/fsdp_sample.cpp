@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+// fsdp-sample: generates text from a model: an fsdp checkpoint (its stored run deck gives the
+// model), a Hugging Face safetensors directory or an llm.c parameter file. Runs on one rank or
+// under mpirun (the model is then sharded ZeRO-3 style, as in training).
+// Exit codes: 0 done; 2 bad arguments; 3 bad vocabulary file; 5 unreadable model file.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <Kokkos_Core.hpp>
+#include <cstdio>
+#include <sstream>
+
+#include "comm/process_groups.hpp"
+#include "config/load_config.hpp"
+#include "core/blas_setup.hpp"
+#include "data/data_error.hpp"
+#include "data/gpt2_bpe.hpp"
+#include "io/checkpoint.hpp"
+#include "io/h5_io.hpp"
+#include "io/weight_source.hpp"
+#include "io/weights_error.hpp"
+#include "train/init_weights.hpp"
+#include "train/sample.hpp"
+
+namespace {
+
+int finish(int code) {
+  MPI_Finalize();
+  return code;
+}
+
+// The run deck of the model at `path`: a checkpoint's own, or the defaults shaped by the file.
+fsdp::RunConfig model_deck(const std::string& path, const std::vector<std::string>& overrides) {
+  using fsdp::weights::WeightFormat;
+  if (fsdp::weights::detect_weight_format(path) != WeightFormat::Checkpoint)
+    return fsdp::with_init_shape(fsdp::load_config_from_string("", "defaults", overrides), path);
+  fsdp::h5::silence_errors();
+  std::string deck;
+  try {
+    fsdp::h5::File f{FSDP_H5_ID(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT))};
+    deck = fsdp::ckpt::read_header(f.get()).run_config;
+  } catch (const std::exception& e) {
+    throw fsdp::weights::WeightsError(path + ": " + e.what());
+  }
+  return fsdp::load_config_from_string(deck, path + " (stored run deck)", overrides);
+}
+
+std::vector<std::int32_t> parse_ids(const std::string& text) {
+  std::vector<std::int32_t> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::size_t used = 0;
+    long v = -1;
+    try {
+      v = std::stol(item, &used);
+    } catch (const std::exception&) {
+    }
+    if (v < 0 || used != item.size() || v > (1L << 30))
+      throw CLI::ValidationError("--prompt-ids", "'" + item.substr(0, 20) + "' is not a token id");
+    ids.push_back(std::int32_t(v));
+  }
+  return ids;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fsdp::select_blas_kernel(argv);
+  MPI_Init(&argc, &argv);
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+
+  CLI::App app{"fsdp-sample: generate text from an fsdp checkpoint or a GPT-2 weights file"};
+  std::string path, prompt = "\n", prompt_ids, encoder;
+  std::vector<std::string> overrides;
+  bool print_ids = false;
+  fsdp::SampleOptions o;
+  app.add_option("model", path,
+                 "fsdp checkpoint, Hugging Face directory or .safetensors file, or llm.c "
+                 "parameter file")
+      ->required();
+  app.add_option("--prompt", prompt, "text to continue (byte-level vocabularies)")
+      ->capture_default_str();
+  app.add_option("--prompt-ids", prompt_ids, "token ids to continue, comma-separated");
+  app.add_option("--tokens", o.tokens, "tokens to generate")->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  app.add_option("--temperature", o.temperature, "0 = greedy (argmax)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--top-k", o.top_k, "draw from the k most likely tokens (0 = all)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 24));
+  app.add_option("--seed", o.seed, "sampling seed")->capture_default_str();
+  app.add_option("--encoder", encoder, "GPT-2 encoder.json: print text for a BPE vocabulary");
+  app.add_flag("--ids", print_ids, "print token ids, one line, instead of text");
+  app.add_option("--set", overrides, "override one run-deck key, section.key=value");
+  app.footer("Exit codes: 0 done, 2 bad arguments, 3 bad vocabulary file, 5 unreadable model file.");
+  std::vector<std::int32_t> tokens;
+  fsdp::RunConfig cfg;
+  try {
+    app.parse(argc, argv);
+    if (!prompt_ids.empty()) tokens = parse_ids(prompt_ids);
+    else for (unsigned char c : prompt) tokens.push_back(c);
+    if (tokens.empty()) throw CLI::ValidationError("--prompt", "is empty");
+  } catch (const CLI::ParseError& e) {
+    const int rc = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
+    return finish(rc == 0 ? 0 : 2);
+  }
+  fsdp::Gpt2Vocabulary vocab;
+  try {
+    // One sequence per rank, the model sharded over all of them; the context is only as long
+    // as the text needs (causal attention: the answer is the same as with the full block).
+    std::vector<std::string> sets = {"train.micro_batch_size=1",
+                                     "train.batch_size=" + std::to_string(nranks),
+                                     "train.deterministic=false", "checkpoint.every=0",
+                                     std::string("fsdp.strategy=") + (nranks > 1 ? "zero3" : "ddp")};
+    sets.insert(sets.end(), overrides.begin(), overrides.end());
+    cfg = model_deck(path, sets);
+    const std::int64_t need = std::int64_t(tokens.size()) + o.tokens;
+    cfg.model.n_positions = cfg.model.positions();  // wpe keeps its rows
+    if (need < cfg.model.block_size) cfg.model.block_size = int(std::max<std::int64_t>(1, need));
+    if (!encoder.empty()) vocab = fsdp::Gpt2Vocabulary::load(encoder);
+    for (std::int32_t t : tokens)
+      if (t >= cfg.model.vocab_size)
+        throw fsdp::ConfigError("--prompt-ids: token " + std::to_string(t) +
+                                " is not below the model's vocab_size " +
+                                std::to_string(cfg.model.vocab_size));
+  } catch (const fsdp::ConfigError& e) {
+    if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
+    return finish(2);
+  } catch (const fsdp::DataError& e) {
+    if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
+    return finish(3);
+  } catch (const fsdp::weights::WeightsError& e) {
+    if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
+    return finish(5);
+  }
+
+  int code = 0;
+  {
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    try {
+      fsdp::MemoryTracker tracker(cfg.memory.device_budget);
+      fsdp::Trace trace;
+      fsdp::comm::ProcessGroups groups =
+          fsdp::comm::make_process_groups(MPI_COMM_WORLD, nranks > 1 ? nranks : 1);
+      fsdp::Engine engine(cfg, groups, tracker, trace);
+      fsdp::Checkpointer checkpointer(MPI_COMM_WORLD, cfg);
+      fsdp::init_weights(path, engine, checkpointer, MPI_COMM_WORLD);
+      const std::size_t n_prompt = tokens.size();
+      tokens = fsdp::sample(engine, *groups.world, tokens, o);
+      if (rank == 0) {
+        if (print_ids) {
+          for (std::size_t i = 0; i < tokens.size(); ++i)
+            std::printf("%s%d", i ? " " : "", tokens[i]);
+          std::printf("\n");
+        } else if (!encoder.empty()) {
+          std::printf("%s\n", vocab.decode(tokens).c_str());
+        } else if (cfg.model.vocab_size <= 256) {
+          std::printf("%s\n", fsdp::bytes_as_text(tokens, false).c_str());
+        } else {
+          for (std::size_t i = 0; i < tokens.size(); ++i)
+            std::printf("%s%d", i == 0 ? "" : i == n_prompt ? " | " : " ", tokens[i]);
+          std::printf("\n");
+        }
+      }
+    } catch (const fsdp::weights::WeightsError& e) {
+      if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
+      code = 5;
+    } catch (const fsdp::CheckpointError& e) {
+      if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
+      code = 5;
+    }
+  }
+  return finish(code);
+}

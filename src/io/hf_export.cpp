@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+#include "io/hf_export.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/bf16.hpp"
+#include "core/check.hpp"
+#include "core/memory.hpp"
+#include "io/agree.hpp"
+#include "io/block_hash.hpp"
+#include "io/checkpoint_scan.hpp"
+#include "model/gpt2_layout.hpp"
+
+namespace fsdp::ckpt {
+namespace fs = std::filesystem;
+using weights::DType;
+using weights::StoredTensor;
+
+namespace {
+
+// MPI-IO's error string for code rc.
+std::string mpi_error(int rc) {
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, buf, &len);
+  return std::string(buf, std::size_t(len));
+}
+
+// The stored checksums of one dataset, checked against themselves as verify does.
+std::vector<std::uint64_t> stored_table(hid_t d, std::int64_t n, std::int64_t B) {
+  std::vector<std::uint64_t> t = h5::read_attr_u64s(d, "xxh3_blocks");
+  if (std::int64_t(t.size()) != (n + B - 1) / B)
+    throw h5::H5Error("xxh3_blocks has " + std::to_string(t.size()) + " entries, not one per block");
+  if (table_hash(t) != h5::read_attr_u64(d, "xxh3"))
+    throw h5::H5Error("xxh3 does not match xxh3_blocks: the checksums are damaged");
+  return t;
+}
+
+// Writes `text` to path through a temporary name.
+void write_small_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) throw std::runtime_error(tmp + ": cannot be written");
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace
+
+std::string hf_config_json(const ModelConfig& m, DType dtype) {
+  const int special = std::min(50256, m.vocab_size - 1);  // GPT-2's <|endoftext|> when it exists
+  nlohmann::ordered_json j{{"architectures", {"GPT2LMHeadModel"}},
+                           {"model_type", "gpt2"},
+                           {"vocab_size", m.vocab_size},
+                           {"n_positions", m.positions()},
+                           {"n_ctx", m.positions()},
+                           {"n_embd", m.n_embd},
+                           {"n_layer", m.n_layer},
+                           {"n_head", m.n_head},
+                           {"n_inner", nullptr},
+                           {"activation_function", "gelu_new"},
+                           {"resid_pdrop", 0.0},
+                           {"embd_pdrop", 0.0},
+                           {"attn_pdrop", 0.0},
+                           {"layer_norm_epsilon", 1e-5},
+                           {"initializer_range", 0.02},
+                           {"scale_attn_weights", true},
+                           {"use_cache", true},
+                           {"bos_token_id", special},
+                           {"eos_token_id", special},
+                           {"tie_word_embeddings", true},
+                           {"torch_dtype", dtype == DType::F32 ? "float32" : "bfloat16"}};
+  return j.dump(2) + "\n";
+}
+
+int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& dir, DType dtype) {
+  const Comm c(comm);
+  auto say = [&](const std::string& m) {
+    if (c.rank == 0) std::fprintf(stderr, "fsdp-ckpt export: %s\n", m.c_str());
+  };
+  Opened o = open_checkpoint(c, checkpoint);
+  if (!o.error.empty()) {
+    say(o.error);
+    return 2;
+  }
+  const ModelConfig& m = o.header.model;
+  const std::int64_t B = o.header.checksum_block_elems;
+
+  // The tensors in layout order, and the file's header (the same bytes on every rank).
+  std::vector<const TensorSpec*> specs;
+  const std::vector<UnitLayout> units = gpt2_units(m);
+  for (const UnitLayout& u : units)
+    for (const TensorSpec& t : u.tensors) specs.push_back(&t);
+  std::vector<std::string> order;
+  std::map<std::string, StoredTensor> tensors;
+  for (const TensorSpec* t : specs) {
+    order.push_back(t->name);
+    tensors[t->name] = {dtype, t->shape, 0, 0};
+  }
+  const std::string header =
+      weights::safetensors_header(order, tensors, {{"format", "pt"}, {"source", "fsdp"}});
+
+  const std::string file = (fs::path(dir) / "model.safetensors").string(), tmp = file + ".tmp";
+  std::string err;
+  if (c.rank == 0) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) err = dir + ": " + ec.message();
+  }
+  err = agree_on_error(comm, err);
+  if (!err.empty()) {
+    say(err);
+    return 2;
+  }
+  MPI_File fh = MPI_FILE_NULL;
+  const int rc = MPI_File_open(comm, tmp.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY,
+                               MPI_INFO_NULL, &fh);
+  if (rc != MPI_SUCCESS) {  // collective: every rank has the same outcome
+    say(tmp + ": " + mpi_error(rc));
+    return 2;
+  }
+  std::uint64_t total = header.size();
+  for (const auto& [name, t] : tensors) total = std::max(total, t.end);
+  FSDP_MPI_CHECK(MPI_File_set_size(fh, MPI_Offset(total)));
+  std::string io_err, damaged;
+  auto write_at = [&](std::uint64_t at, const void* data, std::size_t bytes) {
+    MPI_Status st;
+    const int r = MPI_File_write_at(fh, MPI_Offset(at), data, int(bytes), MPI_BYTE, &st);
+    if (r != MPI_SUCCESS && io_err.empty()) io_err = tmp + ": " + mpi_error(r);
+  };
+  if (c.rank == 0) write_at(0, header.data(), header.size());
+
+  std::vector<float> buf;
+  std::vector<std::uint16_t> half;
+  for (const TensorSpec* t : specs) {
+    const std::string path = std::string(group_path(Part::Params)) + "/" + t->name;
+    const Expected e{path, std::vector<hsize_t>(t->shape.begin(), t->shape.end())};
+    std::string bad;
+    std::vector<std::uint64_t> stored;
+    h5::Dataset d;
+    try {  // metadata reads are collective: every rank meets the same answer
+      bad = check_shape(o.file.get(), e);
+      if (bad.empty()) {
+        d = h5::Dataset{FSDP_H5_ID(H5Dopen2(o.file.get(), path.c_str(), H5P_DEFAULT))};
+        stored = stored_table(d.get(), t->numel, B);
+      }
+    } catch (const std::exception& ex) {
+      bad = ex.what();
+    }
+    if (!bad.empty()) {
+      if (damaged.empty()) damaged = checkpoint + ": " + path + ": " + bad;
+      continue;
+    }
+    const StoredTensor& out = tensors.at(t->name);
+    std::vector<std::uint64_t> table(stored.size(), 0);
+    for_my_pieces(c, t->numel, B, [&](h5::FlatRange r) {
+      buf.resize(std::size_t(r.size()));
+      try {
+        h5::read_flat(d.get(), r, buf.data(), H5P_DEFAULT);
+      } catch (const std::exception& ex) {
+        if (io_err.empty()) io_err = checkpoint + ": " + path + ": " + ex.what();
+        return;
+      }
+      hash_whole_blocks(buf.data(), r, t->numel, B, table);
+      for (std::int64_t k = r.begin / B; k * B < r.end; ++k)
+        if (table[std::size_t(k)] != stored[std::size_t(k)] && damaged.empty())
+          damaged = checkpoint + ": " + path + ": checksum mismatch in block " +
+                    std::to_string(k) + " of " + std::to_string(stored.size()) +
+                    ": the data is damaged";
+      if (dtype == DType::F32) {
+        write_at(out.begin + std::uint64_t(r.begin) * 4, buf.data(), buf.size() * 4);
+      } else {
+        half.resize(buf.size());
+        for (std::size_t i = 0; i < buf.size(); ++i) half[i] = to_bf16(buf[i]);
+        write_at(out.begin + std::uint64_t(r.begin) * 2, half.data(), half.size() * 2);
+      }
+    });
+  }
+  const std::string damage = agree_on_error(comm, damaged), failure = agree_on_error(comm, io_err);
+  FSDP_MPI_CHECK(MPI_File_close(&fh));  // closing makes every rank's writes complete
+  if (!damage.empty() || !failure.empty()) {
+    say(!damage.empty() ? damage : failure);
+    if (c.rank == 0) std::remove(tmp.c_str());
+    return !damage.empty() ? 1 : 2;
+  }
+  if (c.rank == 0) {
+    try {
+      sync_path(tmp);
+      fs::rename(tmp, file);
+      write_small_file((fs::path(dir) / "config.json").string(), hf_config_json(m, dtype));
+      sync_path(dir);
+    } catch (const std::exception& ex) {
+      err = ex.what();
+    }
+  }
+  err = agree_on_error(comm, err);
+  if (!err.empty()) {
+    say(err);
+    return 2;
+  }
+  if (c.rank == 0)
+    std::printf("exported %s (step %lld, %lld parameters) to %s as %s, %s\n", checkpoint.c_str(),
+                (long long)o.header.step, (long long)gpt2_num_params(m), dir.c_str(),
+                weights::dtype_name(dtype), format_bytes(std::int64_t(total)).c_str());
+  return 0;
+}
+
+}  // namespace fsdp::ckpt

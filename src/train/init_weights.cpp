@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+#include "train/init_weights.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include "config/load_config.hpp"
+#include "io/agree.hpp"
+#include "io/checkpoint_format.hpp"
+#include "io/h5_io.hpp"
+#include "io/weight_source.hpp"
+#include "io/weights_error.hpp"
+
+namespace fsdp {
+namespace {
+
+using weights::FileShape;
+using weights::WeightsError;
+using weights::WeightFormat;
+
+FileShape checkpoint_shape(const std::string& path) {
+  h5::silence_errors();
+  try {
+    if (const std::string why = ckpt::not_hdf5(path); !why.empty()) throw h5::H5Error(why);
+    h5::File f{FSDP_H5_ID(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT))};
+    const ModelConfig m = ckpt::read_header(f.get()).model;
+    return {m.n_layer, m.n_head, m.n_embd, m.vocab_size, m.positions()};
+  } catch (const std::exception& e) {
+    throw WeightsError(path + ": " + e.what());
+  }
+}
+
+FileShape file_shape(const std::string& path) {
+  if (weights::detect_weight_format(path) == WeightFormat::Checkpoint) return checkpoint_shape(path);
+  return weights::open_weights(path)->shape();
+}
+
+// Why a file of shape f cannot fill model m, or "".
+std::string shape_mismatch(const FileShape& f, const ModelConfig& m) {
+  std::string out;
+  auto cmp = [&](const char* key, int file, int model) {
+    if (file != model)
+      out += std::string(out.empty() ? "" : ", ") + key + " " + std::to_string(file) +
+             " (this run: " + std::to_string(model) + ")";
+  };
+  cmp("n_layer", f.n_layer, m.n_layer);
+  cmp("n_embd", f.n_embd, m.n_embd);
+  cmp("vocab_size", f.vocab_size, m.vocab_size);
+  cmp("n_positions", f.n_positions, m.positions());
+  return out;
+}
+
+}  // namespace
+
+RunConfig with_init_shape(const RunConfig& cfg, const std::string& path) {
+  const FileShape f = file_shape(path);
+  RunConfig out = cfg;
+  ModelConfig& m = out.model;
+  auto take = [&](const char* key, int file_value, int deck_value, int& field) {
+    if (file_value <= 0) return;  // the file does not say (n_head without a config.json)
+    const auto given = cfg.key_origin.find(std::string("model.") + key);
+    if (given == cfg.key_origin.end()) {
+      field = file_value;
+      return;
+    }
+    if (deck_value != file_value)
+      throw WeightsError("--init-from " + path + ": model." + key + ": the file has " +
+                         std::to_string(file_value) + ", but " + given->second + " sets " +
+                         std::to_string(deck_value));
+  };
+  take("n_layer", f.n_layer, m.n_layer, m.n_layer);
+  take("n_head", f.n_head, m.n_head, m.n_head);
+  take("n_embd", f.n_embd, m.n_embd, m.n_embd);
+  take("vocab_size", f.vocab_size, m.vocab_size, m.vocab_size);
+  take("n_positions", f.n_positions, m.positions(), m.n_positions);
+  validate_config(out, "--init-from " + path);
+  out.resolved_toml = to_toml(out);
+  return out;
+}
+
+void init_weights(const std::string& path, Engine& engine, Checkpointer& checkpointer,
+                  MPI_Comm world) {
+  std::string err;
+  WeightFormat format = WeightFormat::Safetensors;
+  try {
+    format = weights::detect_weight_format(path);
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  err = agree_on_error(world, err);
+  if (!err.empty()) throw WeightsError(err);
+  if (format == WeightFormat::Checkpoint) {
+    checkpointer.load_params(path, engine);  // verifies every dataset's checksums
+    return;
+  }
+
+  std::unique_ptr<weights::WeightSource> src;
+  try {
+    src = weights::open_weights(path);
+    const std::string mismatch = shape_mismatch(src->shape(), engine.config().model);
+    if (!mismatch.empty()) throw WeightsError(path + ": written for a different model: " + mismatch);
+    src->check(engine.model().units());
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  err = agree_on_error(world, err);
+  if (!err.empty()) throw WeightsError(err);
+
+  for (int u = 0; u < int(engine.units().size()); ++u) {
+    const ShardedUnit& su = engine.units()[std::size_t(u)];
+    const Vec shard = engine.param_shard(u);
+    const auto host = Kokkos::create_mirror_view(HostSpace(), shard);
+    Kokkos::deep_copy(host, 0.f);  // the padding past the unit's tensors stays 0
+    const h5::FlatRange mine{su.shard_begin, su.shard_begin + su.shard};
+    for (const TensorSpec& t : su.layout->tensors) {
+      const h5::FlatRange r = h5::intersect(mine, {t.offset, t.offset + t.numel});
+      if (r.empty() || !err.empty()) continue;
+      try {
+        src->read(t, r.begin - t.offset, r.end - t.offset, host.data() + (r.begin - su.shard_begin));
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
+    }
+    Kokkos::deep_copy(shard, host);
+  }
+  err = agree_on_error(world, err);
+  if (!err.empty()) throw WeightsError(err);
+  engine.sync_full_params();
+}
+
+}  // namespace fsdp

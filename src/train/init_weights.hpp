@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// fsdp-train --init-from PATH: a run that starts (step 0, fresh optimizer, fresh data order)
+// from weights in a file: a Hugging Face safetensors directory or file, an llm.c parameter file,
+// or an fsdp checkpoint's /model group (io/weight_source.hpp, io/checkpoint.hpp).
+#pragma once
+#include <mpi.h>
+
+#include <string>
+
+#include "config/run_config.hpp"
+#include "fsdp/engine.hpp"
+#include "io/checkpoint.hpp"
+
+namespace fsdp {
+
+// The run deck with the model shape of the weights at `path`: a model key that neither the
+// deck nor a --set gave takes the file's value; one they gave that disagrees is a WeightsError
+// naming the key, both values and where the deck set it. Reads only the file's header; every
+// rank computes the same answer. The result is validated and its resolved_toml rebuilt.
+RunConfig with_init_shape(const RunConfig& cfg, const std::string& path);
+
+// Fills this rank's parameter shards from `path` (reading only their byte ranges) and rebuilds
+// the full parameters that ddp, zero1 and zero2 keep. Collective over the engine's ranks
+// (`world`); a problem on any rank throws the same WeightsError (or CheckpointError) on all.
+void init_weights(const std::string& path, Engine& engine, Checkpointer& checkpointer,
+                  MPI_Comm world);
+
+}  // namespace fsdp
