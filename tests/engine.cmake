@@ -6,3 +6,6 @@ fsdp_add_mpi_test(test_deterministic ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_determ
 fsdp_add_mpi_test(test_nonfinite ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_nonfinite.cpp)
 fsdp_add_mpi_test(test_mixed_precision ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_mixed_precision.cpp)
 target_compile_definitions(test_mixed_precision PRIVATE FSDP_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+fsdp_add_mpi_test(test_golden ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_golden.cpp)
+target_compile_definitions(test_golden PRIVATE FSDP_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+target_link_libraries(test_golden PRIVATE PkgConfig::XXHASH)

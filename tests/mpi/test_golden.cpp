@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+// Golden outputs of the training step, recorded before the engine was restructured (issue "One
+// step, one place") and reproduced bit for bit since: per-step losses and gradient norms, and
+// an XXH3 of every rank's parameter shards and both AdamW moments after the run, for every
+// strategy x {fp32, bf16} x {prefetch 0, 1, 2} x {block, sublayer} x deterministic on/off the
+// engine accepts, plus the memory features, at this run's rank count. The file is
+// tests/golden/step_np<N>.txt; FSDP_GOLDEN_WRITE=1 rewrites it (only for a deliberate change
+// of the numerics, which the commit must say).
+#include <catch2/catch.hpp>
+#include <xxhash.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "engine_fixture.hpp"
+
+using namespace fsdp;
+
+namespace {
+
+struct Case {
+  std::string name;
+  RunConfig cfg;
+};
+
+bool power_of_two(int n) { return (n & (n - 1)) == 0; }
+
+std::vector<Case> cases(int nranks) {
+  std::vector<Case> out;
+  for (const char* strategy : {"ddp", "zero1", "zero2", "zero3", "hybrid"})
+    for (const char* precision : {"fp32", "bf16"})
+      for (int prefetch : {0, 1, 2})
+        for (const char* unit : {"block", "sublayer"})
+          for (bool det : {false, true}) {
+            const bool bf16 = std::string(precision) == "bf16";
+            if (det && (std::string(strategy) == "hybrid" || bf16 || !power_of_two(nranks)))
+              continue;  // refused at start
+            RunConfig c = test::tiny_config(strategy, prefetch);
+            c.train.steps = 3;
+            c.train.batch_size = 24;  // 2-sequence micro-batches divide it over 1-4 ranks
+            c.train.micro_batch_size = det ? 1 : 2;
+            if (std::string(strategy) == "hybrid") c.fsdp.shard_group_size = nranks % 2 ? 1 : 2;
+            c.fsdp.mixed_precision = precision;
+            c.fsdp.reduce_dtype = precision;
+            c.fsdp.unit = unit;
+            c.train.deterministic = det;
+            std::ostringstream name;
+            name << strategy << "/" << precision << "/k" << prefetch << "/" << unit
+                 << (det ? "/det" : "");
+            out.push_back({name.str(), c});
+          }
+  // The memory features, on zero3 and zero2 (one case each: their code paths, not a product).
+  auto extra = [&](const std::string& name, const std::string& strategy, auto&& edit) {
+    RunConfig c = test::tiny_config(strategy, 1);
+    c.train.steps = 3;
+    c.train.batch_size = 24;
+    c.train.micro_batch_size = 2;
+    edit(c);
+    out.push_back({name, c});
+  };
+  extra("zero3/offload_params", "zero3", [](RunConfig& c) { c.fsdp.offload = "params"; });
+  extra("zero2/offload_optimizer", "zero2", [](RunConfig& c) { c.fsdp.offload = "optimizer"; });
+  extra("zero3/checkpointing", "zero3",
+        [](RunConfig& c) { c.model.activation_checkpointing = "blocks"; });
+  extra("zero3/sublayer_checkpointing", "zero3", [](RunConfig& c) {
+    c.model.activation_checkpointing = "blocks";
+    c.fsdp.unit = "sublayer";
+  });
+  extra("zero3/accumulate_sharded", "zero3", [](RunConfig& c) { c.fsdp.accumulate = "sharded"; });
+  extra("zero2/accumulate_sharded", "zero2", [](RunConfig& c) { c.fsdp.accumulate = "sharded"; });
+  extra("zero3/keep_after_forward", "zero3", [](RunConfig& c) { c.fsdp.reshard_after_forward = false; });
+  extra("zero3/no_cross_step_prefetch", "zero3", [](RunConfig& c) { c.fsdp.prefetch_across_steps = false; });
+  extra("zero3/no_clip", "zero3", [](RunConfig& c) { c.train.grad_clip = 0.0; });
+  extra("zero3/bf16_params_fp32_reduce", "zero3", [](RunConfig& c) { c.fsdp.mixed_precision = "bf16"; });
+  extra("ddp/fp32_params_bf16_reduce", "ddp", [](RunConfig& c) { c.fsdp.reduce_dtype = "bf16"; });
+  extra("zero1/checkpointing_bf16", "zero1", [](RunConfig& c) {
+    c.model.activation_checkpointing = "blocks";
+    c.fsdp.mixed_precision = "bf16";
+  });
+  return out;
+}
+
+std::string hex(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+// One line: the case, its losses and norms in hex, and the XXH3 of every rank's shards.
+std::string run(const Case& k) {
+  Trainer t(k.cfg, MPI_COMM_WORLD, test::quiet());
+  const TrainSummary s = t.run();
+  Engine& e = t.engine();
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  for (int u = 0; u < int(e.units().size()); ++u)
+    for (const Vec& v : {e.param_shard(u), e.exp_avg_shard(u), e.exp_avg_sq_shard(u)}) {
+      const auto h = Kokkos::create_mirror_view_and_copy(HostSpace(), v);
+      XXH3_64bits_update(st, h.data(), h.extent(0) * sizeof(float));
+    }
+  unsigned long long mine = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  std::vector<unsigned long long> all(std::size_t(test::world_size()));
+  MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG,
+                MPI_COMM_WORLD);
+  std::ostringstream line;
+  line << k.name << " loss";
+  for (double l : s.losses) line << " " << hex(l);
+  line << " norm";
+  for (double n : s.grad_norms) line << " " << hex(n);
+  line << " state " << std::hex << XXH3_64bits(all.data(), all.size() * sizeof(all[0]));
+  return line.str();
+}
+
+std::string golden_path() {
+  return std::string(FSDP_SOURCE_DIR) + "/tests/golden/step_np" +
+         std::to_string(test::world_size()) + ".txt";
+}
+
+}  // namespace
+
+TEST_CASE("the training step reproduces its golden outputs bit for bit", "[golden]") {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::vector<Case> all = cases(test::world_size());
+  if (std::getenv("FSDP_GOLDEN_WRITE")) {
+    std::ostringstream text;
+    for (const Case& k : all) text << run(k) << "\n";
+    if (rank == 0) std::ofstream(golden_path()) << text.str();
+    WARN("wrote " << golden_path() << " (" << all.size() << " cases)");
+    return;
+  }
+  std::ifstream in(golden_path());
+  REQUIRE(in.good());
+  std::map<std::string, std::string> want;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) want[line.substr(0, line.find(' '))] = line;
+  REQUIRE(want.size() == all.size());
+  for (const Case& k : all) {
+    INFO("case " << k.name << " on " << test::world_size() << " ranks");
+    CHECK(run(k) == want[k.name]);
+  }
+}
