@@ -12,6 +12,13 @@
 namespace fsdp {
 namespace {
 
+// The deck as this engine's process groups run it (the trainer has validated it).
+RunSetup engine_setup(const RunConfig& cfg, const comm::ProcessGroups& g) {
+  RunSetup s = setup_from_config(cfg, g.world->size(), 1);
+  if (s.strategy == Strategy::Hybrid) s.shard_group_size = g.shard->size();
+  return s;
+}
+
 using HostConstVec = Kokkos::View<const float*, HostSpace, Unmanaged>;
 using HostVec = Kokkos::View<float*, HostSpace, Unmanaged>;
 
@@ -20,36 +27,30 @@ using HostVec = Kokkos::View<float*, HostSpace, Unmanaged>;
 Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker& tracker,
                Trace& trace)
     : cfg_(cfg),
-      strategy_(parse_strategy(cfg.fsdp.strategy)),
+      setup_(engine_setup(cfg, groups)),
+      strategy_(setup_.strategy),
       groups_(groups),
       shard_comm_(*groups.shard),
       tracker_(tracker),
       trace_(trace),
       nshard_(groups.shard->size()),
       deterministic_(cfg.train.deterministic) {
-  reduce_bf16_ = cfg.fsdp.reduce_dtype == "bf16";
-  const bool bf16_params = cfg.fsdp.mixed_precision == "bf16";
+  reduce_bf16_ = setup_.reduce_bf16;
+  const bool bf16_params = setup_.precision == Precision::BF16;
   model_ = std::make_unique<Gpt2>(cfg.model, cfg.train.micro_batch_size, tracker,
                                   unit_cut(cfg.fsdp.unit));
   const int r = shard_comm_.rank();
   // Offload keeps what the optimizer owns in host memory; the optimizer step runs there. On a
   // CPU build host and device share one RAM, but the tracker accounts the spaces separately, so
   // the device saving is measured here and real on a GPU.
-  const MemSpace optim_space = cfg.fsdp.offload == "none" ? MemSpace::Device : MemSpace::Host;
-  const MemSpace param_space = cfg.fsdp.offload == "params" ? MemSpace::Host : MemSpace::Device;
+  const MemSpace optim_space = setup_.offload == Offload::None ? MemSpace::Device : MemSpace::Host;
+  const MemSpace param_space = setup_.offload == Offload::Params ? MemSpace::Host : MemSpace::Device;
   units_.resize(model_->units().size());
   for (std::size_t u = 0; u < units_.size(); ++u) {
     ShardedUnit& su = units_[u];
     su.layout = &model_->units()[u];
     su.numel = su.layout->numel;
-    // Deterministic mode pads to whole norm blocks per shard, so block boundaries (and the
-    // partial sums of the gradient norm) do not depend on the number of ranks.
-    // bf16 shards are whole 4-byte words; a bf16 all-reduce (ddp, hybrid's replicas) splits
-    // the buffer into even blocks per replica.
-    std::int64_t quantum = std::int64_t(nshard_) * (deterministic_ ? kNormBlock : 1);
-    if (bf16_params || reduce_bf16_) quantum *= 2;
-    if (reduce_bf16_) quantum *= groups.replicate->size();
-    su.padded = (su.numel + quantum - 1) / quantum * quantum;
+    su.padded = setup_.padded_numel(su.numel);
     su.shard = su.padded / nshard_;
     su.shard_begin = std::int64_t(r) * su.shard;
     const std::string& name = su.layout->name;
@@ -270,7 +271,7 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
 }
 
 void Engine::forward_backward(int n_micro, const LoadMicroBatch& load, double& loss_sum) {
-  const bool sharded_accumulate = cfg_.fsdp.accumulate == "sharded";
+  const bool sharded_accumulate = setup_.accumulate_sharded;
   for (int j = 0; j < n_micro; ++j) {
     const bool last_micro = j + 1 == n_micro;
     const bool reduce = last_micro || (shards_grads(strategy_) && sharded_accumulate);

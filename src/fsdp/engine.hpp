@@ -108,6 +108,7 @@ class Engine {
   void all_reduce_bf16(comm::Communicator& c, Vec buf);
 
   RunConfig cfg_;
+  RunSetup setup_;
   Strategy strategy_;
   comm::ProcessGroups& groups_;
   comm::Communicator& shard_comm_;
@@ -126,9 +127,6 @@ class Engine {
   int optimizer_steps_ = 0;
   bool deterministic_ = false;
   bool prefetch_next_step_ = false;
-
- public:
-  static constexpr std::int64_t kNormBlock = 1024;  // elements per gradient-norm partial sum
 };
 
 }  // namespace fsdp

@@ -9,17 +9,6 @@
 
 namespace fsdp::plan {
 
-ModelShape shape_of(const ModelConfig& m) {
-  ModelShape s;
-  s.n_layer = m.n_layer;
-  s.n_head = m.n_head;
-  s.n_embd = m.n_embd;
-  s.vocab_size = m.vocab_size;
-  s.block_size = m.block_size;
-  s.n_positions = m.n_positions;
-  return s;
-}
-
 std::vector<std::int64_t> unit_numels(const ModelShape& s) {
   const std::int64_t C = s.n_embd, V = s.vocab_size, T = s.positions();
   std::vector<std::int64_t> u;
@@ -67,118 +56,6 @@ ModelShape shape_for_params(double params, const ModelShape& like, double aspect
   return best;
 }
 
-Offload parse_offload(const std::string& s) {
-  if (s == "none") return Offload::None;
-  if (s == "optimizer") return Offload::Optimizer;
-  if (s == "params") return Offload::Params;
-  throw std::invalid_argument("offload must be none, optimizer or params, got \"" + s + "\"");
-}
-
-Precision parse_precision(const std::string& s) {
-  if (s == "fp32") return Precision::FP32;
-  if (s == "bf16") return Precision::BF16;
-  throw std::invalid_argument("precision must be fp32 or bf16, got \"" + s + "\"");
-}
-
-const char* to_string(Offload o) {
-  switch (o) {
-    case Offload::None: return "none";
-    case Offload::Optimizer: return "optimizer";
-    case Offload::Params: return "params";
-  }
-  return "?";
-}
-
-const char* to_string(Precision p) { return p == Precision::BF16 ? "bf16" : "fp32"; }
-
-const char* strategy_name(Strategy s) {
-  switch (s) {
-    case Strategy::DDP: return "ddp";
-    case Strategy::Zero1: return "zero1";
-    case Strategy::Zero2: return "zero2";
-    case Strategy::Zero3: return "zero3";
-    case Strategy::Hybrid: return "hybrid";
-  }
-  return "?";
-}
-
-std::int64_t padded_numel(std::int64_t n, int shard_group, bool deterministic) {
-  const std::int64_t q = std::int64_t(shard_group) * (deterministic ? kNormBlock : 1);
-  return (n + q - 1) / q * q;
-}
-
-int Setup::shard_group() const {
-  switch (strategy) {
-    case Strategy::DDP: return 1;
-    case Strategy::Hybrid: return shard_group_size > 0 ? shard_group_size : ranks_per_node();
-    default: return ranks;
-  }
-}
-
-int Setup::micro_batches() const {
-  return int(global_batch() / ranks / std::max(1, micro_batch));
-}
-
-void Setup::validate() const {
-  auto fail = [](const std::string& m) { throw std::invalid_argument(m); };
-  const ModelShape& m = model;
-  if (m.n_layer < 1 || m.n_head < 1 || m.n_embd < 1 || m.vocab_size < 1 || m.block_size < 1)
-    fail("model: n_layer, n_head, n_embd, vocab_size and block_size must be >= 1");
-  if (m.n_embd % m.n_head != 0)
-    fail("model.n_embd = " + std::to_string(m.n_embd) + " is not a multiple of model.n_head = " +
-         std::to_string(m.n_head));
-  if (ranks < 1 || nodes < 1) fail("ranks and nodes must be >= 1");
-  if (ranks % nodes != 0)
-    fail(std::to_string(ranks) + " ranks do not divide over " + std::to_string(nodes) + " nodes");
-  const int s = shard_group();
-  if (s < 1 || ranks % s != 0)
-    fail("fsdp.shard_group_size = " + std::to_string(s) + " does not divide the number of ranks (" +
-         std::to_string(ranks) + ")");
-  if (prefetch < 0) fail("fsdp.prefetch must be >= 0");
-  if (micro_batch < 1) fail("train.micro_batch_size must be >= 1");
-  const std::int64_t B = global_batch();
-  if (B < ranks || B % ranks != 0)
-    fail("train.batch_size = " + std::to_string(B) + " does not divide evenly over " +
-         std::to_string(ranks) + " ranks");
-  if ((B / ranks) % micro_batch != 0)
-    fail("train.micro_batch_size = " + std::to_string(micro_batch) +
-         " does not divide the per-rank batch (" + std::to_string(B / ranks) + ")");
-  if (deterministic) {
-    if (strategy == Strategy::Hybrid)
-      fail("train.deterministic = true supports ddp, zero1, zero2 and zero3, not hybrid");
-    if ((ranks & (ranks - 1)) != 0)
-      fail("train.deterministic = true needs a power-of-two number of ranks (got " +
-           std::to_string(ranks) + ")");
-    if (precision != Precision::FP32 || reduce_bf16)
-      fail("train.deterministic = true needs fsdp.mixed_precision = fp32 and fsdp.reduce_dtype = fp32");
-  }
-  if (offload == Offload::Params && !shards_params(strategy))
-    fail("fsdp.offload = params needs sharded parameters (strategy zero3 or hybrid); " +
-         std::string(strategy_name(strategy)) + " keeps full parameters on the device");
-}
-
-Setup setup_from_config(const RunConfig& cfg, int ranks, int nodes) {
-  Setup s;
-  s.model = shape_of(cfg.model);
-  s.model.sublayer_units = cfg.fsdp.unit == "sublayer";
-  s.strategy = parse_strategy(cfg.fsdp.strategy);
-  s.ranks = ranks;
-  s.nodes = nodes;
-  s.shard_group_size = cfg.fsdp.shard_group_size;
-  s.prefetch = cfg.fsdp.prefetch;
-  s.reshard_after_forward = cfg.fsdp.reshard_after_forward;
-  s.prefetch_across_steps = cfg.fsdp.prefetch_across_steps;
-  s.offload = parse_offload(cfg.fsdp.offload);
-  s.precision = parse_precision(cfg.fsdp.mixed_precision);
-  s.reduce_bf16 = cfg.fsdp.reduce_dtype == "bf16";
-  s.activation_checkpointing = cfg.model.activation_checkpointing == "blocks";
-  s.accumulate_sharded = cfg.fsdp.accumulate == "sharded";
-  s.micro_batch = cfg.train.micro_batch_size;
-  s.batch_size = cfg.train.batch_size;
-  s.deterministic = cfg.train.deterministic;
-  return s;
-}
-
 ElementBytes element_bytes(const Setup& s) {
   ElementBytes b;
   if (s.precision == Precision::BF16) {
@@ -210,7 +87,7 @@ MemoryPlan plan_memory(const Setup& s) {
   MemoryPlan mp;
   mp.shard_group = s.shard_group();
   for (std::int64_t n : unit_numels(s.model)) {
-    const std::int64_t padded = padded_numel(n, mp.shard_group, s.deterministic);
+    const std::int64_t padded = s.padded_numel(n);
     mp.params += n;
     mp.padded_params += padded;
     mp.largest_unit = std::max(mp.largest_unit, padded);

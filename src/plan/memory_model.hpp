@@ -13,22 +13,22 @@
 
 #include "config/run_config.hpp"
 #include "core/memory.hpp"
+#include "config/run_setup.hpp"
 #include "fsdp/strategy.hpp"
 
 namespace fsdp::plan {
 
-// B = micro-batch, T = block_size, C = n_embd, V = vocab_size, L = n_layer, H = n_head.
-struct ModelShape {
-  int n_layer = 4;
-  int n_head = 4;
-  int n_embd = 128;
-  int vocab_size = 256;
-  int block_size = 64;
-  int n_positions = 0;  // rows of wpe; 0 = block_size
-  bool sublayer_units = false;  // fsdp.unit = sublayer: each block is two units
-  int positions() const { return n_positions > 0 ? n_positions : block_size; }
-};
-ModelShape shape_of(const ModelConfig& m);
+// The typed setup the trainer runs (config/run_setup.hpp), under the planner's names.
+using fsdp::ModelShape;
+using fsdp::Offload;
+using fsdp::Precision;
+using fsdp::kNormBlock;
+using Setup = fsdp::RunSetup;
+using fsdp::setup_from_config;
+using fsdp::strategy_name;
+using fsdp::to_string;
+using fsdp::parse_offload;
+using fsdp::parse_precision;
 
 // Parameters per sharding unit, in the engine's order [embedding, h.0 .. h.{L-1}, ln_f]
 // (model/gpt2_layout.cpp): embedding V*C + positions*C, block 12C^2 + 13C, ln_f 2C; with
@@ -44,51 +44,6 @@ ModelShape family_shape(int n_layer, const ModelShape& like, double aspect = 128
 // The family member whose parameter count is nearest `params`.
 ModelShape shape_for_params(double params, const ModelShape& like, double aspect = 128.0,
                             int head_dim = 128);
-
-enum class Offload { None, Optimizer, Params };
-enum class Precision { FP32, BF16 };  // bf16: bf16 params/activations, fp32 master + moments
-Offload parse_offload(const std::string& s);
-Precision parse_precision(const std::string& s);
-const char* to_string(Offload o);
-const char* to_string(Precision p);
-const char* strategy_name(Strategy s);
-
-// One training configuration on one machine size.
-struct Setup {
-  ModelShape model;
-  Strategy strategy = Strategy::Zero3;
-  int ranks = 1;
-  int nodes = 1;
-  int shard_group_size = 0;  // hybrid: ranks per shard group; 0 = ranks per node
-  int prefetch = 1;
-  bool reshard_after_forward = true;
-  bool prefetch_across_steps = true;  // the optimizer issues the next step's first gathers
-  Offload offload = Offload::None;
-  Precision precision = Precision::FP32;
-  bool reduce_bf16 = false;  // fsdp.reduce_dtype = bf16
-  bool activation_checkpointing = false;
-  bool accumulate_sharded = false;  // fsdp.accumulate = sharded
-  int micro_batch = 1;              // sequences per forward+backward on one rank
-  int batch_size = 0;               // global sequences per step; 0 = one micro-batch per rank
-  bool deterministic = false;       // train.deterministic: canonical tree sums (fp32 only)
-
-  int ranks_per_node() const { return ranks / nodes; }
-  int shard_group() const;      // ddp 1, zero1/2/3 all ranks, hybrid the configured size
-  int replicate_group() const { return ranks / shard_group(); }
-  int micro_batches() const;    // per rank per step
-  std::int64_t global_batch() const { return batch_size > 0 ? batch_size : std::int64_t(ranks) * micro_batch; }
-  // Throws std::invalid_argument with a one-line reason (divisibility, unsupported offload).
-  void validate() const;
-};
-
-// The run deck's model, fsdp.* and train.* keys, on `ranks` ranks over `nodes` nodes.
-Setup setup_from_config(const RunConfig& cfg, int ranks, int nodes);
-
-// Deterministic mode sums the gradient norm in blocks of this many elements and pads every
-// unit to whole blocks per shard (Engine::kNormBlock).
-constexpr std::int64_t kNormBlock = 1024;
-// A unit of n parameters padded for a shard group of `shard_group` ranks.
-std::int64_t padded_numel(std::int64_t n, int shard_group, bool deterministic);
 
 // Bytes per element of each kind of buffer. fp32 is replayed exactly as the engine runs it.
 // bf16 is modelled as it runs with bf16 kernels on a GPU: bf16 gathered parameters, working

@@ -25,7 +25,7 @@ class Replay {
         offload_(s.offload != Offload::None) {
     const std::vector<std::int64_t> numel = unit_numels(s.model);
     for (std::int64_t n : numel) {
-      const std::int64_t padded = padded_numel(n, nshard_, s.deterministic);
+      const std::int64_t padded = s.padded_numel(n);
       numel_.push_back(n);
       padded_.push_back(padded);
       shard_.push_back(padded / nshard_);

@@ -63,24 +63,6 @@ void stall_for_test(int step, int rank) {
 
 }  // namespace
 
-int shard_group_size_for(const RunConfig& cfg, MPI_Comm world) {
-  int n = 1;
-  MPI_Comm_size(world, &n);
-  switch (parse_strategy(cfg.fsdp.strategy)) {
-    case Strategy::DDP: return 1;
-    case Strategy::Hybrid: {
-      const int s = cfg.fsdp.shard_group_size > 0 ? cfg.fsdp.shard_group_size
-                                                  : comm::ranks_per_node(world);
-      if (n % s != 0)
-        throw SetupError("fsdp.shard_group_size: " + std::to_string(s) +
-                             " does not divide the number of ranks (" + std::to_string(n) + ")",
-                         true);
-      return s;
-    }
-    default: return n;
-  }
-}
-
 double measure_gemm_flops() {
   const int n = 1024;
   FlatView a("peak::a", n * n), b("peak::b", n * n), c("peak::c", n * n);
@@ -105,44 +87,22 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   MPI_Comm_rank(world, &rank_);
   MPI_Comm_size(world, &nranks_);
   const auto& t = cfg_.train;
-  if (t.batch_size < nranks_)
-    throw SetupError("train.batch_size = " + std::to_string(t.batch_size) +
-                         " is fewer sequences per step than ranks (" + std::to_string(nranks_) +
-                         "): every rank needs at least one",
-                     true);
-  if (t.batch_size % nranks_ != 0)
-    throw SetupError("train.batch_size = " + std::to_string(t.batch_size) +
-                         " does not divide evenly over " + std::to_string(nranks_) + " ranks",
+  // Every check that involves the number of ranks, the same as the planner's (config/run_setup).
+  RunSetup setup = setup_from_config(cfg_, nranks_, 1);
+  if (setup.strategy == Strategy::Hybrid && setup.shard_group_size <= 0)
+    setup.shard_group_size = comm::ranks_per_node(world);
+  try {
+    setup.validate();
+  } catch (const std::invalid_argument& e) {
+    throw SetupError(e.what(), true);
+  }
+  if (cfg_.comm.backend == "nccl")
+    throw SetupError("comm.backend = nccl: this build's trainer runs its collectives on MPI "
+                     "communicators (NCCL is not wired into the training step yet); use "
+                     "comm.backend = auto or mpi",
                      true);
   per_rank_batch_ = t.batch_size / nranks_;
-  if (per_rank_batch_ % t.micro_batch_size != 0)
-    throw SetupError("train.micro_batch_size = " + std::to_string(t.micro_batch_size) +
-                         " does not divide the per-rank batch (" + std::to_string(per_rank_batch_) +
-                         " = train.batch_size / " + std::to_string(nranks_) + " ranks)",
-                     true);
-  n_micro_ = per_rank_batch_ / t.micro_batch_size;
-  const Strategy strategy = parse_strategy(cfg_.fsdp.strategy);
-  if (t.deterministic) {
-    if (strategy == Strategy::Hybrid)
-      throw SetupError("train.deterministic = true supports ddp, zero1, zero2 and zero3, not "
-                       "hybrid (its two-level reduction has no rank-count independent order)",
-                       true);
-    if ((nranks_ & (nranks_ - 1)) != 0)
-      throw SetupError("train.deterministic = true needs a power-of-two number of ranks (got " +
-                           std::to_string(nranks_) +
-                           "): only then is each rank's share of the micro-batches a subtree "
-                           "of the canonical summation tree",
-                       true);
-    if (cfg_.fsdp.mixed_precision != "fp32" || cfg_.fsdp.reduce_dtype != "fp32")
-      throw SetupError("train.deterministic = true needs fsdp.mixed_precision = fp32 and "
-                       "fsdp.reduce_dtype = fp32 (bf16 rounding depends on how sums are split)",
-                       true);
-  }
-  if (cfg_.fsdp.offload == "params" && !shards_params(strategy))
-    throw SetupError("fsdp.offload = params needs fsdp.strategy = zero3 or hybrid (" +
-                         cfg_.fsdp.strategy + " keeps full parameters on the device); use "
-                         "fsdp.offload = optimizer",
-                     true);
+  n_micro_ = setup.micro_batches();
 
   train_ = load_everywhere(cfg_.data.train, cfg_, world);
   val_ = load_everywhere(cfg_.data.val, cfg_, world);
@@ -152,7 +112,7 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   comm::LinkEmulation link{cfg_.comm.emulate_latency_us, cfg_.comm.emulate_gbps};
   comm::MpiOptions mpi_options;
   mpi_options.progress_thread = cfg_.comm.progress_thread;
-  groups_ = comm::make_process_groups(world, shard_group_size_for(cfg_, world), link, mpi_options);
+  groups_ = comm::make_process_groups(world, setup.shard_group(), link, mpi_options);
   for (comm::Communicator* c : {groups_.world.get(), groups_.shard.get(), groups_.replicate.get()})
     c->set_check_collectives(cfg_.debug.check_collectives);
   if (cfg_.comm.timeout_s > 0) comm::start_watchdog(cfg_.comm.timeout_s);

@@ -100,8 +100,6 @@ class Trainer {
   bool resumed_ = false;
 };
 
-// Shard-group size the strategy implies on `world_size` ranks (ddp 1, zero* all, hybrid S).
-int shard_group_size_for(const RunConfig& cfg, MPI_Comm world);
 // FLOP/s of one rank's float GEMM, measured on a 1024^3 product (MFU's denominator).
 double measure_gemm_flops();
 

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+#include "config/run_setup.hpp"
+
+#include <algorithm>
+
+namespace fsdp {
+
+Strategy parse_strategy(const std::string& s) {
+  if (s == "ddp") return Strategy::DDP;
+  if (s == "zero1") return Strategy::Zero1;
+  if (s == "zero2") return Strategy::Zero2;
+  if (s == "zero3") return Strategy::Zero3;
+  if (s == "hybrid") return Strategy::Hybrid;
+  throw std::invalid_argument("fsdp.strategy must be ddp, zero1, zero2, zero3 or hybrid, got \"" +
+                              s + "\"");
+}
+
+Offload parse_offload(const std::string& s) {
+  if (s == "none") return Offload::None;
+  if (s == "optimizer") return Offload::Optimizer;
+  if (s == "params") return Offload::Params;
+  throw std::invalid_argument("offload must be none, optimizer or params, got \"" + s + "\"");
+}
+
+Precision parse_precision(const std::string& s) {
+  if (s == "fp32") return Precision::FP32;
+  if (s == "bf16") return Precision::BF16;
+  throw std::invalid_argument("precision must be fp32 or bf16, got \"" + s + "\"");
+}
+
+const char* to_string(Offload o) {
+  switch (o) {
+    case Offload::None: return "none";
+    case Offload::Optimizer: return "optimizer";
+    case Offload::Params: return "params";
+  }
+  return "?";
+}
+
+const char* to_string(Precision p) { return p == Precision::BF16 ? "bf16" : "fp32"; }
+
+const char* strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::DDP: return "ddp";
+    case Strategy::Zero1: return "zero1";
+    case Strategy::Zero2: return "zero2";
+    case Strategy::Zero3: return "zero3";
+    case Strategy::Hybrid: return "hybrid";
+  }
+  return "?";
+}
+
+ModelShape shape_of(const ModelConfig& m) {
+  ModelShape s;
+  s.n_layer = m.n_layer;
+  s.n_head = m.n_head;
+  s.n_embd = m.n_embd;
+  s.vocab_size = m.vocab_size;
+  s.block_size = m.block_size;
+  s.n_positions = m.n_positions;
+  return s;
+}
+
+int RunSetup::shard_group() const {
+  switch (strategy) {
+    case Strategy::DDP: return 1;
+    case Strategy::Hybrid: return shard_group_size > 0 ? shard_group_size : ranks_per_node();
+    default: return ranks;
+  }
+}
+
+int RunSetup::micro_batches() const {
+  return int(global_batch() / ranks / std::max(1, micro_batch));
+}
+
+std::int64_t RunSetup::padding_quantum() const {
+  std::int64_t q = std::int64_t(shard_group()) * (deterministic ? kNormBlock : 1);
+  if (precision == Precision::BF16 || reduce_bf16) q *= 2;
+  if (reduce_bf16) q *= replicate_group();
+  return q;
+}
+
+std::int64_t RunSetup::padded_numel(std::int64_t numel) const {
+  const std::int64_t q = padding_quantum();
+  return (numel + q - 1) / q * q;
+}
+
+void RunSetup::validate() const {
+  auto fail = [](const std::string& m) { throw std::invalid_argument(m); };
+  const ModelShape& m = model;
+  if (m.n_layer < 1 || m.n_head < 1 || m.n_embd < 1 || m.vocab_size < 1 || m.block_size < 1)
+    fail("model: n_layer, n_head, n_embd, vocab_size and block_size must be >= 1");
+  if (m.n_embd % m.n_head != 0)
+    fail("model.n_embd = " + std::to_string(m.n_embd) + " is not a multiple of model.n_head = " +
+         std::to_string(m.n_head));
+  if (ranks < 1 || nodes < 1) fail("ranks and nodes must be >= 1");
+  if (ranks % nodes != 0)
+    fail(std::to_string(ranks) + " ranks do not divide over " + std::to_string(nodes) + " nodes");
+  const std::int64_t B = global_batch();
+  if (B < ranks)
+    fail("train.batch_size = " + std::to_string(B) +
+         " is fewer sequences per step than ranks (" + std::to_string(ranks) +
+         "): every rank needs at least one");
+  if (B % ranks != 0)
+    fail("train.batch_size = " + std::to_string(B) + " does not divide evenly over " +
+         std::to_string(ranks) + " ranks");
+  if (micro_batch < 1) fail("train.micro_batch_size must be >= 1");
+  if ((B / ranks) % micro_batch != 0)
+    fail("train.micro_batch_size = " + std::to_string(micro_batch) +
+         " does not divide the per-rank batch (" + std::to_string(B / ranks) +
+         " = train.batch_size / " + std::to_string(ranks) + " ranks)");
+  if (deterministic) {
+    if (strategy == Strategy::Hybrid)
+      fail("train.deterministic = true supports ddp, zero1, zero2 and zero3, not hybrid (its "
+           "two-level reduction has no rank-count independent order)");
+    if ((ranks & (ranks - 1)) != 0)
+      fail("train.deterministic = true needs a power-of-two number of ranks (got " +
+           std::to_string(ranks) +
+           "): only then is each rank's share of the micro-batches a subtree of the canonical "
+           "summation tree");
+    if (precision != Precision::FP32 || reduce_bf16)
+      fail("train.deterministic = true needs fsdp.mixed_precision = fp32 and "
+           "fsdp.reduce_dtype = fp32 (bf16 rounding depends on how sums are split)");
+  }
+  if (offload == Offload::Params && strategy != Strategy::Zero3 && strategy != Strategy::Hybrid)
+    fail("fsdp.offload = params needs fsdp.strategy = zero3 or hybrid (" +
+         std::string(strategy_name(strategy)) +
+         " keeps full parameters on the device); use fsdp.offload = optimizer");
+  const int s = shard_group();
+  if (s < 1 || ranks % s != 0)
+    fail("fsdp.shard_group_size: " + std::to_string(s) + " does not divide the number of ranks (" +
+         std::to_string(ranks) + ")");
+  if (prefetch < 0) fail("fsdp.prefetch must be >= 0");
+}
+
+RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes) {
+  RunSetup s;
+  s.model = shape_of(cfg.model);
+  s.model.sublayer_units = cfg.fsdp.unit == "sublayer";
+  s.strategy = parse_strategy(cfg.fsdp.strategy);
+  s.ranks = ranks;
+  s.nodes = nodes;
+  s.shard_group_size = cfg.fsdp.shard_group_size;
+  s.prefetch = cfg.fsdp.prefetch;
+  s.reshard_after_forward = cfg.fsdp.reshard_after_forward;
+  s.prefetch_across_steps = cfg.fsdp.prefetch_across_steps;
+  s.offload = parse_offload(cfg.fsdp.offload);
+  s.precision = parse_precision(cfg.fsdp.mixed_precision);
+  s.reduce_bf16 = cfg.fsdp.reduce_dtype == "bf16";
+  s.activation_checkpointing = cfg.model.activation_checkpointing == "blocks";
+  s.accumulate_sharded = cfg.fsdp.accumulate == "sharded";
+  s.micro_batch = cfg.train.micro_batch_size;
+  s.batch_size = cfg.train.batch_size;
+  s.deterministic = cfg.train.deterministic;
+  return s;
+}
+
+}  // namespace fsdp

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// The run deck resolved once into the typed setup that the trainer and the planner both use:
+// the strategy and the other fsdp.* choices as enums, the shard group, the micro-batches, the
+// padding rule of the sharded units and every check that involves the number of ranks. The
+// schema (config/schema.cpp) has checked each key and the cross-key rules that do not.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "config/run_config.hpp"
+
+namespace fsdp {
+
+// What is sharded (fsdp/strategy.hpp says what each keeps and communicates).
+enum class Strategy { DDP, Zero1, Zero2, Zero3, Hybrid };
+enum class Offload { None, Optimizer, Params };
+enum class Precision { FP32, BF16 };  // bf16: bf16 params/activations, fp32 master + moments
+
+// Throw std::invalid_argument for a name the schema would not accept.
+Strategy parse_strategy(const std::string& s);
+Offload parse_offload(const std::string& s);
+Precision parse_precision(const std::string& s);
+const char* strategy_name(Strategy s);
+const char* to_string(Offload o);
+const char* to_string(Precision p);
+
+// B = micro-batch, T = block_size, C = n_embd, V = vocab_size, L = n_layer, H = n_head.
+struct ModelShape {
+  int n_layer = 4;
+  int n_head = 4;
+  int n_embd = 128;
+  int vocab_size = 256;
+  int block_size = 64;
+  int n_positions = 0;  // rows of wpe; 0 = block_size
+  bool sublayer_units = false;  // fsdp.unit = sublayer: each block is two units
+  int positions() const { return n_positions > 0 ? n_positions : block_size; }
+};
+ModelShape shape_of(const ModelConfig& m);
+
+// Deterministic mode sums the gradient norm in blocks of this many elements and pads every
+// unit to whole blocks per shard, so block boundaries do not depend on the number of ranks.
+constexpr std::int64_t kNormBlock = 1024;
+
+// One training configuration on one machine size.
+struct RunSetup {
+  ModelShape model;
+  Strategy strategy = Strategy::Zero3;
+  int ranks = 1;
+  int nodes = 1;
+  int shard_group_size = 0;  // hybrid: ranks per shard group; 0 = ranks per node
+  int prefetch = 1;
+  bool reshard_after_forward = true;
+  bool prefetch_across_steps = true;  // the optimizer issues the next step's first gathers
+  Offload offload = Offload::None;
+  Precision precision = Precision::FP32;
+  bool reduce_bf16 = false;  // fsdp.reduce_dtype = bf16
+  bool activation_checkpointing = false;
+  bool accumulate_sharded = false;  // fsdp.accumulate = sharded
+  int micro_batch = 1;              // sequences per forward+backward on one rank
+  int batch_size = 0;               // global sequences per step; 0 = one micro-batch per rank
+  bool deterministic = false;       // train.deterministic: canonical tree sums (fp32 only)
+
+  int ranks_per_node() const { return ranks / nodes; }
+  int shard_group() const;      // ddp 1, zero1/2/3 all ranks, hybrid the configured size
+  int replicate_group() const { return ranks / shard_group(); }
+  int micro_batches() const;    // per rank per step
+  std::int64_t global_batch() const {
+    return batch_size > 0 ? batch_size : std::int64_t(ranks) * micro_batch;
+  }
+  // The padding rule of every sharded unit: a multiple of the shard group, of whole norm
+  // blocks per shard in deterministic mode, of whole 4-byte words per bf16 shard, and of the
+  // replicas under a bf16 reduction (its all-reduce splits each shard into even blocks).
+  std::int64_t padding_quantum() const;
+  std::int64_t padded_numel(std::int64_t numel) const;
+  // Throws std::invalid_argument with the one-line reason the trainer reports (exit code 2):
+  // divisibility over the ranks, the modes deterministic training refuses, offload needing
+  // sharded parameters.
+  void validate() const;
+};
+
+// The run deck on `ranks` ranks over `nodes` nodes.
+RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes);
+
+}  // namespace fsdp
