@@ -9,17 +9,11 @@
 #include "bench/bench_machine.hpp"
 #include "comm/bench_comm.hpp"
 #include "core/blas_setup.hpp"
+#include "comm/mpi_session.hpp"
 #include "core/check.hpp"
+#include "core/exit_codes.hpp"
 
 namespace {
-
-// MPI outlives everything else in main, Kokkos included.
-struct MpiSession {
-  MpiSession(int* argc, char*** argv) { FSDP_MPI_CHECK(MPI_Init(argc, argv)); }
-  ~MpiSession() { FSDP_MPI_CHECK(MPI_Finalize()); }
-  MpiSession(const MpiSession&) = delete;
-  MpiSession& operator=(const MpiSession&) = delete;
-};
 
 CLI::App* add_comm(CLI::App& app, fsdp::comm::CommBenchOptions& o) {
   CLI::App* sub = app.add_subcommand("comm", "collective bandwidth: ours beside raw MPI");
@@ -55,9 +49,8 @@ CLI::App* add_comm(CLI::App& app, fsdp::comm::CommBenchOptions& o) {
 
 int main(int argc, char** argv) {
   fsdp::select_blas_kernel(argv);
-  MpiSession mpi(&argc, &argv);
-  int rank = 0;
-  FSDP_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  fsdp::comm::MpiSession mpi(&argc, &argv);
+  const int rank = mpi.rank();
 
   CLI::App app{"fsdp-bench: micro-benchmarks for the FSDP trainer"};
   app.require_subcommand(1);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // fsdp-ckpt: inspects, verifies, compares, exports and benchmarks sharded HDF5 checkpoints; runs on one
 // rank or under mpirun (each dataset is then read in parallel).
-// Exit codes: 0 good / identical / exported; 1 a bad checksum or a difference; 2 unreadable or
+// Exit codes (core/exit_codes.hpp): 0 good / identical / exported; 1 a bad checksum or a difference; 2 unreadable or
 // bad usage.
 #include <mpi.h>
 
@@ -9,7 +9,9 @@
 #include <Kokkos_Core.hpp>
 #include <cstdio>
 
+#include "comm/mpi_session.hpp"
 #include "core/blas_setup.hpp"
+#include "core/exit_codes.hpp"
 #include "io/checkpoint_tools.hpp"
 #include "io/hf_export.hpp"
 #include "train/checkpoint_bench.hpp"
@@ -17,18 +19,12 @@
 
 namespace {
 
-int finish(int code) {
-  MPI_Finalize();
-  return code;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   fsdp::select_blas_kernel(argv);
-  MPI_Init(&argc, &argv);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  fsdp::comm::MpiSession mpi(&argc, &argv);
+  const int rank = mpi.rank();
 
   CLI::App app{"fsdp-ckpt: inspect, verify, compare and benchmark fsdp checkpoints"};
   app.require_subcommand(1);
@@ -62,14 +58,12 @@ int main(int argc, char** argv) {
   bench->add_option("--reps", bench_opts.reps, "repetitions (the table shows each and the median)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
-  app.footer(
-      "Exit codes: 0 good or identical, 1 checksum mismatch or difference, 2 unreadable "
-      "file or bad usage.");
+  app.footer(fsdp::exit_code::help("fsdp-ckpt"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
-    return finish(rc == 0 ? 0 : 2);
+    return rc == 0 ? 0 : 2;
   }
 
   int code = 0;
@@ -98,5 +92,5 @@ int main(int argc, char** argv) {
       }
     }
   }
-  return finish(code);
+  return code;
 }

@@ -2,7 +2,7 @@
 // fsdp-plan: predicts one rank's memory by category and the step time, tokens/s, MFU and
 // scaling efficiency of a run deck on N ranks of a machine, for every sharding strategy side
 // by side; and the largest GPT of the family that fits a device budget. No MPI, no GPU.
-// Exit codes: 0 done; 2 bad run deck or arguments; 1 any other error.
+// Exit codes (core/exit_codes.hpp): 0 done; 2 bad run deck or arguments; 1 any other error.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/load_config.hpp"
+#include "core/exit_codes.hpp"
 #include "config/schema.hpp"
 #include "core/memory.hpp"
 #include "plan/machine.hpp"
@@ -25,8 +26,8 @@ namespace {
 using namespace fsdp;
 using namespace fsdp::plan;
 
-constexpr int kExitBadConfig = 2;
-constexpr int kExitError = 1;
+constexpr int kExitBadConfig = fsdp::exit_code::kBadConfig;
+constexpr int kExitError = fsdp::exit_code::kError;
 
 struct Column {
   Strategy strategy;
@@ -147,8 +148,8 @@ int main(int argc, char** argv) {
                "FSDP's GPT-175B throughput (on --machine, default a100), with their assumptions");
   app.footer(
       "Memory is what this trainer allocates (exact for fp32 without offload); time is a model:\n"
-      "docs/planner.md lists its equations and assumptions. Exit codes: 0 done, 1 error, 2 bad "
-      "run deck or arguments.");
+      "docs/planner.md lists its equations and assumptions. " +
+      fsdp::exit_code::help("fsdp-plan"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

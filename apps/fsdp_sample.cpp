@@ -12,7 +12,9 @@
 
 #include "comm/process_groups.hpp"
 #include "config/load_config.hpp"
+#include "comm/mpi_session.hpp"
 #include "core/blas_setup.hpp"
+#include "core/exit_codes.hpp"
 #include "data/data_error.hpp"
 #include "data/gpt2_bpe.hpp"
 #include "io/checkpoint.hpp"
@@ -23,11 +25,6 @@
 #include "train/sample.hpp"
 
 namespace {
-
-int finish(int code) {
-  MPI_Finalize();
-  return code;
-}
 
 // The run deck of the model at `path`: a checkpoint's own, or the defaults shaped by the file.
 fsdp::RunConfig model_deck(const std::string& path, const std::vector<std::string>& overrides) {
@@ -67,10 +64,8 @@ std::vector<std::int32_t> parse_ids(const std::string& text) {
 
 int main(int argc, char** argv) {
   fsdp::select_blas_kernel(argv);
-  MPI_Init(&argc, &argv);
-  int rank = 0, nranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  fsdp::comm::MpiSession mpi(&argc, &argv);
+  const int rank = mpi.rank(), nranks = mpi.size();
 
   CLI::App app{"fsdp-sample: generate text from an fsdp checkpoint or a GPT-2 weights file"};
   std::string path, prompt = "\n", prompt_ids, encoder;
@@ -95,7 +90,7 @@ int main(int argc, char** argv) {
   app.add_option("--encoder", encoder, "GPT-2 encoder.json: print text for a BPE vocabulary");
   app.add_flag("--ids", print_ids, "print token ids, one line, instead of text");
   app.add_option("--set", overrides, "override one run-deck key, section.key=value");
-  app.footer("Exit codes: 0 done, 2 bad arguments, 3 bad vocabulary file, 5 unreadable model file.");
+  app.footer(fsdp::exit_code::help("fsdp-sample"));
   std::vector<std::int32_t> tokens;
   fsdp::RunConfig cfg;
   try {
@@ -105,7 +100,7 @@ int main(int argc, char** argv) {
     if (tokens.empty()) throw CLI::ValidationError("--prompt", "is empty");
   } catch (const CLI::ParseError& e) {
     const int rc = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
-    return finish(rc == 0 ? 0 : 2);
+    return rc == 0 ? 0 : 2;
   }
   fsdp::Gpt2Vocabulary vocab;
   try {
@@ -128,13 +123,13 @@ int main(int argc, char** argv) {
                                 std::to_string(cfg.model.vocab_size));
   } catch (const fsdp::ConfigError& e) {
     if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
-    return finish(2);
+    return fsdp::exit_code::kBadConfig;
   } catch (const fsdp::DataError& e) {
     if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
-    return finish(3);
+    return fsdp::exit_code::kBadData;
   } catch (const fsdp::weights::WeightsError& e) {
     if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
-    return finish(5);
+    return fsdp::exit_code::kBadCheckpoint;
   }
 
   int code = 0;
@@ -167,11 +162,11 @@ int main(int argc, char** argv) {
       }
     } catch (const fsdp::weights::WeightsError& e) {
       if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
-      code = 5;
+      code = fsdp::exit_code::kBadCheckpoint;
     } catch (const fsdp::CheckpointError& e) {
       if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
-      code = 5;
+      code = fsdp::exit_code::kBadCheckpoint;
     }
   }
-  return finish(code);
+  return code;
 }

@@ -84,7 +84,6 @@ class DeckPass {
  public:
   explicit DeckPass(const RunConfig& cfg)
       : L_(cfg.model.n_layer),
-        fwd_(forward_schedule(L_ + 2)),  // block units: embedding, L blocks, ln_f
         model_(cfg.model, cfg.train.micro_batch_size, tracker_) {
     for (const auto& u : model_.units()) {
       std::vector<float> full(std::size_t(u.numel));
@@ -109,7 +108,8 @@ class DeckPass {
   void pass() {
     const auto p = [&](int u) { return params_[std::size_t(u)].cvec(); };
     const auto g = [&](int u) { return grads_[std::size_t(u)].vec(); };
-    for (int i = 0; i < int(fwd_.size()); ++i) model_.forward_stage(i, p(fwd_[std::size_t(i)]));
+    for (int u = 0; u < L_ + 2; ++u) model_.forward_unit(u, p(u));  // embedding, blocks, ln_f
+    model_.head_forward(p(0));
     model_.head_backward(p(0), g(0), 1.f);
     model_.lnf_backward(p(L_ + 1), g(L_ + 1));
     for (int l = L_ - 1; l >= 0; --l) model_.block_backward(l, p(l + 1), g(l + 1));
@@ -118,7 +118,6 @@ class DeckPass {
   }
 
   int L_;
-  std::vector<int> fwd_;  // the forward stages' units
   MemoryTracker tracker_;
   Gpt2 model_;
   std::vector<TrackedBuffer> params_, grads_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The sharding engine: owns every unit's parameter, gradient and optimizer buffers on this rank
-// and runs the training step of DESIGN.md: gather, compute, free; regather, compute gradients,
+// The sharding engine: one rank's model state (sharded_state.hpp), the all-gather and
+// reduce-scatter pipelines around the model's units, and the optimizer, put together into the
+// training step of DESIGN.md (step.cpp): gather, compute, free; regather, compute gradients,
 // reduce-scatter; clip by the global norm and step the local shard.
 #pragma once
 #include <functional>
@@ -9,9 +10,12 @@
 
 #include "comm/process_groups.hpp"
 #include "config/run_config.hpp"
+#include "config/run_setup.hpp"
 #include "core/memory.hpp"
 #include "fsdp/gather_pipeline.hpp"
-#include "fsdp/sharded_unit.hpp"
+#include "fsdp/optimizer_step.hpp"
+#include "fsdp/reduce_pipeline.hpp"
+#include "fsdp/sharded_state.hpp"
 #include "fsdp/strategy.hpp"
 #include "io/trace.hpp"
 #include "model/gpt2.hpp"
@@ -28,11 +32,6 @@ struct StepResult {
   std::string nonfinite_unit;  // the first unit whose gradients are not finite, if any
 };
 
-// Non-finite loss or gradient norm under train.on_nonfinite = abort (every rank throws it).
-struct NonFiniteError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 class Engine {
  public:
   // load(j, model): put micro-batch j's tokens into the model (Gpt2::set_batch).
@@ -41,6 +40,7 @@ class Engine {
   Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker& tracker, Trace& trace);
   ~Engine();
 
+  // step.cpp
   StepResult train_step(int step, int n_micro, const LoadMicroBatch& load);
   // Forward only over n_micro micro-batches; returns the per-sequence losses of each.
   std::vector<double> evaluate(int n_micro, const LoadMicroBatch& load);
@@ -50,82 +50,55 @@ class Engine {
   // or a checkpoint save comes next: none of them changes the parameters.
   void set_prefetch_next_step(bool on) { prefetch_next_step_ = on; }
 
-  Strategy strategy() const { return strategy_; }
-  int shard_group_size() const { return nshard_; }
-  std::vector<ShardedUnit>& units() { return units_; }
-  const std::vector<ShardedUnit>& units() const { return units_; }
+  ShardedState& state() { return *state_; }
   Gpt2& model() { return *model_; }
-  std::int64_t padded_params() const;
-  // The largest padded unit, in elements (the gathered window's unit of account).
-  std::int64_t largest_unit() const;
-  // Copies of the full (unpadded) parameters of unit u, gathered (tests and checkpoints).
-  std::vector<float> full_params(int u);
-
-  // What this rank owns of unit u: flat elements [shard_begin, shard_begin + shard) of the
-  // padded unit. Parameters, and AdamW's two moments, as views (checkpoints read and write these).
-  Vec param_shard(int u) { return param_shard(units_[u]); }
-  Vec exp_avg_shard(int u) { return units_[u].exp_avg.vec(); }
-  Vec exp_avg_sq_shard(int u) { return units_[u].exp_avg_sq.vec(); }
-  // Whether this rank is the one copy of its shard that writes it (replicas hold the same bytes).
-  bool writes_shard() const { return groups_.replicate->rank() == 0; }
-  // After param_shard(u) was overwritten (a resume): rebuild the full parameters that zero1,
-  // zero2 and ddp keep, from every rank's shard.
-  void sync_full_params();
-  int optimizer_steps() const { return optimizer_steps_; }
-  void set_optimizer_steps(int n) { optimizer_steps_ = n; }
   const RunConfig& config() const { return cfg_; }
+  // The sharded state's, for the callers that hold an engine.
+  Strategy strategy() const { return setup_.strategy; }
+  int shard_group_size() const { return state_->shard_group_size(); }
+  std::vector<ShardedUnit>& units() { return state_->units(); }
+  const std::vector<ShardedUnit>& units() const { return state_->units(); }
+  std::int64_t padded_params() const { return state_->padded_params(); }
+  std::int64_t largest_unit() const { return state_->largest_unit(); }
+  std::vector<float> full_params(int u) { return state_->full_params(u); }
+  Vec param_shard(int u) { return state_->param_shard(u); }
+  Vec exp_avg_shard(int u) { return state_->exp_avg_shard(u); }
+  Vec exp_avg_sq_shard(int u) { return state_->exp_avg_sq_shard(u); }
+  bool writes_shard() const { return state_->writes_shard(); }
+  void sync_full_params() { state_->sync_full_params(); }
+  int optimizer_steps() const { return state_->optimizer_steps(); }
+  void set_optimizer_steps(int n) { state_->set_optimizer_steps(n); }
 
  private:
-  void forward_backward(int n_micro, const LoadMicroBatch& load, double& loss_sum);
-  // One micro-batch's forward and backward; reduce_last: reduce each unit after its last use.
+  // step.cpp: one micro-batch's forward and backward; reduce_last: reduce each unit after its
+  // last use. zero_grads: the step's gradient buffers start at zero.
   double micro_batch(int j, const LoadMicroBatch& load, float dloss, bool reduce_last);
-  // Deterministic mode (train.deterministic): see engine_deterministic.cpp.
+  const std::string& unit_name(int u) const;
+  void trace_compute(const std::string& what, double t0);
+  void forward_backward(int n_micro, const LoadMicroBatch& load, double& loss_sum);
+  void zero_grads();
+  double optimizer_step(int step, StepResult& r);
+  void inject_fault(int step);
+  // deterministic.cpp (train.deterministic)
   using GradSet = std::vector<TrackedBuffer>;
   GradSet tree_accumulate(int lo, int hi, const LoadMicroBatch& load, std::vector<double>& losses);
   void tree_reduce_grads(int global_micro);
   double deterministic_norm2();
   double deterministic_loss(const std::vector<double>& local, int n_micro);
-  void begin_unit_backward(int u);
-  void finish_unit_backward(int u, bool reduce_now);
-  void drain_reductions(std::size_t keep_pending);
-  double optimizer_step(int step, StepResult& r);
-  std::string first_nonfinite_unit();
-  void inject_fault(int step);
-  Vec param_shard(ShardedUnit& su);
-  Vec grad_shard(ShardedUnit& su);
-
-  struct PendingReduce {
-    int unit;
-    comm::Handle handle;
-    TrackedBuffer recv;
-    TrackedBuffer send;   // fsdp.reduce_dtype = bf16: the cast of the unit's gradients
-    bool direct = false;  // reduced straight into the gradient shard (recv unused)
-  };
-  // The second half of a bf16 all-reduce whose reduce-scatter of `send` into `block` is done:
-  // round the averaged block to bf16, all-gather it into `send`, widen into `out`.
-  static void finish_bf16_all_reduce(comm::Communicator& c, TrackedBuffer& send,
-                                     const TrackedBuffer& block, Vec out);
-  void all_reduce_bf16(comm::Communicator& c, Vec buf);
 
   RunConfig cfg_;
   RunSetup setup_;
-  Strategy strategy_;
   comm::ProcessGroups& groups_;
-  comm::Communicator& shard_comm_;
   MemoryTracker& tracker_;
   Trace& trace_;
-  int nshard_;
   std::unique_ptr<Gpt2> model_;
-  std::vector<ShardedUnit> units_;
+  std::unique_ptr<ShardedState> state_;
   CommTimes comm_times_;
   std::unique_ptr<ParamWidener> widener_;  // fsdp.mixed_precision = bf16
-  bool reduce_bf16_ = false;               // fsdp.reduce_dtype = bf16
-  std::vector<char> shard_fresh_;  // per unit: no reduction has reached its gradient shard yet
+  std::unique_ptr<GatherPipeline> gather_;
+  std::unique_ptr<ReducePipeline> reduce_;
+  std::unique_ptr<ShardedOptimizer> optimizer_;
   std::vector<char> grad_zeroed_;  // per unit: the optimizer left this rank's part of grad_full 0
-  std::unique_ptr<GatherPipeline> pipeline_;
-  std::vector<PendingReduce> pending_;
-  int optimizer_steps_ = 0;
-  bool deterministic_ = false;
   bool prefetch_next_step_ = false;
 };
 

@@ -1,12 +1,24 @@
 // SPDX-License-Identifier: MIT
 #include "fsdp/gather_pipeline.hpp"
 
+#include "core/faults.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 
 #include "core/check.hpp"
 
 namespace fsdp {
+
+namespace {
+
+std::vector<std::int64_t> padded_sizes(const std::vector<ShardedUnit>& units) {
+  std::vector<std::int64_t> p;
+  for (const ShardedUnit& su : units) p.push_back(su.padded);
+  return p;
+}
+
+}  // namespace
 
 GatherPipeline::GatherPipeline(std::vector<ShardedUnit>& units, comm::Communicator& shard_comm,
                                MemoryTracker& tracker, Trace& trace, int depth, bool sharded,
@@ -18,30 +30,10 @@ GatherPipeline::GatherPipeline(std::vector<ShardedUnit>& units, comm::Communicat
       depth_(depth),
       sharded_(sharded),
       times_(times),
-      widener_(widener) {
-  for (const auto& su : units_) largest_ = std::max(largest_, su.padded);
-}
+      widener_(widener),
+      window_(padded_sizes(units), depth) {}
 
-void GatherPipeline::begin(std::vector<int> schedule) {
-  schedule_ = std::move(schedule);
-  next_issue_ = 0;
-}
-
-// Test-only fault injection: FSDP_TEST_SKIP_GATHER=<unit>@<world rank> makes that rank skip the
-// unit's first all-gather, as a rank with diverging control flow would (debug.check_collectives
-// must catch it).
-static bool skip_for_test(const std::string& unit) {
-  static const char* spec = std::getenv("FSDP_TEST_SKIP_GATHER");
-  static bool used = false;
-  if (!spec || used) return false;
-  const std::string s(spec);
-  const auto at = s.find('@');
-  if (at == std::string::npos || s.substr(0, at) != unit ||
-      std::atoi(s.c_str() + at + 1) != world_rank())
-    return false;
-  used = true;
-  return true;
-}
+void GatherPipeline::begin(std::vector<int> schedule) { window_.begin(std::move(schedule)); }
 
 void GatherPipeline::issue(int u) {
   ShardedUnit& su = units_[u];
@@ -50,7 +42,7 @@ void GatherPipeline::issue(int u) {
   su.gathered = TrackedBuffer(tracker_, su.layout->name + "::gathered", su.padded,
                               MemCategory::GatheredParams, MemSpace::Device,
                               bf16 ? Dtype::BF16 : Dtype::F32, Fill::None);
-  if (skip_for_test(su.layout->name)) return;
+  if (faults::skip_gather(su.layout->name, world_rank())) return;
   FSDP_COMM_SITE("all_gather " + su.layout->name);
   // bf16: the cast of this rank's shard goes straight into its block, gathered in place.
   const Bf16Vec own(su.gathered.bf16().data() + su.shard_begin, bf16 ? su.shard : 0);
@@ -68,18 +60,15 @@ void GatherPipeline::issue(int u) {
   su.gather_in_flight = true;
 }
 
-UnitParams GatherPipeline::acquire(int stage) {
-  const int u = schedule_[stage];
+UnitParams GatherPipeline::all_gather(int stage) {
+  const int u = window_.unit(stage);
   ShardedUnit& su = units_[u];
   if (!sharded_) {
     const ConstVec full(su.params.data(), su.padded);
     if (widener_) return UnitParams::rounded(full, *su.layout, *widener_);
     return full;
   }
-  if (next_issue_ <= stage) {
-    issue(u);
-    next_issue_ = stage + 1;
-  }
+  if (window_.claim(stage)) issue(u);
   if (su.gather_in_flight) {
     const double t0 = now_s();
     su.gather.wait();
@@ -92,32 +81,16 @@ UnitParams GatherPipeline::acquire(int stage) {
       trace_.add("all_gather " + su.layout->name, "comm", su.gather.issue_time(),
                  su.gather.completion_time(), 1);
   }
-  const int last = std::min<int>(stage + depth_, int(schedule_.size()) - 1);
-  for (; next_issue_ <= last; ++next_issue_) issue(schedule_[next_issue_]);
-  // Small units (ln_f, a small embedding) would otherwise use up the depth and leave the next
-  // large unit's gather no compute to hide behind: keep issuing while the gathered window stays
-  // within (k + 1) of the largest unit, the bound the depth promises anyway.
-  if (depth_ > 0)
-    for (; next_issue_ < int(schedule_.size()); ++next_issue_) {
-      const ShardedUnit& next = units_[schedule_[next_issue_]];
-      if (!next.gathered.allocated() &&
-          window_elements() + next.padded > std::int64_t(depth_ + 1) * largest_)
-        break;
-      issue(schedule_[next_issue_]);
-    }
+  window_.prefetch(
+      stage, [&](int v) { return units_[std::size_t(v)].gathered.allocated(); },
+      [&](int v) { issue(v); });
   if (widener_) return UnitParams::from_bf16(su.gathered.cbf16(), *su.layout, *widener_);
   return ConstVec(su.gathered.data(), su.padded);
 }
 
-bool GatherPipeline::needed_soon(int stage) const {
-  for (int s = stage + 1; s < next_issue_; ++s)
-    if (schedule_[s] == schedule_[stage]) return true;
-  return false;
-}
-
 void GatherPipeline::release(int stage, bool keep) {
-  if (!sharded_ || keep || needed_soon(stage)) return;
-  units_[schedule_[stage]].gathered.reset();
+  if (!sharded_ || keep || window_.needed_soon(stage)) return;
+  units_[std::size_t(window_.unit(stage))].gathered.reset();
 }
 
 void GatherPipeline::finish() {
@@ -131,27 +104,8 @@ void GatherPipeline::finish() {
 }
 
 std::vector<int> GatherPipeline::first_gathers(const std::vector<int>& next) const {
-  // acquire(0) with nothing gathered: stage 0, stages up to the depth, then more while the
-  // window stays within k + 1 largest units.
-  std::vector<int> units;
-  if (!sharded_) return units;
-  std::int64_t window = 0;
-  for (int stage = 0; stage < int(next.size()); ++stage) {
-    const int u = next[std::size_t(stage)];
-    if (std::find(units.begin(), units.end(), u) != units.end()) continue;
-    if (stage > depth_ && (depth_ == 0 || window + units_[u].padded >
-                                              std::int64_t(depth_ + 1) * largest_))
-      break;
-    units.push_back(u);
-    window += units_[u].padded;
-  }
-  return units;
-}
-
-std::int64_t GatherPipeline::window_elements() const {
-  std::int64_t n = 0;
-  for (const auto& su : units_) n += su.gathered.allocated() ? su.padded : 0;
-  return n;
+  if (!sharded_) return {};
+  return window_.first_gathers(next);
 }
 
 int GatherPipeline::gathered_units() const {

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
-// The all-gather prefetch pipeline. A schedule lists, stage by stage, which unit the compute
-// needs. acquire(i) waits for stage i's unit and issues the gathers of stages i+1..i+k;
-// release(i) frees the unit unless an already-issued later stage needs it. Past stage i+k it
-// goes on issuing while the gathered units total at most k+1 largest units, so small units do
-// not use up the depth. Either way the window never exceeds k+1 largest units (the prefetch
-// depth is also the rate limiter).
+// The all-gather prefetch pipeline: the window policy of fsdp/gather_window.hpp run on the
+// units' buffers and the shard group's communicator. A schedule lists, stage by stage, which
+// unit the compute needs; all_gather(i) waits for stage i's unit and issues the next gathers;
+// release(i) frees it unless an already issued later stage needs it. The window never exceeds
+// k+1 largest units (the prefetch depth is also the rate limiter).
 #pragma once
 #include <vector>
 
 #include "comm/communicator.hpp"
 #include "core/memory.hpp"
+#include "fsdp/gather_window.hpp"
 #include "fsdp/sharded_unit.hpp"
 #include "io/trace.hpp"
 #include "model/unit_params.hpp"
@@ -33,20 +33,19 @@ class GatherPipeline {
                  ParamWidener* widener = nullptr);
 
   void begin(std::vector<int> schedule);
-  UnitParams acquire(int stage);
+  // Stage i's unit, gathered (waiting for its all-gather); issues the next stages' gathers.
+  UnitParams all_gather(int stage);
   void release(int stage, bool keep = false);
   void finish();  // frees whatever is still gathered (kept across forward, or prefetched)
-  // Across a step boundary: the units the first acquire() of `next` would gather, in stage
-  // order. The optimizer issues each one's gather (carry) as soon as it has updated the unit,
-  // so the next step's first gathers overlap the rest of the optimizer.
+  // Across a step boundary: the units the first all_gather() of `next` would gather, in stage
+  // order. The optimizer issues each one's gather (all_gather_next_step) as soon as it has
+  // updated the unit, so the next step's first gathers overlap the rest of the optimizer.
   std::vector<int> first_gathers(const std::vector<int>& next) const;
-  void carry(int unit) { issue(unit); }
+  void all_gather_next_step(int unit) { issue(unit); }
   int gathered_units() const;
 
  private:
   void issue(int unit);
-  bool needed_soon(int stage) const;
-  std::int64_t window_elements() const;  // of the units gathered or in flight
 
   std::vector<ShardedUnit>& units_;
   comm::Communicator& comm_;
@@ -56,9 +55,7 @@ class GatherPipeline {
   bool sharded_;
   CommTimes& times_;
   ParamWidener* widener_;
-  std::int64_t largest_ = 0;  // padded elements of the largest unit
-  std::vector<int> schedule_;
-  int next_issue_ = 0;  // first stage whose gather has not been issued
+  GatherWindow window_;
 };
 
 }  // namespace fsdp

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/check.hpp"
+#include "core/faults.hpp"
 #include "io/agree.hpp"
 #include "io/block_hash.hpp"
 #include "io/h5_io.hpp"
@@ -28,11 +29,11 @@ struct ShardMap {
   std::vector<int> writer;
 };
 
-ShardMap shard_map(MPI_Comm comm, Engine& engine) {
+ShardMap shard_map(MPI_Comm comm, const std::vector<UnitShard>& shards, bool writes) {
   int size = 1;
   FSDP_MPI_CHECK(MPI_Comm_size(comm, &size));
-  const ShardedUnit& su = engine.units().front();
-  const int mine[2] = {int(su.shard_begin / su.shard), engine.writes_shard() ? 1 : 0};
+  const UnitShard& su = shards.front();
+  const int mine[2] = {int(su.shard_begin / su.shard), writes ? 1 : 0};
   std::vector<int> all(2 * std::size_t(size));
   FSDP_MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, comm));
   ShardMap m;
@@ -44,7 +45,7 @@ ShardMap shard_map(MPI_Comm comm, Engine& engine) {
 }
 
 // The elements of tensor t (in its own flat coordinates) inside shard position `pos` of su.
-FlatRange slice(const ShardedUnit& su, int pos, const TensorSpec& t) {
+FlatRange slice(const UnitShard& su, int pos, const TensorSpec& t) {
   const FlatRange r =
       h5::intersect({pos * su.shard, (pos + 1) * su.shard}, {t.offset, t.offset + t.numel});
   if (r.empty()) return {};
@@ -52,21 +53,21 @@ FlatRange slice(const ShardedUnit& su, int pos, const TensorSpec& t) {
 }
 
 // Each rank's part in hashing tensor t: writers their slice, replicas nothing.
-std::vector<FlatRange> hash_ranges(const ShardMap& m, const ShardedUnit& su, const TensorSpec& t) {
+std::vector<FlatRange> hash_ranges(const ShardMap& m, const UnitShard& su, const TensorSpec& t) {
   std::vector<FlatRange> r(m.pos.size());
   for (std::size_t q = 0; q < r.size(); ++q)
     if (m.writer[q]) r[q] = slice(su, m.pos[q], t);
   return r;
 }
 
-Vec part_shard(Engine& e, Part p, int u) {
+Vec part_shard(const UnitShard& su, Part p) {
   switch (p) {
     case Part::Params:
-      return e.param_shard(u);
+      return su.params;
     case Part::ExpAvg:
-      return e.exp_avg_shard(u);
+      return su.exp_avg;
     case Part::ExpAvgSq:
-      return e.exp_avg_sq_shard(u);
+      return su.exp_avg_sq;
   }
   return {};
 }
@@ -93,20 +94,6 @@ std::string compare_tables(const std::vector<std::uint64_t>& stored,
   return {};
 }
 
-void pause_for_tests(int rank) {
-  const char* s = std::getenv("FSDP_TEST_PAUSE_IN_CHECKPOINT_WRITE");
-  if (!s || !*s) return;
-  const double seconds = std::atof(s);
-  if (rank == 0) {
-    std::fprintf(stderr,
-                 "checkpoint: pausing %.1f s inside the write "
-                 "(FSDP_TEST_PAUSE_IN_CHECKPOINT_WRITE, tests only)\n",
-                 seconds);
-    std::fflush(stderr);
-  }
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-}
-
 }  // namespace
 
 Checkpointer::Checkpointer(MPI_Comm world, const RunConfig& cfg)
@@ -129,13 +116,14 @@ Checkpointer::Checkpointer(MPI_Comm world, const RunConfig& cfg)
   if (!err.empty()) throw CheckpointError(err);
 }
 
-std::string Checkpointer::save(Engine& engine, ckpt::Header h) {
+std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
   MPI_Comm comm = comm_.get();
   h.model = cfg_.model;
   h.run_config = cfg_.resolved_toml;
   h.saved_ranks = size_;
   h.strategy = cfg_.fsdp.strategy;
-  h.shard_group_size = engine.shard_group_size();
+  h.shard_group_size = state.shard_group_size();
+  const std::vector<UnitShard> shards = state.unit_shards();
   h.checksum_block_elems = kChecksumBlockElems;
   const std::string name = ckpt::file_name(h.step), path = dir_ + "/" + name, tmp = path + ".tmp";
 
@@ -149,7 +137,7 @@ std::string Checkpointer::save(Engine& engine, ckpt::Header h) {
   if (!err.empty()) throw CheckpointError(err);
 
   Kokkos::fence();  // the shards are final before they are read on the host
-  const ShardMap map = shard_map(comm, engine);
+  const ShardMap map = shard_map(comm, shards, state.writes_shard());
   const bool writer = map.writer[std::size_t(rank_)];
   const int pos = map.pos[std::size_t(rank_)];
   std::string where = "file";
@@ -163,11 +151,9 @@ std::string Checkpointer::save(Engine& engine, ckpt::Header h) {
     for (Part p : ckpt::kParts) {
       h5::Group g{FSDP_H5_ID(
           H5Gcreate2(file.get(), ckpt::group_path(p), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT))};
-      for (int u = 0; u < int(engine.units().size()); ++u) {
-        const ShardedUnit& su = engine.units()[std::size_t(u)];
+      for (const UnitShard& su : shards) {
         // On a host build this is the shard itself; on a GPU build, a host copy of it.
-        const auto host =
-            Kokkos::create_mirror_view_and_copy(HostSpace(), part_shard(engine, p, u));
+        const auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), part_shard(su, p));
         std::vector<DistributedArray> arrays;
         for (const TensorSpec& t : su.layout->tensors) {
           const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
@@ -190,7 +176,7 @@ std::string Checkpointer::save(Engine& engine, ckpt::Header h) {
           h5::write_attr_u64(d.get(), "xxh3", table_hash(tables[i]));
         }
       }
-      if (p == Part::Params) pause_for_tests(rank_);
+      if (p == Part::Params) faults::pause_in_checkpoint_write(rank_);
     }
     where = "file";
     FSDP_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));  // MPI_File_sync on every rank
@@ -216,22 +202,23 @@ std::string Checkpointer::save(Engine& engine, ckpt::Header h) {
   return path;
 }
 
-ckpt::Header Checkpointer::load(const std::string& path, Engine& engine) {
-  return read(path, engine, {Part::Params, Part::ExpAvg, Part::ExpAvgSq});
+ckpt::Header Checkpointer::load(const std::string& path, CheckpointedState& state) {
+  return read(path, state, {Part::Params, Part::ExpAvg, Part::ExpAvgSq});
 }
 
-ckpt::Header Checkpointer::load_params(const std::string& path, Engine& engine) {
-  return read(path, engine, {Part::Params});
+ckpt::Header Checkpointer::load_params(const std::string& path, CheckpointedState& state) {
+  return read(path, state, {Part::Params});
 }
 
-ckpt::Header Checkpointer::read(const std::string& path, Engine& engine,
+ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& state,
                                 const std::vector<Part>& parts) {
   MPI_Comm comm = comm_.get();
   auto fail_together = [&](const std::string& mine) {
     const std::string err = agree_on_error(comm, mine);
     if (!err.empty()) throw CheckpointError(path + ": " + err);
   };
-  const ShardMap map = shard_map(comm, engine);
+  const std::vector<UnitShard> shards = state.unit_shards();
+  const ShardMap map = shard_map(comm, shards, state.writes_shard());
   const bool writer = map.writer[std::size_t(rank_)];
   const int pos = map.pos[std::size_t(rank_)];
 
@@ -255,7 +242,7 @@ ckpt::Header Checkpointer::read(const std::string& path, Engine& engine,
     if (!mismatch.empty()) throw h5::H5Error("written for a different model: " + mismatch);
     const std::int64_t B = h.checksum_block_elems;
     for (Part p : parts)
-      for (const ShardedUnit& su : engine.units())
+      for (const UnitShard& su : shards)
         for (const TensorSpec& t : su.layout->tensors) {
           where = dataset_path(p, t);
           const htri_t exists = H5Lexists(file.get(), where.c_str(), H5P_DEFAULT);
@@ -286,9 +273,8 @@ ckpt::Header Checkpointer::read(const std::string& path, Engine& engine,
   // failed still joins the unit's collectives.
   std::size_t k = 0;
   for (Part p : parts)
-    for (int u = 0; u < int(engine.units().size()); ++u) {
-      const ShardedUnit& su = engine.units()[std::size_t(u)];
-      const Vec shard = part_shard(engine, p, u);
+    for (const UnitShard& su : shards) {
+      const Vec shard = part_shard(su, p);
       const auto host = Kokkos::create_mirror_view(HostSpace(), shard);
       Kokkos::deep_copy(host, 0.f);  // the padding beyond the unit's numel stays 0
       std::vector<DistributedArray> arrays;
@@ -317,12 +303,12 @@ ckpt::Header Checkpointer::read(const std::string& path, Engine& engine,
   stored.clear();
   file.reset();  // read-only: nothing to flush
 
-  engine.sync_full_params();
-  if (parts.size() == std::size(ckpt::kParts)) engine.set_optimizer_steps(int(h.optimizer_steps));
+  state.shards_loaded();
+  if (parts.size() == std::size(ckpt::kParts)) state.set_optimizer_steps(int(h.optimizer_steps));
   return h;
 }
 
-std::string Checkpointer::load_newest(Engine& engine, ckpt::Header& header,
+std::string Checkpointer::load_newest(CheckpointedState& state, ckpt::Header& header,
                                       const std::function<void(const std::string&)>& warn) {
   // Rank 0 lists the directory so every rank tries the same files in the same order.
   std::string names;
@@ -334,7 +320,7 @@ std::string Checkpointer::load_newest(Engine& engine, ckpt::Header& header,
     const std::string path = names.substr(at, nl - at);
     at = nl + 1;
     try {
-      header = load(path, engine);
+      header = load(path, state);
       return path;
     } catch (const CheckpointError& e) {
       warn(std::string(e.what()) + "; skipping it");

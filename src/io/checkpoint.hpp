@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Sharded checkpoints of the engine's state (checkpoint_format.hpp has the file layout).
+// Sharded checkpoints of a rank's state (io/checkpointed_state.hpp) (checkpoint_format.hpp has the file layout).
 //
 // Writing: every rank of the job opens <dir>/step_NNNNNN.h5.tmp through MPI-IO and, for each
 // tensor of each unit, writes the part of its flat shard that falls in that tensor's dataset as
@@ -31,7 +31,7 @@
 
 #include "comm/owned_comm.hpp"
 #include "config/run_config.hpp"
-#include "fsdp/engine.hpp"
+#include "io/checkpointed_state.hpp"
 #include "io/checkpoint_format.hpp"
 
 namespace fsdp {
@@ -44,31 +44,32 @@ class Checkpointer {
   // and the deck recorded in each file.
   Checkpointer(MPI_Comm world, const RunConfig& cfg);
 
-  // Writes the engine's shards with the training state of `h` (step, tokens_seen,
+  // Writes the state's shards with the training state of `h` (step, tokens_seen,
   // sampler_seed, optimizer_steps, lr_step, lr; the rest is filled in here) and returns the
   // complete file's path. Collective. FSDP_TEST_PAUSE_IN_CHECKPOINT_WRITE=<seconds> (tests
   // only) sleeps inside the write, after /model, so a test can kill a rank mid-write.
-  std::string save(Engine& engine, ckpt::Header h);
+  std::string save(CheckpointedState& state, ckpt::Header h);
 
-  // Reads `path` into the engine (any rank count, any strategy), verifies every dataset,
+  // Reads `path` into the state (any rank count, any strategy), verifies every dataset,
   // rebuilds the full parameters, sets the optimizer's step count and returns the header.
-  // Throws the same CheckpointError on every rank (the engine's shards may then be partly
+  // Throws the same CheckpointError on every rank (the shards may then be partly
   // overwritten). Collective.
-  ckpt::Header load(const std::string& path, Engine& engine);
+  ckpt::Header load(const std::string& path, CheckpointedState& state);
   // Only the parameters (/model), verified the same way; the optimizer is left as it is
   // (fsdp-train --init-from: a fresh optimizer on a checkpoint's weights). Collective.
-  ckpt::Header load_params(const std::string& path, Engine& engine);
+  ckpt::Header load_params(const std::string& path, CheckpointedState& state);
 
   // `--resume auto`: loads the newest complete checkpoint in checkpoint.dir that verifies,
   // calling warn(message) for each one that does not. Returns its path, or "" when there is
-  // none (then the engine may hold a failed attempt's partial state: rebuild it).
-  std::string load_newest(Engine& engine, ckpt::Header& header,
+  // none (then the state may hold a failed attempt's partial shards: rebuild it).
+  std::string load_newest(CheckpointedState& state, ckpt::Header& header,
                           const std::function<void(const std::string&)>& warn);
 
   const std::string& dir() const { return dir_; }
 
  private:
-  ckpt::Header read(const std::string& path, Engine& engine, const std::vector<ckpt::Part>& parts);
+  ckpt::Header read(const std::string& path, CheckpointedState& state,
+                    const std::vector<ckpt::Part>& parts);
 
   comm::OwnedComm comm_;
   int rank_ = 0, size_ = 1;

@@ -150,12 +150,6 @@ void Gpt2::forward_unit(int u, const UnitParams& p) {
   }
 }
 
-double Gpt2::forward_stage(int i, const UnitParams& p) {
-  if (i == int(units_.size())) return head_forward(p);
-  forward_unit(i, p);
-  return 0.0;
-}
-
 void Gpt2::lnf_forward(const UnitParams& p) {
   const int BT = B_ * T_;
   k::layernorm_forward(m(lnf_, BT, C_), lnf_mean_.vec(), lnf_rstd_.vec(),
@@ -260,9 +254,8 @@ void Gpt2::attn_backward(int l, const UnitParams& p, Vec g) {
   attn_grads(l, p, g);
 }
 
-void Gpt2::backward_stage(int b, const UnitParams& p, Vec g, float dloss) {
-  if (b == 0) return head_backward(p, g, dloss);
-  const UnitLayout& unit = units_[units_.size() - std::size_t(b)];
+void Gpt2::backward_unit(int u, const UnitParams& p, Vec g) {
+  const UnitLayout& unit = units_[std::size_t(u)];
   switch (unit.kind) {
     case UnitKind::LnF: return lnf_backward(p, g);
     case UnitKind::Block: return block_backward(unit.layer, p, g);

@@ -41,9 +41,6 @@ class Gpt2 {
   double head_forward(const UnitParams& emb);
   // Unit u's forward (not the head), whatever kind of unit it is.
   void forward_unit(int u, const UnitParams& p);
-  // Stage i of fsdp::forward_schedule (embedding, blocks, ln_f, head) with that stage's unit;
-  // returns the micro-batch's mean loss at the head stage, 0 elsewhere.
-  double forward_stage(int i, const UnitParams& p);
   // Per-sequence mean losses of the last head_forward (evaluation sums these across ranks).
   const std::vector<double>& sequence_losses() const { return seq_losses_; }
   // The last head_forward's logits of sequence b at position t (V floats, copied to the host):
@@ -59,8 +56,8 @@ class Gpt2 {
   // Sub-layer units (UnitCut::Sublayer): the MLP's backward, then the attention's.
   void mlp_backward(int l, const UnitParams& p, Vec g);
   void attn_backward(int l, const UnitParams& p, Vec g);
-  // Stage b of fsdp::backward_schedule with that stage's unit (b = 0: the head).
-  void backward_stage(int b, const UnitParams& p, Vec g, float dloss);
+  // Unit u's backward (not the head), whatever kind of unit it is.
+  void backward_unit(int u, const UnitParams& p, Vec g);
 
  private:
   // The block's two residual sub-layers. attn_compute reads residual l and writes res2_out;

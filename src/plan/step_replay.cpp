@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-#include "fsdp/schedule.hpp"
 #include "plan/step_replay.hpp"
+
+#include "fsdp/gather_window.hpp"
+#include "fsdp/schedule.hpp"
 
 #include <algorithm>
 
@@ -12,6 +14,12 @@ constexpr MemSpace kDev = MemSpace::Device;
 constexpr MemSpace kHost = MemSpace::Host;
 
 
+std::vector<std::int64_t> padded_units(const Setup& s) {
+  std::vector<std::int64_t> p;
+  for (std::int64_t n : unit_numels(s.model)) p.push_back(s.padded_numel(n));
+  return p;
+}
+
 class Replay {
  public:
   Replay(const Setup& s, int max_micro)
@@ -22,14 +30,14 @@ class Replay {
         k_(s.prefetch),
         nshard_(s.shard_group()),
         sharded_(shards_params(s.strategy)),
-        offload_(s.offload != Offload::None) {
+        offload_(s.offload != Offload::None),
+        window_(padded_units(s), s.prefetch) {
     const std::vector<std::int64_t> numel = unit_numels(s.model);
     for (std::int64_t n : numel) {
       const std::int64_t padded = s.padded_numel(n);
       numel_.push_back(n);
       padded_.push_back(padded);
       shard_.push_back(padded / nshard_);
-      largest_ = std::max(largest_, padded);
     }
     const std::size_t U = numel.size();
     gathered_.assign(U, false);
@@ -152,60 +160,25 @@ class Replay {
     in_flight_[u] = true;
   }
 
+  // GatherPipeline::all_gather, through the same window policy (fsdp/gather_window.hpp).
   void acquire(int stage) {
-    const int u = sched_[stage];
+    const int u = window_.unit(stage);
     if (!sharded_) return;
-    if (next_issue_ <= stage) {
-      issue_gather(u);
-      next_issue_ = stage + 1;
-    }
+    if (window_.claim(stage)) issue_gather(u);
     if (in_flight_[u]) {
       wait(gather_handle_[u], u);
       in_flight_[u] = false;
       if (staging_[u] > 0) deallocate(C::CommBuffers, kDev, staging_[u], u);
       staging_[u] = 0;
     }
-    const int last = std::min<int>(stage + k_, int(sched_.size()) - 1);
-    for (; next_issue_ <= last; ++next_issue_) issue_gather(sched_[next_issue_]);
-    // Past the depth, while the window stays within k + 1 largest units (gather_pipeline.cpp).
-    if (k_ > 0)
-      for (; next_issue_ < int(sched_.size()); ++next_issue_) {
-        const int v = sched_[next_issue_];
-        if (!gathered_[v] && window_elements() + padded_[v] > std::int64_t(k_ + 1) * largest_)
-          break;
-        issue_gather(v);
-      }
-  }
-
-  // GatherPipeline::first_gathers: what acquire(0) gathers when nothing is gathered yet.
-  std::vector<int> first_gathers(const std::vector<int>& next) const {
-    std::vector<int> units;
-    std::int64_t window = 0;
-    for (int stage = 0; stage < int(next.size()); ++stage) {
-      const int u = next[std::size_t(stage)];
-      if (std::find(units.begin(), units.end(), u) != units.end()) continue;
-      if (stage > k_ && (k_ == 0 || window + padded_[u] > std::int64_t(k_ + 1) * largest_)) break;
-      units.push_back(u);
-      window += padded_[u];
-    }
-    return units;
-  }
-
-  std::int64_t window_elements() const {
-    std::int64_t n = 0;
-    for (std::size_t u = 0; u < gathered_.size(); ++u) n += gathered_[u] ? padded_[u] : 0;
-    return n;
-  }
-
-  bool needed_soon(int stage) const {
-    for (int s = stage + 1; s < next_issue_; ++s)
-      if (sched_[s] == sched_[stage]) return true;
-    return false;
+    window_.prefetch(
+        stage, [&](int v) { return bool(gathered_[std::size_t(v)]); },
+        [&](int v) { issue_gather(v); });
   }
 
   void release(int stage, bool keep = false) {
-    if (!sharded_ || keep || needed_soon(stage)) return;
-    const int u = sched_[stage];
+    if (!sharded_ || keep || window_.needed_soon(stage)) return;
+    const int u = window_.unit(stage);
     deallocate(C::GatheredParams, kDev, b_.param * double(padded_[u]), u);
     gathered_[u] = false;
   }
@@ -308,7 +281,7 @@ class Replay {
     };
     const double head = 2.0 * double(numel_[0]) * tok;
 
-    next_issue_ = 0;
+    window_.begin(sched_);
     for (int i = 0; i < nf; ++i) {
       acquire(i);
       carry_ = false;  // only the step's first acquire takes over carried gathers
@@ -333,7 +306,7 @@ class Replay {
   // ---- Engine::train_step -------------------------------------------------------------------
   void train_step() {
     carry_ = sharded_ && k_ > 0 && s_.prefetch_across_steps;
-    if (carry_) carried_ = first_gathers(forward_schedule(int(numel_.size())));
+    if (carry_) carried_ = window_.first_gathers(forward_schedule(int(numel_.size())));
     if (s_.deterministic) {
       tree_accumulate(0, n_micro_);  // leaves the sum in every unit's full gradients
       tree_reduce_grads();
@@ -432,13 +405,12 @@ class Replay {
   int k_, nshard_;
   bool sharded_, offload_;
   std::vector<std::int64_t> numel_, padded_, shard_;
-  std::int64_t largest_ = 0;
   std::vector<bool> gathered_, in_flight_, grad_full_;
   std::vector<bool> fresh_;  // per unit: no reduction has reached its gradient shard this step
   std::vector<int> gather_handle_;
   std::vector<double> staging_;
   std::vector<int> sched_;
-  int next_issue_ = 0;
+  GatherWindow window_;
   bool carry_ = false;         // the step's first gathers were issued by the last optimizer
   std::vector<int> carried_;  // which units those are
   std::vector<Pending> pending_;

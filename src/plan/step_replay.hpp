@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The engine's training step replayed without data: the same unit schedule, prefetch window,
-// gradient buffers and pending reductions as fsdp/engine.cpp and fsdp/gather_pipeline.cpp, as a
-// list of events (allocate, free, compute, issue a collective, wait for it, optimizer pass).
-// The memory model folds the allocations into tracker peaks; the time model runs the compute
-// and collectives on a timeline. Keep this file in step with the engine: the MPI test
-// test_plan_vs_tracker fails when the two disagree.
+// The engine's training step replayed without data, as a list of events (allocate, free,
+// compute, issue a collective, wait for it, optimizer pass): the engine's own stage schedule
+// (fsdp/schedule.hpp), gather window policy (fsdp/gather_window.hpp) and padding rule
+// (config/run_setup.hpp), with the buffers each stage allocates. The memory model folds the
+// allocations into tracker peaks; the time model runs the compute and collectives on a
+// timeline. test_plan_vs_tracker checks the peaks against the engine's tracker, byte for byte.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -79,7 +79,7 @@ int run_checkpoint_bench(MPI_Comm world, const CheckpointBenchOptions& o) {
     }
     FSDP_MPI_CHECK(MPI_Barrier(world));
     t0 = now_s();
-    reader.load(path, trainer.engine());
+    reader.load(path, trainer.engine().state());
     FSDP_MPI_CHECK(MPI_Barrier(world));
     r.push_back(now_s() - t0);
     if (rank == 0) {

@@ -89,7 +89,7 @@ void init_weights(const std::string& path, Engine& engine, Checkpointer& checkpo
   err = agree_on_error(world, err);
   if (!err.empty()) throw WeightsError(err);
   if (format == WeightFormat::Checkpoint) {
-    checkpointer.load_params(path, engine);  // verifies every dataset's checksums
+    checkpointer.load_params(path, engine.state());  // verifies every dataset's checksums
     return;
   }
 

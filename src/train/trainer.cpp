@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/check.hpp"
+#include "core/faults.hpp"
 #include "core/kernel_profile.hpp"
 #include "model/gemm.hpp"
 #include "train/init_weights.hpp"
@@ -48,17 +49,6 @@ std::unique_ptr<TokenFile> load_everywhere(const std::string& path, const RunCon
     throw SetupError(all ? err : "rank " + std::to_string(rank) + ": " + err, all == 1, 3);
   }
   return f;
-}
-
-// Test-only fault injection: FSDP_TEST_STALL=<world rank>@<step>:<seconds> makes that rank
-// sleep before that (0-based) step, as a hung rank would (comm.timeout_s must catch it).
-void stall_for_test(int step, int rank) {
-  static const char* spec = std::getenv("FSDP_TEST_STALL");
-  if (!spec) return;
-  int r = -1, s = -1;
-  double seconds = 0;
-  if (std::sscanf(spec, "%d@%d:%lf", &r, &s, &seconds) == 3 && r == rank && s == step)
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
 }  // namespace
@@ -248,7 +238,7 @@ TrainSummary Trainer::run() {
                            inputs_.data(), targets_.data());
       m.set_batch(inputs_.data(), targets_.data());
     };
-    stall_for_test(step, rank_);
+    faults::stall(step, rank_);
     groups_.world->barrier();  // time the step as the slowest rank sees it
     const double t0 = now_s();
     if (opts_.profile && step == 1) profile::enable();  // step 0 is a warm-up

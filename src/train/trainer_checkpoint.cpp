@@ -17,7 +17,7 @@ void Trainer::resume() {
   ckpt::Header h;
   std::string path = opts_.resume;
   if (opts_.resume == "auto") {
-    path = checkpointer_->load_newest(*engine_, h, warn);
+    path = checkpointer_->load_newest(engine_->state(), h, warn);
     if (path.empty()) {
       // A failed attempt may have overwritten part of the shards: start from the seed again.
       if (any_failed) {
@@ -30,7 +30,7 @@ void Trainer::resume() {
       return;
     }
   } else {
-    h = checkpointer_->load(path, *engine_);  // throws the same CheckpointError on every rank
+    h = checkpointer_->load(path, engine_->state());  // throws the same CheckpointError on every rank
   }
   start_step_ = steps_done_ = last_saved_ = int(h.step);
   resumed_ = true;
@@ -54,7 +54,7 @@ std::string Trainer::save_checkpoint() {
   h.lr_step = steps_done_;
   h.lr = optim::learning_rate(cfg_.train, steps_done_);
   const double t0 = now_s();
-  const std::string path = checkpointer_->save(*engine_, h);
+  const std::string path = checkpointer_->save(engine_->state(), h);
   last_saved_ = steps_done_;
   if (rank_ == 0 && opts_.log) {
     const double bytes = 3.0 * 4.0 * double(gpt2_num_params(cfg_.model));  // params + 2 moments

@@ -34,13 +34,14 @@ double tree_sum(const std::vector<double>& v, std::size_t lo, std::size_t hi) {
 
 Engine::GradSet Engine::tree_accumulate(int lo, int hi, const LoadMicroBatch& load,
                                         std::vector<double>& losses) {
+  std::vector<ShardedUnit>& units = state_->units();
   if (hi - lo == 1) {
-    for (auto& su : units_)
+    for (auto& su : units)
       su.grad_full = TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded,
                                    MemCategory::Grads);
     losses.push_back(micro_batch(lo, load, 1.f, /*reduce_last=*/false));
     GradSet leaf;
-    for (auto& su : units_) leaf.push_back(std::move(su.grad_full));
+    for (auto& su : units) leaf.push_back(std::move(su.grad_full));
     return leaf;
   }
   const int mid = lo + (hi - lo) / 2;
@@ -54,26 +55,28 @@ void Engine::tree_reduce_grads(int global_micro) {
   comm::Communicator& world = *groups_.world;
   const int D = world.size();
   const float inv_scale = float(global_micro);
-  for (auto& su : units_) {
+  const Strategy strategy = setup_.strategy;
+  for (int u = 0; u < int(state_->units().size()); ++u) {
+    ShardedUnit& su = state_->units()[std::size_t(u)];
     // Everyone's local subtree sum, then the upper tree levels on the range this rank keeps.
     TrackedBuffer all(tracker_, su.layout->name + "::tree_gather", std::int64_t(D) * su.padded,
                       MemCategory::CommBuffers);
     Kokkos::fence();
     world.all_gather(su.grad_full.cvec(), all.vec());
-    const std::int64_t begin = strategy_ == Strategy::DDP ? 0 : su.shard_begin;
-    const std::int64_t n = strategy_ == Strategy::DDP ? su.padded : su.shard;
+    const std::int64_t begin = strategy == Strategy::DDP ? 0 : su.shard_begin;
+    const std::int64_t n = strategy == Strategy::DDP ? su.padded : su.shard;
     float* base = all.data();
     const std::int64_t stride = su.padded;
     for (int width = 1; width < D; width *= 2)
       for (int r = 0; r + width < D; r += 2 * width)
         add_into(Vec(base + std::int64_t(r) * stride + begin, n),
                  ConstVec(base + std::int64_t(r + width) * stride + begin, n));
-    const Vec dst = grad_shard(su);
+    const Vec dst = state_->grad_shard(u);
     const ConstVec src(base + begin, n);
     Kokkos::parallel_for(
         "deterministic::mean", Kokkos::RangePolicy<ExecSpace>(0, n),
         KOKKOS_LAMBDA(const int64_t i) { dst(i) = src(i) / inv_scale; });
-    if (shards_grads(strategy_)) su.grad_full.reset();
+    if (shards_grads(strategy)) su.grad_full.reset();
   }
   Kokkos::fence();
 }
@@ -83,14 +86,15 @@ double Engine::deterministic_norm2() {
   // (rank-count dependent) padding, and padding blocks would only add zeros anyway.
   std::vector<std::int64_t> first_block;
   std::int64_t nblocks = 0;
-  for (const auto& su : units_) {
+  const std::vector<ShardedUnit>& units = state_->units();
+  for (const auto& su : units) {
     first_block.push_back(nblocks);
     nblocks += (su.numel + kNormBlock - 1) / kNormBlock;
   }
   std::vector<double> partial(nblocks, 0.0);
-  for (std::size_t u = 0; u < units_.size(); ++u) {
-    auto& su = units_[u];
-    const Vec g = grad_shard(su);
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    const auto& su = units[u];
+    const Vec g = state_->grad_shard(int(u));
     auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), g);
     const std::int64_t b0 = su.shard_begin / kNormBlock;
     const std::int64_t owned = su.shard / kNormBlock;
@@ -103,7 +107,8 @@ double Engine::deterministic_norm2() {
     }
   }
   // Every block has one owner and zeros elsewhere: the rank-ordered sum is exact.
-  if (nshard_ > 1) shard_comm_.all_reduce_sum(partial.data(), int(partial.size()));
+  if (state_->shard_group_size() > 1)
+    state_->shard_comm().all_reduce_sum(partial.data(), int(partial.size()));
   double total = 0.0;
   for (double p : partial) total += p;
   return total;

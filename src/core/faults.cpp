@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+#include "core/faults.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace fsdp::faults {
+namespace {
+
+// "<name>@<number>" split at the '@', or false.
+bool name_at(const char* spec, std::string& name, int& number) {
+  if (!spec) return false;
+  const std::string s(spec);
+  const auto at = s.find('@');
+  if (at == std::string::npos) return false;
+  name = s.substr(0, at);
+  number = std::atoi(s.c_str() + at + 1);
+  return true;
+}
+
+void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+}  // namespace
+
+std::string nan_unit(int step) {
+  static const char* spec = std::getenv("FSDP_TEST_INJECT_NAN");
+  std::string unit;
+  int at = -1;
+  if (!name_at(spec, unit, at) || at != step) return "";
+  return unit;
+}
+
+bool skip_gather(const std::string& unit, int world_rank) {
+  static const char* spec = std::getenv("FSDP_TEST_SKIP_GATHER");
+  static bool used = false;
+  std::string name;
+  int rank = -1;
+  if (used || !name_at(spec, name, rank) || name != unit || rank != world_rank) return false;
+  used = true;
+  return true;
+}
+
+void stall(int step, int world_rank) {
+  static const char* spec = std::getenv("FSDP_TEST_STALL");
+  if (!spec) return;
+  int r = -1, s = -1;
+  double seconds = 0;
+  if (std::sscanf(spec, "%d@%d:%lf", &r, &s, &seconds) == 3 && r == world_rank && s == step)
+    sleep_s(seconds);
+}
+
+void pause_in_checkpoint_write(int rank) {
+  const char* s = std::getenv("FSDP_TEST_PAUSE_IN_CHECKPOINT_WRITE");
+  if (!s || !*s) return;
+  const double seconds = std::atof(s);
+  if (rank == 0) {
+    std::fprintf(stderr,
+                 "checkpoint: pausing %.1f s inside the write "
+                 "(FSDP_TEST_PAUSE_IN_CHECKPOINT_WRITE, tests only)\n",
+                 seconds);
+    std::fflush(stderr);
+  }
+  sleep_s(seconds);
+}
+
+}  // namespace fsdp::faults

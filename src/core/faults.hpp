@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+// Every test-only fault hook in one place (docs/reliability.md lists the tests that use them).
+// Each reads its FSDP_TEST_* variable once; unset, a hook costs one branch and does nothing.
+// In core/ rather than train/ because the step, the gather pipeline and the checkpointer
+// reach them, and none of those may include the trainer.
+#pragma once
+#include <string>
+
+namespace fsdp::faults {
+
+// FSDP_TEST_INJECT_NAN=<unit>@<step>: the unit whose gradient shard gets a NaN (on shard rank
+// 0) at that 0-based step, else "".
+std::string nan_unit(int step);
+// FSDP_TEST_SKIP_GATHER=<unit>@<world rank>: that rank skips the unit's first all-gather, as a
+// rank with diverging control flow would (debug.check_collectives must catch it). True once.
+bool skip_gather(const std::string& unit, int world_rank);
+// FSDP_TEST_STALL=<world rank>@<step>:<seconds>: that rank sleeps before that step, as a hung
+// rank would (comm.timeout_s must catch it).
+void stall(int step, int world_rank);
+// FSDP_TEST_PAUSE_IN_CHECKPOINT_WRITE=<seconds>: every rank sleeps inside each checkpoint write,
+// after /model, so a test can kill a rank mid-write.
+void pause_in_checkpoint_write(int rank);
+
+}  // namespace fsdp::faults

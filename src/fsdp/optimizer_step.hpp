@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// The optimizer half of the step on a sharded state: the global gradient norm (each rank's
+// shard norms summed in rank order), the non-finite check naming the first bad unit, clipping
+// and AdamW (optim/adamw.hpp) on this rank's shard of every tensor.
+#pragma once
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "config/run_config.hpp"
+#include "fsdp/sharded_state.hpp"
+
+namespace fsdp {
+
+// Non-finite loss or gradient norm under train.on_nonfinite = abort (every rank throws it).
+struct NonFiniteError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct OptimizerResult {
+  double grad_norm = 0.0;  // before clipping
+  double lr = 0.0;
+  bool skipped = false;        // non-finite and train.on_nonfinite = skip_step
+  std::string nonfinite_unit;  // the first unit whose gradients are not finite, if any
+};
+
+class ShardedOptimizer {
+ public:
+  ShardedOptimizer(ShardedState& state, const TrainConfig& train) : state_(state), train_(train) {}
+
+  // The squared global gradient norm: per-shard sums of squares, all-reduced.
+  double norm2();
+  // Clips by the norm sqrt(norm2) and steps every unit's shard, calling updated(u) after unit
+  // u (the next step's first all-gathers start there). zero_full_grads: the update also zeroes
+  // the persistent full gradients it reads (ddp, zero1). Throws NonFiniteError, or skips the
+  // update, when the loss or the norm is not finite.
+  OptimizerResult step(int step, double norm2, double loss, bool zero_full_grads,
+                       const std::function<void(int)>& updated);
+
+ private:
+  std::string first_nonfinite_unit();
+
+  ShardedState& state_;
+  const TrainConfig& train_;
+};
+
+}  // namespace fsdp

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+#include "fsdp/reduce_pipeline.hpp"
+
+#include <algorithm>
+
+#include "comm/safety.hpp"
+#include "core/bf16.hpp"
+
+namespace fsdp {
+
+ReducePipeline::ReducePipeline(ShardedState& state, MemoryTracker& tracker, Trace& trace,
+                               int depth, CommTimes& times)
+    : state_(state),
+      units_(state.units()),
+      tracker_(tracker),
+      trace_(trace),
+      depth_(depth),
+      times_(times),
+      bf16_(state.setup().reduce_bf16) {}
+
+void ReducePipeline::begin_step(bool direct) { fresh_.assign(units_.size(), direct ? 1 : 0); }
+
+void ReducePipeline::before_backward(int u) {
+  for (std::size_t i = 0; i < pending_.size(); ++i)
+    if (pending_[i].unit == u) {
+      drain(pending_.size() - i - 1);
+      break;
+    }
+  ShardedUnit& su = units_[std::size_t(u)];
+  if (!su.grad_full.allocated())
+    su.grad_full =
+        TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded, MemCategory::Grads);
+}
+
+ReducePipeline::Pending ReducePipeline::cast_for_send(int u) {
+  ShardedUnit& su = units_[std::size_t(u)];
+  Pending pr{u, {}, {}, {}};
+  if (bf16_) {
+    pr.send = TrackedBuffer(tracker_, su.layout->name + "::reduce_send_bf16", su.padded,
+                            MemCategory::CommBuffers, MemSpace::Device, Dtype::BF16, Fill::None);
+    cast_to_bf16(su.grad_full.cvec(), pr.send.bf16());
+    Kokkos::fence();
+    // Sharded gradients need only the cast from here on.
+    if (shards_grads(state_.strategy())) su.grad_full.reset();
+  }
+  return pr;
+}
+
+void ReducePipeline::all_reduce(int u) {
+  ShardedUnit& su = units_[std::size_t(u)];
+  Kokkos::fence();  // the gradients must be final before the collective reads them
+  const double t0 = now_s();  // time blocked inside the issue is exposed communication
+  FSDP_COMM_SITE("reduce " + su.layout->name);
+  Pending pr = cast_for_send(u);
+  comm::Communicator& rep = state_.replicate_comm();
+  if (bf16_) {
+    // A bf16 all-reduce: this reduce-scatter, then finish_bf16_all_reduce when it lands.
+    pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.padded / rep.size(),
+                            MemCategory::CommBuffers);
+    pr.handle = rep.ireduce_scatter(pr.send.cbf16(), pr.recv.vec(), comm::ReduceOp::Avg);
+  } else {
+    pr.handle = rep.iall_reduce(su.grad_full.vec(), comm::ReduceOp::Avg);
+  }
+  times_.exposed_s += now_s() - t0;
+  times_.reduce_bytes += double(pr.handle.bytes());
+  pending_.push_back(std::move(pr));
+  drain(std::size_t(std::max(1, depth_)));  // the newest overlap the next units' backward
+}
+
+void ReducePipeline::reduce_scatter(int u) {
+  ShardedUnit& su = units_[std::size_t(u)];
+  Kokkos::fence();
+  const double t0 = now_s();
+  FSDP_COMM_SITE("reduce " + su.layout->name);
+  Pending pr = cast_for_send(u);
+  pr.direct = shards_grads(state_.strategy()) && fresh_[std::size_t(u)];
+  fresh_[std::size_t(u)] = 0;
+  if (!pr.direct)
+    pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.shard,
+                            MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
+  const Vec recv = pr.direct ? su.grad_shard.vec() : pr.recv.vec();
+  comm::Communicator& shard = state_.shard_comm();
+  if (bf16_)
+    pr.handle = shard.ireduce_scatter(pr.send.cbf16(), recv, comm::ReduceOp::Avg);
+  else
+    pr.handle = shard.ireduce_scatter(su.grad_full.cvec(), recv, comm::ReduceOp::Avg);
+  times_.exposed_s += now_s() - t0;
+  times_.reduce_bytes += double(pr.handle.bytes());
+  pending_.push_back(std::move(pr));
+  drain(std::size_t(std::max(1, depth_)));
+}
+
+void ReducePipeline::drain(std::size_t keep) {
+  while (pending_.size() > keep) {
+    Pending pr = std::move(pending_.front());
+    pending_.erase(pending_.begin());
+    land(pr);
+  }
+}
+
+void ReducePipeline::land(Pending& pr) {
+  ShardedUnit& su = units_[std::size_t(pr.unit)];
+  const bool ddp = state_.strategy() == Strategy::DDP;
+  const double t0 = now_s();
+  pr.handle.wait();
+  const double t1 = now_s();
+  times_.exposed_s += t1 - t0;
+  times_.total_s += pr.handle.completion_time() - pr.handle.issue_time();
+  if (trace_.enabled()) trace_.add("wait reduce " + su.layout->name, "wait", t0, t1, 0);
+  if (trace_.enabled())
+    trace_.add(std::string(ddp ? "all_reduce " : "reduce_scatter ") + su.layout->name, "comm",
+               pr.handle.issue_time(), pr.handle.completion_time(), 1);
+  if (ddp) {
+    if (bf16_) finish_bf16_all_reduce(state_.replicate_comm(), pr.send, pr.recv, su.grad_full.vec());
+    return;
+  }
+  pr.send.reset();
+  const Vec reduced = pr.direct ? su.grad_shard.vec() : pr.recv.vec();
+  comm::Communicator& rep = state_.replicate_comm();
+  if (rep.size() > 1) {  // hybrid: the replicas' shards are averaged too
+    if (bf16_)
+      all_reduce_bf16(rep, reduced);
+    else
+      rep.all_reduce(reduced, comm::ReduceOp::Avg);
+  }
+  if (pr.direct) {
+    su.grad_full.reset();
+    return;
+  }
+  const Vec dst = state_.grad_shard(pr.unit);
+  const ConstVec src = pr.recv.cvec();
+  if (shards_grads(state_.strategy())) {
+    Kokkos::parallel_for(
+        "engine::accumulate_grad_shard", Kokkos::RangePolicy<ExecSpace>(0, dst.extent(0)),
+        KOKKOS_LAMBDA(const int64_t i) { dst(i) += src(i); });
+    su.grad_full.reset();
+  } else {
+    Kokkos::deep_copy(dst, src);  // zero1: the reduced shard lands in its slice of the full grads
+  }
+}
+
+void ReducePipeline::finish_step() {
+  drain(0);
+  for (std::size_t u = 0; u < units_.size(); ++u)  // a unit no reduction reached (none today)
+    if (shards_grads(state_.strategy()) && fresh_[u])
+      Kokkos::deep_copy(units_[u].grad_shard.vec(), 0.f);
+}
+
+void ReducePipeline::finish_bf16_all_reduce(comm::Communicator& c, TrackedBuffer& send,
+                                            const TrackedBuffer& block, Vec out) {
+  const std::int64_t n = block.size();
+  const Bf16Vec own(send.bf16().data() + std::int64_t(c.rank()) * n, n);
+  cast_to_bf16(block.cvec(), own);
+  Kokkos::fence();
+  c.all_gather(ConstBf16Vec(own.data(), n), send.bf16());
+  widen_bf16(send.cbf16(), out);
+}
+
+void ReducePipeline::all_reduce_bf16(comm::Communicator& c, Vec buf) {
+  const std::int64_t n = std::int64_t(buf.extent(0));
+  TrackedBuffer send(tracker_, "replicate_reduce_send_bf16", n, MemCategory::CommBuffers,
+                     MemSpace::Device, Dtype::BF16);
+  TrackedBuffer block(tracker_, "replicate_reduce_block", n / c.size(), MemCategory::CommBuffers);
+  cast_to_bf16(ConstVec(buf.data(), n), send.bf16());
+  Kokkos::fence();
+  c.reduce_scatter(send.cbf16(), block.vec(), comm::ReduceOp::Avg);
+  times_.reduce_bytes += double(n) * 2.0;
+  finish_bf16_all_reduce(c, send, block, buf);
+}
+
+}  // namespace fsdp

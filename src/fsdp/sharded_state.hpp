@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// What one rank holds of the model: every unit's flat, padded buffers (sharded_unit.hpp) under
+// the one padding rule of config/run_setup.hpp, initialised the same way on every rank, and
+// the optimizer's step count. The step (fsdp/step.cpp), the optimizer (optim/) and checkpoints
+// (io/checkpoint.hpp) all read and write this, never each other.
+#pragma once
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "config/run_setup.hpp"
+#include "core/memory.hpp"
+#include "fsdp/sharded_unit.hpp"
+#include "fsdp/strategy.hpp"
+#include "io/checkpointed_state.hpp"
+
+namespace fsdp {
+
+class ShardedState : public CheckpointedState {
+ public:
+  // Allocates and initialises (GPT-2's init from `seed`) the units of `layouts` for this rank's
+  // position in `shard`; `replicate` holds the ranks with the same shard.
+  ShardedState(const RunSetup& setup, const std::vector<UnitLayout>& layouts,
+               comm::Communicator& shard, comm::Communicator& replicate, MemoryTracker& tracker,
+               std::uint64_t seed);
+
+  const RunSetup& setup() const { return setup_; }
+  Strategy strategy() const { return setup_.strategy; }
+  int shard_group_size() const override { return shard_.size(); }
+  comm::Communicator& shard_comm() { return shard_; }
+  comm::Communicator& replicate_comm() { return replicate_; }
+  std::vector<ShardedUnit>& units() { return units_; }
+  const std::vector<ShardedUnit>& units() const { return units_; }
+  std::int64_t padded_params() const;
+  std::int64_t largest_unit() const;  // padded elements: the gathered window's unit of account
+
+  // What this rank owns of unit u: flat elements [shard_begin, shard_begin + shard) of the
+  // padded unit (a view into the full buffer where the strategy keeps one), its gradient and
+  // AdamW's two moments.
+  Vec param_shard(int u);
+  Vec grad_shard(int u);
+  Vec exp_avg_shard(int u) { return units_[std::size_t(u)].exp_avg.vec(); }
+  Vec exp_avg_sq_shard(int u) { return units_[std::size_t(u)].exp_avg_sq.vec(); }
+  // Whether this rank is the one copy of its shard that writes it (replicas hold the same bytes).
+  bool writes_shard() const override { return replicate_.rank() == 0; }
+  // Copies of the full (unpadded) parameters of unit u, gathered (tests and checkpoints).
+  std::vector<float> full_params(int u);
+  // After the shards changed (the optimizer, a resume): rebuild the full parameters that zero1
+  // and zero2 keep, from every rank's shard. Under bf16 the other ranks' parts travel as bf16.
+  void sync_full_params();
+
+  int optimizer_steps() const override { return optimizer_steps_; }
+  void set_optimizer_steps(int n) override { optimizer_steps_ = n; }
+  // CheckpointedState
+  std::vector<UnitShard> unit_shards() override;
+  void shards_loaded() override { sync_full_params(); }
+  int next_optimizer_step() { return ++optimizer_steps_; }
+
+ private:
+  RunSetup setup_;
+  comm::Communicator& shard_;
+  comm::Communicator& replicate_;
+  MemoryTracker& tracker_;
+  std::vector<ShardedUnit> units_;
+  int optimizer_steps_ = 0;
+};
+
+}  // namespace fsdp

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+// The training step, as DESIGN.md writes it:
+//   forward:  for each unit: all-gather (prefetched k ahead), compute, free
+//   backward: for each unit in reverse: all-gather again, compute gradients, reduce-scatter
+//   optimizer: the global gradient norm, clipping, AdamW on the local shard
+// with gradient accumulation over micro-batches and deterministic mode's tree sums around it.
+#include <algorithm>
+
+#include "fsdp/engine.hpp"
+#include "fsdp/schedule.hpp"
+#include "core/faults.hpp"
+
+namespace fsdp {
+
+const std::string& Engine::unit_name(int u) const { return state_->units()[std::size_t(u)].layout->name; }
+
+void Engine::trace_compute(const std::string& what, double t0) {
+  if (trace_.enabled()) trace_.add(what, "compute", t0, now_s(), 0);
+}
+
+double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool reduce_last) {
+  const int U = int(state_->units().size());
+  std::vector<Stage> stages = forward_stages(U);
+  const int nf = int(stages.size());
+  for (const Stage& s : backward_stages(U)) stages.push_back(s);
+  const bool keep_fwd = !setup_.reshard_after_forward;
+  const bool ddp = setup_.strategy == Strategy::DDP;
+  Gpt2& m = *model_;
+  double loss = 0.0;
+
+  load(j, m);
+  gather_->begin(stage_units(stages));
+  for (int i = 0; i < nf; ++i) {  // forward: gather, compute, free
+    const Stage s = stages[std::size_t(i)];
+    const UnitParams p = gather_->all_gather(i);
+    const double t0 = now_s();
+    if (s.head) loss = m.head_forward(p);
+    else m.forward_unit(s.unit, p);
+    Kokkos::fence();
+    trace_compute("forward " + unit_name(s.unit), t0);
+    gather_->release(i, keep_fwd);
+  }
+  for (int i = nf; i < int(stages.size()); ++i) {  // backward: regather, gradients, reduce
+    const Stage s = stages[std::size_t(i)];
+    const UnitParams p = gather_->all_gather(i);
+    reduce_->before_backward(s.unit);
+    const Vec grads = state_->units()[std::size_t(s.unit)].grad_full.vec();
+    const double t0 = now_s();
+    if (s.head) m.head_backward(p, grads, dloss);
+    else m.backward_unit(s.unit, p, grads);
+    Kokkos::fence();
+    trace_compute("backward " + unit_name(s.unit), t0);
+    gather_->release(i);
+    if (s.head || !reduce_last) continue;  // the head is not wte's last use in backward
+    if (ddp) reduce_->all_reduce(s.unit);
+    else reduce_->reduce_scatter(s.unit);
+  }
+  gather_->finish();
+  return loss;
+}
+
+void Engine::forward_backward(int n_micro, const LoadMicroBatch& load, double& loss_sum) {
+  for (int j = 0; j < n_micro; ++j) {
+    const bool last_micro = j + 1 == n_micro;
+    const bool reduce =
+        last_micro || (shards_grads(setup_.strategy) && setup_.accumulate_sharded);
+    loss_sum += micro_batch(j, load, 1.f / n_micro, reduce);
+  }
+  reduce_->finish_step();
+}
+
+void Engine::zero_grads() {
+  std::vector<ShardedUnit>& units = state_->units();
+  grad_zeroed_.resize(units.size(), 0);
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    ShardedUnit& su = units[u];
+    if (su.grad_shard.allocated() && setup_.deterministic) Kokkos::deep_copy(su.grad_shard.vec(), 0.f);
+    if (!shards_grads(setup_.strategy)) {
+      if (grad_zeroed_[u]) {  // the last optimizer step zeroed this rank's part already
+        const std::int64_t end = su.shard_begin + su.shard;
+        Kokkos::deep_copy(su.grad_full.vec(0, su.shard_begin), 0.f);
+        Kokkos::deep_copy(su.grad_full.vec(end, su.padded - end), 0.f);
+      } else {
+        Kokkos::deep_copy(su.grad_full.vec(), 0.f);
+      }
+    }
+    grad_zeroed_[u] = 0;
+  }
+}
+
+StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load) {
+  StepResult r;
+  comm_times_.clear();
+  const double t_start = now_s();
+  // Gradient shards are not zeroed: the step's first reduction into each one overwrites it.
+  reduce_->begin_step(/*direct=*/!setup_.deterministic);
+  zero_grads();
+  if (setup_.deterministic) {
+    std::vector<double> losses;
+    GradSet sum = tree_accumulate(0, n_micro, load, losses);
+    for (std::size_t u = 0; u < sum.size(); ++u) state_->units()[u].grad_full = std::move(sum[u]);
+    tree_reduce_grads(n_micro * groups_.world->size());
+    r.loss = deterministic_loss(losses, n_micro);
+  }
+  double loss_sum = 0.0;
+  if (!setup_.deterministic) forward_backward(n_micro, load, loss_sum);
+  const double t_opt = now_s();
+  if (!setup_.deterministic)
+    r.loss = groups_.world->all_reduce_sum(loss_sum / n_micro) / groups_.world->size();
+  inject_fault(step);
+  r.optimizer_s = optimizer_step(step, r);
+  r.comm_exposed_s = comm_times_.exposed_s;
+  r.comm_total_s = comm_times_.total_s;
+  r.gather_bytes = comm_times_.gather_bytes;
+  r.reduce_bytes = comm_times_.reduce_bytes;
+  r.compute_s = (t_opt - t_start) - r.comm_exposed_s;
+  return r;
+}
+
+double Engine::optimizer_step(int step, StepResult& r) {
+  const double t0 = now_s();
+  const double norm2 = setup_.deterministic ? deterministic_norm2() : optimizer_->norm2();
+  const int U = int(state_->units().size());
+  const std::vector<int> carried =
+      prefetch_next_step_ ? gather_->first_gathers(forward_schedule(U)) : std::vector<int>{};
+  // Persistent full gradients (ddp, zero1) are zeroed by the update itself: the padding of the
+  // shard is never written, so it stays zero.
+  const bool zero_grad = !shards_grads(setup_.strategy) && !setup_.deterministic;
+  const OptimizerResult o = optimizer_->step(step, norm2, r.loss, zero_grad, [&](int u) {
+    grad_zeroed_[std::size_t(u)] = zero_grad;
+    if (std::find(carried.begin(), carried.end(), u) != carried.end()) {
+      Kokkos::fence();
+      gather_->all_gather_next_step(u);
+    }
+  });
+  r.grad_norm = o.grad_norm;
+  r.lr = o.lr;
+  r.skipped = o.skipped;
+  r.nonfinite_unit = o.nonfinite_unit;
+  if (o.skipped) return now_s() - t0;
+  state_->sync_full_params();
+  Kokkos::fence();
+  return now_s() - t0;
+}
+
+void Engine::inject_fault(int step) {
+  const std::string unit = faults::nan_unit(step);
+  if (unit.empty() || state_->shard_comm().rank() != 0) return;
+  for (int u = 0; u < int(state_->units().size()); ++u)
+    if (state_->units()[std::size_t(u)].layout->name == unit) {
+      const Vec g = state_->grad_shard(u);
+      Kokkos::deep_copy(Kokkos::subview(g, 0), std::nanf(""));
+    }
+}
+
+std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {
+  const std::vector<Stage> fwd = forward_stages(int(state_->units().size()));
+  std::vector<double> losses;
+  Gpt2& m = *model_;
+  for (int j = 0; j < n_micro; ++j) {
+    load(j, m);
+    gather_->begin(stage_units(fwd));
+    for (int i = 0; i < int(fwd.size()); ++i) {
+      const UnitParams p = gather_->all_gather(i);
+      if (fwd[std::size_t(i)].head) m.head_forward(p);
+      else m.forward_unit(fwd[std::size_t(i)].unit, p);
+      gather_->release(i);
+    }
+    gather_->finish();
+    const auto& s = m.sequence_losses();
+    losses.insert(losses.end(), s.begin(), s.end());
+  }
+  return losses;
+}
+
+}  // namespace fsdp
