@@ -7,7 +7,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "bench/bench_machine.hpp"
-#include "comm/bench_comm.hpp"
+#include "bench/bench_comm.hpp"
 #include "core/blas_setup.hpp"
 #include "comm/mpi_session.hpp"
 #include "core/check.hpp"

@@ -14,7 +14,7 @@
 #include "core/exit_codes.hpp"
 #include "io/checkpoint_tools.hpp"
 #include "io/hf_export.hpp"
-#include "train/checkpoint_bench.hpp"
+#include "bench/checkpoint_bench.hpp"
 #include "train/trainer.hpp"
 
 namespace {

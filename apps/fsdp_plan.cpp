@@ -4,22 +4,15 @@
 // by side; and the largest GPT of the family that fits a device budget. No MPI, no GPU.
 // Exit codes (core/exit_codes.hpp): 0 done; 2 bad run deck or arguments; 1 any other error.
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "config/load_config.hpp"
 #include "core/exit_codes.hpp"
-#include "config/schema.hpp"
-#include "core/memory.hpp"
 #include "plan/machine.hpp"
-#include "plan/memory_model.hpp"
+#include "plan/plan_report.hpp"
 #include "plan/published_checks.hpp"
-#include "plan/time_model.hpp"
 
 namespace {
 
@@ -29,117 +22,32 @@ using namespace fsdp::plan;
 constexpr int kExitBadConfig = fsdp::exit_code::kBadConfig;
 constexpr int kExitError = fsdp::exit_code::kError;
 
-struct Column {
-  Strategy strategy;
-  bool chosen = false;
-  std::string error;       // why this strategy cannot run this setup
-  std::string time_error;  // why its time cannot be predicted on this machine
-  MemoryPlan mem;
-  TimePlan time;
-};
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string with_commas(std::int64_t n) {
-  std::string s = std::to_string(n), out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
-    out += s[i];
-  }
-  return out;
-}
-
-std::string seconds(double s) {
-  if (s >= 1.0) return fmt("%.3f s", s);
-  if (s >= 1e-3) return fmt("%.2f ms", s * 1e3);
-  return fmt("%.1f us", s * 1e6);
-}
-
-void row(const std::string& name, const std::vector<Column>& cols,
-         const std::function<std::string(const Column&)>& cell, bool time = false) {
-  std::printf("  %-28s", name.c_str());
-  for (const auto& c : cols) {
-    const bool na = !c.error.empty() || (time && !c.time_error.empty());
-    std::printf(" %14s", na ? "n/a" : cell(c).c_str());
-  }
-  std::printf("\n");
-}
-
-nlohmann::json memory_json(const MemoryPlan& m) {
-  nlohmann::json dev, host;
-  for (int c = 0; c < kNumMemCategories; ++c) {
-    dev[to_string(MemCategory(c))] = m.device(MemCategory(c));
-    host[to_string(MemCategory(c))] = m.host(MemCategory(c));
-  }
-  return {{"device", dev},
-          {"host", host},
-          {"device_total", m.device_total()},
-          {"host_total", m.host_total()},
-          {"params", m.params},
-          {"padded_params", m.padded_params},
-          {"shard_group", m.shard_group}};
-}
-
-nlohmann::json time_json(const TimePlan& t) {
-  return {{"step_s", t.step_s},
-          {"compute_s", t.compute_s},
-          {"recompute_s", t.recompute_s},
-          {"comm_exposed_s", t.comm_exposed_s},
-          {"comm_busy_s", t.comm_busy_s},
-          {"optimizer_s", t.optimizer_s},
-          {"offload_exposed_s", t.offload_exposed_s},
-          {"all_gathers", t.all_gathers},
-          {"reduce_scatters", t.reduce_scatters},
-          {"all_reduces", t.all_reduces},
-          {"comm_bytes", t.comm_bytes},
-          {"tokens_per_step", t.tokens_per_step},
-          {"tokens_per_s", t.tokens_per_s},
-          {"tokens_per_s_per_rank", t.tokens_per_s_per_rank},
-          {"model_flops_per_token", t.model_flops_per_token},
-          {"hardware_flops_per_token", t.hardware_flops_per_token},
-          {"mfu", t.mfu},
-          {"model_tflops_per_rank", t.model_tflops_per_rank},
-          {"hardware_tflops_per_rank", t.hardware_tflops_per_rank},
-          {"scaling_efficiency", t.scaling_efficiency}};
-}
-
-nlohmann::json shape_json(const ModelShape& s) {
-  return {{"n_layer", s.n_layer},       {"n_head", s.n_head},         {"n_embd", s.n_embd},
-          {"vocab_size", s.vocab_size}, {"block_size", s.block_size}, {"n_positions", s.positions()},
-          {"params", num_params(s)}};
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "fsdp-plan: predicted per-rank memory and step time of a run deck on N ranks, per sharding "
       "strategy; the largest model that fits a device budget"};
-  std::string config_path = "inputs/default.toml", machine_name = "a100", budget_text;
+  std::string config_path = "inputs/default.toml";
   std::vector<std::string> overrides;
-  int ranks = 1, nodes = 0, head_dim = 128;
-  double params = 0.0, aspect = 128.0, gemm_efficiency = 0.0;
-  bool largest = false, json = false, published = false;
+  PlanOptions options;
+  bool json = false, published = false;
   app.add_option("--config", config_path, "TOML run deck")->capture_default_str();
   app.add_option("--set", overrides, "override one key, section.key=value (repeatable)");
-  app.add_option("--ranks", ranks, "ranks (GPUs) in the job")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--nodes", nodes, "nodes the ranks are spread over (default: ranks / the machine's GPUs per node)")
+  app.add_option("--ranks", options.ranks, "ranks (GPUs) in the job")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--nodes", options.nodes, "nodes the ranks are spread over (default: ranks / the machine's GPUs per node)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--machine", machine_name, "a100, h100, h200, or a JSON file written by fsdp-bench")
+  app.add_option("--machine", options.machine, "a100, h100, h200, or a JSON file written by fsdp-bench")
       ->capture_default_str();
-  app.add_option("--params", params,
+  app.add_option("--params", options.params,
                  "replace the deck's model by the family member nearest this many parameters "
                  "(e.g. 7.5e9)");
-  app.add_option("--aspect", aspect, "family shape: n_embd / n_layer")->capture_default_str();
-  app.add_option("--head-dim", head_dim, "family shape: n_embd / n_head")->capture_default_str();
-  app.add_option("--gemm-efficiency", gemm_efficiency,
+  app.add_option("--aspect", options.aspect, "family shape: n_embd / n_layer")->capture_default_str();
+  app.add_option("--head-dim", options.head_dim, "family shape: n_embd / n_head")->capture_default_str();
+  app.add_option("--gemm-efficiency", options.gemm_efficiency,
                  "fraction of the GEMM peak the step achieves (default: the machine's)");
-  app.add_flag("--largest-model", largest, "search the family for the largest model that fits");
-  app.add_option("--budget", budget_text,
+  app.add_flag("--largest-model", options.largest_model, "search the family for the largest model that fits");
+  app.add_option("--budget", options.budget,
                  "device bytes per rank (\"80GiB\", \"7.5e10\"; default: memory.device_budget, "
                  "else the machine's memory)");
   app.add_flag("--json", json, "print JSON instead of tables");
@@ -158,7 +66,7 @@ int main(int argc, char** argv) {
 
   if (published) {
     try {
-      std::printf("%s", published_checks_report(load_machine(machine_name)).c_str());
+      std::printf("%s", published_checks_report(load_machine(options.machine)).c_str());
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fsdp-plan: %s\n", e.what());
       return kExitError;
@@ -175,202 +83,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    Machine machine = with_link_emulation(load_machine(machine_name), cfg.comm.emulate_latency_us,
-                                          cfg.comm.emulate_gbps);
-    if (gemm_efficiency > 0) machine.gemm_efficiency = gemm_efficiency;
-    if (nodes == 0) {
-      const int rpn = std::max(1, machine.ranks_per_node);
-      nodes = ranks > rpn && ranks % rpn == 0 ? ranks / rpn : 1;
-    }
-    Setup base = setup_from_config(cfg, ranks, nodes);
-    if (params > 0) base.model = shape_for_params(params, base.model, aspect, head_dim);
-    std::int64_t budget = cfg.memory.device_budget;
-    if (!budget_text.empty()) {
-      const auto b = parse_byte_size(budget_text);
-      double d = 0;
-      if (!b && std::sscanf(budget_text.c_str(), "%lf", &d) == 1 && d > 0) budget = std::int64_t(d);
-      else if (b) budget = *b;
-      else {
-        std::fprintf(stderr, "fsdp-plan: --budget: expected a byte count like 80GiB, got \"%s\"\n",
-                     budget_text.c_str());
-        return kExitBadConfig;
-      }
-    }
-    if (budget <= 0) budget = std::int64_t(machine.device_memory_bytes);
-    if (largest && budget <= 0) {
-      std::fprintf(stderr, "fsdp-plan: --largest-model needs --budget (machine %s has no "
-                           "device_memory_bytes and the deck no memory.device_budget)\n",
-                   machine.name.c_str());
-      return kExitBadConfig;
-    }
-    base.validate();
-
-    std::vector<Strategy> strategies{Strategy::DDP, Strategy::Zero1, Strategy::Zero2, Strategy::Zero3};
-    if (base.nodes > 1 || base.strategy == Strategy::Hybrid) strategies.push_back(Strategy::Hybrid);
-    std::vector<Column> cols;
-    for (Strategy st : strategies) {
-      Column c;
-      c.strategy = st;
-      c.chosen = st == base.strategy;
-      Setup s = base;
-      s.strategy = st;
-      try {
-        c.mem = plan_memory(s);
-      } catch (const std::exception& e) {
-        c.error = e.what();
-      }
-      if (c.error.empty()) try {
-          c.time = plan_time(s, machine);
-        } catch (const std::exception& e) {
-          c.time_error = e.what();
-        }
-      cols.push_back(std::move(c));
-    }
-    std::vector<LargestModel> biggest;
-    if (largest)
-      for (Strategy st : strategies) {
-        Setup s = base;
-        s.strategy = st;
-        try {
-          biggest.push_back(largest_model(s, budget, aspect, head_dim));
-        } catch (const std::exception&) {
-          biggest.push_back(LargestModel{});
-        }
-      }
-    const std::vector<std::string> assumptions = time_assumptions(base, machine);
-
-    if (json) {
-      nlohmann::json out;
-      out["model"] = shape_json(base.model);
-      out["setup"] = {{"ranks", base.ranks},
-                      {"nodes", base.nodes},
-                      {"strategy", strategy_name(base.strategy)},
-                      {"prefetch", base.prefetch},
-                      {"reshard_after_forward", base.reshard_after_forward},
-                      {"offload", to_string(base.offload)},
-                      {"precision", to_string(base.precision)},
-                      {"reduce_dtype", base.reduce_bf16 ? "bf16" : "fp32"},
-                      {"activation_checkpointing", base.activation_checkpointing},
-                      {"micro_batch", base.micro_batch},
-                      {"micro_batches_per_rank", base.micro_batches()},
-                      {"global_batch", base.global_batch()}};
-      out["machine"] = nlohmann::json::parse(machine_to_json(machine));
-      out["budget_bytes"] = budget;  // 0: unknown
-      out["assumptions"] = assumptions;
-      for (const auto& c : cols) {
-        nlohmann::json p{{"strategy", strategy_name(c.strategy)}, {"chosen", c.chosen}};
-        if (!c.error.empty()) p["error"] = c.error;
-        else {
-          p["memory"] = memory_json(c.mem);
-          if (budget > 0) p["fits"] = c.mem.device_total() <= budget;
-          if (c.time_error.empty()) p["time"] = time_json(c.time);
-          else p["time_error"] = c.time_error;
-        }
-        out["plans"].push_back(p);
-      }
-      for (std::size_t i = 0; i < biggest.size(); ++i) {
-        const auto& b = biggest[i];
-        nlohmann::json l{{"strategy", strategy_name(strategies[i])}, {"found", b.found}};
-        if (b.found) {
-          l["model"] = shape_json(b.shape);
-          l["memory"] = memory_json(b.memory);
-        }
-        if (b.next_device_total > 0) {
-          l["next_model"] = shape_json(b.next_shape);
-          l["next_device_total"] = b.next_device_total;
-        }
-        out["largest_model"].push_back(l);
-      }
-      std::printf("%s\n", out.dump(2).c_str());
-      return 0;
-    }
-
-    const ModelShape& m = base.model;
-    std::printf("fsdp-plan: GPT %d layers x %d channels (%d heads), vocab %d, context %d: %s parameters\n",
-                m.n_layer, m.n_embd, m.n_head, m.vocab_size, m.block_size,
-                with_commas(num_params(m)).c_str());
-    std::printf("  %d rank(s) on %d node(s), machine %s, %s%s, %s units, prefetch %d%s, %d "
-                "micro-batch(es) of %d per rank, checkpointing %s, offload %s\n\n",
-                base.ranks, base.nodes, machine.name.c_str(), to_string(base.precision),
-                base.reduce_bf16 ? " (bf16 reduce)" : "",
-                base.model.sublayer_units ? "sub-layer" : "block", base.prefetch,
-                base.reshard_after_forward ? "" : ", no reshard after forward", base.micro_batches(),
-                base.micro_batch, base.activation_checkpointing ? "blocks" : "none",
-                to_string(base.offload));
-    std::printf("  %-28s", "per-rank memory, device");
-    for (const auto& c : cols)
-      std::printf(" %14s", (std::string(c.chosen ? "*" : "") + strategy_name(c.strategy)).c_str());
-    std::printf("\n");
-    for (int ci = 0; ci < kNumMemCategories; ++ci) {
-      const MemCategory cat = MemCategory(ci);
-      row(std::string("  ") + to_string(cat), cols,
-          [&](const Column& c) { return format_bytes(c.mem.device(cat)); });
-    }
-    row("  peak total", cols, [](const Column& c) { return format_bytes(c.mem.device_total()); });
-    bool any_host = false;
-    for (const auto& c : cols) any_host = any_host || (c.error.empty() && c.mem.host_total() > 0);
-    if (any_host) {
-      std::printf("  %-28s\n", "per-rank memory, host");
-      for (int ci = 0; ci < kNumMemCategories; ++ci) {
-        const MemCategory cat = MemCategory(ci);
-        row(std::string("  ") + to_string(cat), cols,
-            [&](const Column& c) { return format_bytes(c.mem.host(cat)); });
-      }
-      row("  peak total", cols, [](const Column& c) { return format_bytes(c.mem.host_total()); });
-    }
-    if (budget > 0)
-      row("fits " + format_bytes(budget), cols,
-          [&](const Column& c) { return std::string(c.mem.device_total() <= budget ? "yes" : "NO"); });
-    std::printf("\n  %-28s\n", "predicted step");
-    row("  step time", cols, [](const Column& c) { return seconds(c.time.step_s); }, true);
-    row("  compute", cols, [](const Column& c) { return seconds(c.time.compute_s); }, true);
-    if (base.activation_checkpointing)
-      row("  recompute", cols, [](const Column& c) { return seconds(c.time.recompute_s); }, true);
-    row("  exposed communication", cols, [](const Column& c) { return seconds(c.time.comm_exposed_s); }, true);
-    row("  link busy", cols, [](const Column& c) { return seconds(c.time.comm_busy_s); }, true);
-    row("  optimizer", cols, [](const Column& c) { return seconds(c.time.optimizer_s); }, true);
-    if (base.offload != Offload::None)
-      row("  exposed host<->device", cols, [](const Column& c) { return seconds(c.time.offload_exposed_s); }, true);
-    row("  collectives AG/RS/AR", cols, [](const Column& c) {
-      return std::to_string(c.time.all_gathers) + "/" + std::to_string(c.time.reduce_scatters) + "/" +
-             std::to_string(c.time.all_reduces);
-    }, true);
-    row("tokens/s", cols, [](const Column& c) { return fmt("%.4g", c.time.tokens_per_s); }, true);
-    row("tokens/s per rank", cols, [](const Column& c) { return fmt("%.4g", c.time.tokens_per_s_per_rank); }, true);
-    row("MFU", cols, [](const Column& c) { return fmt("%.1f%%", 100 * c.time.mfu); }, true);
-    row("TFLOP/s per rank (+recompute)", cols,
-        [](const Column& c) { return fmt("%.4g", c.time.hardware_tflops_per_rank); }, true);
-    row("scaling efficiency", cols, [](const Column& c) { return fmt("%.3f", c.time.scaling_efficiency); }, true);
-    for (const auto& c : cols) {
-      if (!c.error.empty()) std::printf("  n/a %s: %s\n", strategy_name(c.strategy), c.error.c_str());
-      else if (!c.time_error.empty())
-        std::printf("  n/a %s time: %s\n", strategy_name(c.strategy), c.time_error.c_str());
-    }
-
-    if (largest) {
-      std::printf("\nlargest model within %s per rank (family: n_embd = %.0f x n_layer in steps of %d, "
-                  "head %d):\n",
-                  format_bytes(budget).c_str(), aspect, head_dim, head_dim);
-      std::printf("  %-8s %8s %8s %7s %18s %12s   %s\n", "strategy", "n_layer", "n_embd", "n_head",
-                  "parameters", "device peak", "next (does not fit)");
-      for (std::size_t i = 0; i < biggest.size(); ++i) {
-        const auto& b = biggest[i];
-        if (!b.found) {
-          std::printf("  %-8s none fits\n", strategy_name(strategies[i]));
-          continue;
-        }
-        std::string next = b.next_device_total > 0
-                               ? std::to_string(b.next_shape.n_layer) + " x " +
-                                     std::to_string(b.next_shape.n_embd) + ": " +
-                                     format_bytes(b.next_device_total)
-                               : "-";
-        std::printf("  %-8s %8d %8d %7d %18s %12s   %s\n", strategy_name(strategies[i]),
-                    b.shape.n_layer, b.shape.n_embd, b.shape.n_head, with_commas(b.params).c_str(),
-                    format_bytes(b.memory.device_total()).c_str(), next.c_str());
-      }
-    }
-    std::printf("\nassumptions:\n");
-    for (const auto& a : assumptions) std::printf("  - %s\n", a.c_str());
+    fsdp::plan::print_plan(cfg, options, json);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "fsdp-plan: %s\n", e.what());
     return kExitBadConfig;

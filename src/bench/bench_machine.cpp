@@ -90,7 +90,7 @@ class DeckPass {
       gpt2_init_unit(u, full.data(), cfg.train.seed, cfg.model.n_layer);
       params_.emplace_back(tracker_, u.name, u.numel, MemCategory::ParamShard);
       Kokkos::deep_copy(params_.back().vec(),
-                        Kokkos::View<const float*, HostSpace, Unmanaged>(full.data(), full.size()));
+                        HostConstVec(full.data(), full.size()));
       grads_.emplace_back(tracker_, u.name + "::grads", u.numel, MemCategory::Grads);
     }
     std::vector<std::int32_t> tokens(std::size_t(model_.tokens_per_micro_batch()) + 1);

@@ -12,9 +12,6 @@
 
 namespace fsdp {
 
-using Bf16Vec = Kokkos::View<std::uint16_t*, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
-using ConstBf16Vec =
-    Kokkos::View<const std::uint16_t*, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
 
 KOKKOS_INLINE_FUNCTION std::uint16_t to_bf16(float f) {
   std::uint32_t u;

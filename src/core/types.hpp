@@ -24,6 +24,19 @@ using ConstVec = Kokkos::View<const float*, Kokkos::LayoutRight, DeviceSpace, Un
 using Mat = Kokkos::View<float**, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
 using ConstMat = Kokkos::View<const float**, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
 using ConstTokens = Kokkos::View<const int32_t*, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
+// bfloat16 storage (core/bf16.hpp): the top half of an IEEE float in a uint16_t.
+using Bf16Vec = Kokkos::View<std::uint16_t*, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
+using ConstBf16Vec =
+    Kokkos::View<const std::uint16_t*, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
+// Attention's per-head score blocks (B*H, T, T).
+using Att3 = Kokkos::View<float***, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
+using ConstAtt3 = Kokkos::View<const float***, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
+
+// Host memory the program owns (std::vector data) seen as Views, for the copies at I/O
+// boundaries: data in, checkpoints, metric scalars.
+using HostVec = Kokkos::View<float*, HostSpace, Unmanaged>;
+using HostConstVec = Kokkos::View<const float*, HostSpace, Unmanaged>;
+using HostConstTokens = Kokkos::View<const int32_t*, HostSpace, Unmanaged>;
 
 inline Vec subvec(const Vec& v, std::size_t offset, std::size_t n) {
   return Vec(v.data() + offset, n);

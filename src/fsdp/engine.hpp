@@ -71,12 +71,11 @@ class Engine {
 
  private:
   // step.cpp: one micro-batch's forward and backward; reduce_last: reduce each unit after its
-  // last use. zero_grads: the step's gradient buffers start at zero.
+  // last use.
   double micro_batch(int j, const LoadMicroBatch& load, float dloss, bool reduce_last);
-  const std::string& unit_name(int u) const;
-  void trace_compute(const std::string& what, double t0);
+  void trace_compute(const char* pass, int unit, double t0);  // pass: "forward " or "backward "
   void forward_backward(int n_micro, const LoadMicroBatch& load, double& loss_sum);
-  void zero_grads();
+  void zero_grads();  // the step's full gradients start at zero (what the optimizer left)
   double optimizer_step(int step, StepResult& r);
   void inject_fault(int step);
   // deterministic.cpp (train.deterministic)

@@ -6,13 +6,6 @@
 #include "core/bf16.hpp"
 
 namespace fsdp {
-namespace {
-
-using HostConstVec = Kokkos::View<const float*, HostSpace, Unmanaged>;
-using HostVec = Kokkos::View<float*, HostSpace, Unmanaged>;
-
-}  // namespace
-
 ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>& layouts,
                            comm::Communicator& shard, comm::Communicator& replicate,
                            MemoryTracker& tracker, std::uint64_t seed)

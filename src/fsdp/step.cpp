@@ -6,17 +6,11 @@
 // with gradient accumulation over micro-batches and deterministic mode's tree sums around it.
 #include <algorithm>
 
+#include "core/faults.hpp"
 #include "fsdp/engine.hpp"
 #include "fsdp/schedule.hpp"
-#include "core/faults.hpp"
 
 namespace fsdp {
-
-const std::string& Engine::unit_name(int u) const { return state_->units()[std::size_t(u)].layout->name; }
-
-void Engine::trace_compute(const std::string& what, double t0) {
-  if (trace_.enabled()) trace_.add(what, "compute", t0, now_s(), 0);
-}
 
 double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool reduce_last) {
   const int U = int(state_->units().size());
@@ -37,7 +31,7 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     if (s.head) loss = m.head_forward(p);
     else m.forward_unit(s.unit, p);
     Kokkos::fence();
-    trace_compute("forward " + unit_name(s.unit), t0);
+    trace_compute("forward ", s.unit, t0);
     gather_->release(i, keep_fwd);
   }
   for (int i = nf; i < int(stages.size()); ++i) {  // backward: regather, gradients, reduce
@@ -49,7 +43,7 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     if (s.head) m.head_backward(p, grads, dloss);
     else m.backward_unit(s.unit, p, grads);
     Kokkos::fence();
-    trace_compute("backward " + unit_name(s.unit), t0);
+    trace_compute("backward ", s.unit, t0);
     gather_->release(i);
     if (s.head || !reduce_last) continue;  // the head is not wte's last use in backward
     if (ddp) reduce_->all_reduce(s.unit);
@@ -171,6 +165,11 @@ std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {
     losses.insert(losses.end(), s.begin(), s.end());
   }
   return losses;
+}
+
+void Engine::trace_compute(const char* pass, int unit, double t0) {
+  if (!trace_.enabled()) return;
+  trace_.add(pass + state_->units()[std::size_t(unit)].layout->name, "compute", t0, now_s(), 0);
 }
 
 }  // namespace fsdp

@@ -46,8 +46,7 @@ class Checkpointer {
 
   // Writes the state's shards with the training state of `h` (step, tokens_seen,
   // sampler_seed, optimizer_steps, lr_step, lr; the rest is filled in here) and returns the
-  // complete file's path. Collective. FSDP_TEST_PAUSE_IN_CHECKPOINT_WRITE=<seconds> (tests
-  // only) sleeps inside the write, after /model, so a test can kill a rank mid-write.
+  // complete file's path. Collective. (core/faults.hpp can pause it after /model, for tests.)
   std::string save(CheckpointedState& state, ckpt::Header h);
 
   // Reads `path` into the state (any rank count, any strategy), verifies every dataset,

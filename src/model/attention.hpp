@@ -16,9 +16,6 @@
 
 namespace fsdp::kernels {
 
-using Att3 = Kokkos::View<float***, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
-using ConstAtt3 = Kokkos::View<const float***, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
-
 // Query rows [begin(i), end(i)) see keys [0, end(i)), so block i's scores are one
 // [end - begin, end] gemm and the keys past a block's last row are never multiplied (with two
 // blocks, 3/4 of the full T x T work). The masked corner inside a block is computed and zeroed.

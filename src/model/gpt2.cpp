@@ -78,8 +78,8 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, Unit
 
 void Gpt2::set_batch(const std::int32_t* inputs, const std::int32_t* targets) {
   const std::size_t BT = std::size_t(B_) * T_;
-  Kokkos::deep_copy(inputs_, Kokkos::View<const std::int32_t*, HostSpace, Unmanaged>(inputs, BT));
-  Kokkos::deep_copy(targets_, Kokkos::View<const std::int32_t*, HostSpace, Unmanaged>(targets, BT));
+  Kokkos::deep_copy(inputs_, HostConstTokens(inputs, BT));
+  Kokkos::deep_copy(targets_, HostConstTokens(targets, BT));
 }
 
 namespace {
@@ -111,7 +111,7 @@ void Gpt2::attn_compute(int l, const UnitParams& p, BlockActivations& a, const V
                        p.vec(o.ln1_b, C));
   k::linear_forward(m(a.qkv, BT, 3 * C), cm(a.ln1, BT, C), p.weight(o.attn_w, C, 3 * C),
                     p.vec(o.attn_b, 3 * C));
-  k::attention_forward(m(a.atty, BT, C), k::Att3(a.att.data(), B_ * H_, T_, T_),
+  k::attention_forward(m(a.atty, BT, C), Att3(a.att.data(), B_ * H_, T_, T_),
                        cm(a.qkv, BT, 3 * C), B_, T_, H_);
   // The projections' biases are added by the kernels that read their outputs (the residual
   // adds, the GELU): one pass less over each output.
@@ -176,7 +176,7 @@ std::vector<float> Gpt2::logits_at(int b, int t) const {
   std::vector<float> out(static_cast<std::size_t>(V_));
   const std::int64_t at = (std::int64_t(b) * T_ + t) * V_;
   const ConstVec row(logits_.cvec().data() + at, std::size_t(V_));
-  Kokkos::deep_copy(Kokkos::View<float*, HostSpace, Unmanaged>(out.data(), out.size()), row);
+  Kokkos::deep_copy(HostVec(out.data(), out.size()), row);
   return out;
 }
 
@@ -221,7 +221,7 @@ void Gpt2::attn_grads(int l, const UnitParams& p, Vec g) {
   k::linear_backward(m(d_atty_, BT, C), gm(g, o.proj_w, C, C), gv(g, o.proj_b, C),
                      cm(d_tmp_, BT, C), cm(a.atty, BT, C), p.weight(o.proj_w, C, C));
   k::attention_backward(m(d_qkv_, BT, 3 * C), cm(d_atty_, BT, C),
-                        k::ConstAtt3(a.att.data(), B_ * H_, T_, T_), cm(a.qkv, BT, 3 * C), B_, T_,
+                        ConstAtt3(a.att.data(), B_ * H_, T_, T_), cm(a.qkv, BT, 3 * C), B_, T_,
                         H_, att_work_.vec());
   k::linear_backward(m(d_ln_, BT, C), gm(g, o.attn_w, C, 3 * C), gv(g, o.attn_b, 3 * C),
                      cm(d_qkv_, BT, 3 * C), cm(a.ln1, BT, C), p.weight(o.attn_w, C, 3 * C));

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: MIT
+// Over 400 lines on purpose: one class that replays a whole step (construction, both passes,
+// the reductions, deterministic mode, the optimizer) in the order the engine runs them, so the
+// replay can be read beside fsdp/step.cpp.
 #include "plan/step_replay.hpp"
 
 #include "fsdp/gather_window.hpp"

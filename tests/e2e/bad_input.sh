@@ -17,6 +17,7 @@ expect_fail "missing data file" 3 "$WORK/missing.bin.*(no such file|cannot)" "$T
 printf 'hello world, this is plain text that is long enough to hold a few windows of tokens for sure.\n%.0s' {1..40} >"$WORK/text.txt"
 expect_fail "token id >= vocab_size" 3 "text.txt.*token 1[0-9][0-9] at index [0-9]+ is out of range for vocab_size 100" "$TRAIN" --config $D $S --set model.vocab_size=100 --set data.train="$WORK/text.txt"
 expect_fail "block_size beyond the position table" 2 "model.block_size.*n_positions = 32" "$TRAIN" --config $D $S --set model.n_positions=32
+expect_fail "comm.backend this build cannot honour" 2 "comm.backend = nccl: this build's trainer runs its collectives on MPI" "$TRAIN" --config $D $S --set comm.backend=nccl
 expect_fail "not a token file" 3 "text.txt.*not an llm.c token file" "$TRAIN" --config $D $S --set data.format=llmc --set data.train="$WORK/text.txt"
 
 # Several ranks: problems every rank sees are printed once and every rank exits.

@@ -107,13 +107,13 @@ TEST_CASE("attention backward matches finite differences", "[gradcheck]") {
   FlatView out("out", B * T * C), att("att", B * H * T * T), scratch("s", B * H * T);
   FlatView dqkv("dqkv", B * T * 3 * C);
   auto loss = [&] {
-    k::attention_forward(M(out, B * T, C), k::Att3(att.data(), B * H, T, T),
+    k::attention_forward(M(out, B * T, C), Att3(att.data(), B * H, T, T),
                          CM(qkv, B * T, 3 * C), B, T, H);
     return fsdp::test::dot(out, r);
   };
   loss();
   k::attention_backward(M(dqkv, B * T, 3 * C), M(scratch, B * H, T), CM(r, B * T, C),
-                        k::ConstAtt3(att.data(), B * H, T, T), CM(qkv, B * T, 3 * C), B, T, H);
+                        ConstAtt3(att.data(), B * H, T, T), CM(qkv, B * T, 3 * C), B, T, H);
   require_ok(grad_check("qkv", qkv.data(), dqkv.data(), B * T * 3 * C, loss, 1e-2f, 2e-2, 2e-4,
                         240));
   SECTION("causal: the first position's output ignores later keys") {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+// (Over 400 lines: one test file per module under test, as the other areas have.)
 // The planner (src/plan): its unit sizes and activation buffers against the model's own
 // layout and allocations, the ZeRO formulas, the two published checks (the ZeRO paper's
 // model-state table and PyTorch FSDP's GPT-175B throughput), the time model's arithmetic, the

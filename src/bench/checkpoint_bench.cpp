@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "train/checkpoint_bench.hpp"
+#include "bench/checkpoint_bench.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

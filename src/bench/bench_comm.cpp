@@ -3,7 +3,7 @@
 // warm-up, then `iters` calls between barriers (by default as many as fill min_time_s, sized
 // from the warm-up on the slowest rank); the slowest rank's mean time is reported. A separate
 // call on a known integer pattern (exact in any summation order) counts wrong elements.
-#include "comm/bench_comm.hpp"
+#include "bench/bench_comm.hpp"
 
 #include <algorithm>
 #include <cmath>
