@@ -48,6 +48,7 @@ CLI::App* add_comm(CLI::App& app, fsdp::comm::CommBenchOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fsdp::install_terminate_handler("fsdp-bench");
   fsdp::select_blas_kernel(argv);
   fsdp::comm::MpiSession mpi(&argc, &argv);
   const int rank = mpi.rank();

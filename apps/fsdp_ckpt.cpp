@@ -22,6 +22,7 @@ namespace {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fsdp::install_terminate_handler("fsdp-ckpt");
   fsdp::select_blas_kernel(argv);
   fsdp::comm::MpiSession mpi(&argc, &argv);
   const int rank = mpi.rank();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/load_config.hpp"
+#include "core/check.hpp"
 #include "core/exit_codes.hpp"
 #include "plan/machine.hpp"
 #include "plan/plan_report.hpp"
@@ -25,6 +26,7 @@ constexpr int kExitError = fsdp::exit_code::kError;
 }  // namespace
 
 int main(int argc, char** argv) {
+  fsdp::install_terminate_handler("fsdp-plan");
   CLI::App app{
       "fsdp-plan: predicted per-rank memory and step time of a run deck on N ranks, per sharding "
       "strategy; the largest model that fits a device budget"};

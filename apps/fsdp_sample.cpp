@@ -63,6 +63,7 @@ std::vector<std::int32_t> parse_ids(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fsdp::install_terminate_handler("fsdp-sample");
   fsdp::select_blas_kernel(argv);
   fsdp::comm::MpiSession mpi(&argc, &argv);
   const int rank = mpi.rank(), nranks = mpi.size();

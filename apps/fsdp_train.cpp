@@ -21,6 +21,7 @@
 #include "train/trainer.hpp"
 
 int main(int argc, char** argv) {
+  fsdp::install_terminate_handler("fsdp-train");
   fsdp::install_stop_handlers();  // first: a batch system's signal must never kill a rank
   fsdp::select_blas_kernel(argv);
   fsdp::comm::MpiSession mpi(&argc, &argv);

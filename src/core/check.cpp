@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 namespace fsdp {
 
@@ -31,6 +32,29 @@ int world_rank() {
   MPI_Finalized(&fin);
   if (init && !fin) MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);
+}
+
+namespace {
+const char* g_program = "fsdp";
+
+[[noreturn]] void on_terminate() {
+  std::string what = "terminate called";
+  if (const std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      what = std::string("uncaught exception: ") + x.what();
+    } catch (...) {
+      what = "uncaught exception of an unknown type";
+    }
+  }
+  fatal(std::string(g_program) + ": " + what);
+}
+}  // namespace
+
+void install_terminate_handler(const char* program) {
+  g_program = program;
+  std::set_terminate(on_terminate);
 }
 
 [[noreturn]] void mpi_failed(int code, const char* call, const char* file, int line) {

@@ -8,6 +8,10 @@
 namespace fsdp {
 
 [[noreturn]] void fatal(const std::string& what);
+// An exception no handler catches ends the whole job through fatal(), naming the program, this
+// rank and what() in one line: never std::terminate's abort and core dump, and never an unwind
+// through collective destructors that would leave the other ranks waiting. First in main.
+void install_terminate_handler(const char* program);
 [[noreturn]] void mpi_failed(int code, const char* call, const char* file, int line);
 std::string host_name();
 int world_rank();

@@ -11,6 +11,7 @@
 #include "core/check.hpp"
 #include "core/faults.hpp"
 #include "core/kernel_profile.hpp"
+#include "io/agree.hpp"
 #include "model/gemm.hpp"
 #include "train/init_weights.hpp"
 #include "train/sample.hpp"
@@ -116,8 +117,15 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
       std::printf("fsdp-train: initialised from %s (%lld parameters), fresh optimizer\n",
                   opts_.init_from.c_str(), (long long)gpt2_num_params(cfg_.model));
   }
-  if (rank_ == 0 && !opts_.metrics_path.empty())
-    metrics_ = std::make_unique<MetricsWriter>(opts_.metrics_path, /*append=*/start_step_ > 0);
+  // Rank 0 writes the metrics; every rank learns if it cannot, so all of them stop together.
+  std::string metrics_error;
+  if (rank_ == 0 && !opts_.metrics_path.empty()) try {
+      metrics_ = std::make_unique<MetricsWriter>(opts_.metrics_path, /*append=*/start_step_ > 0);
+    } catch (const std::exception& e) {
+      metrics_error = std::string("--metrics ") + e.what();
+    }
+  metrics_error = agree_on_error(world, metrics_error);
+  if (!metrics_error.empty()) throw SetupError(metrics_error, true);
 
   const std::int64_t T = cfg_.model.block_size;
   inputs_.resize(std::size_t(t.micro_batch_size) * T);

@@ -18,6 +18,10 @@ printf 'hello world, this is plain text that is long enough to hold a few window
 expect_fail "token id >= vocab_size" 3 "text.txt.*token 1[0-9][0-9] at index [0-9]+ is out of range for vocab_size 100" "$TRAIN" --config $D $S --set model.vocab_size=100 --set data.train="$WORK/text.txt"
 expect_fail "block_size beyond the position table" 2 "model.block_size.*n_positions = 32" "$TRAIN" --config $D $S --set model.n_positions=32
 expect_fail "comm.backend this build cannot honour" 2 "comm.backend = nccl: this build's trainer runs its collectives on MPI" "$TRAIN" --config $D $S --set comm.backend=nccl
+expect_fail "metrics file in a missing directory" 2 "fsdp-train: --metrics .*nope/m.jsonl: cannot open the metrics file" "$TRAIN" --config $D $S --metrics "$WORK/nope/m.jsonl"
+expect_fail "metrics file in a missing directory (np 2)" 2 "fsdp-train: --metrics .*nope/m.jsonl: cannot open the metrics file" mpirun -np 2 "$TRAIN" --config $D $S --metrics "$WORK/nope/m.jsonl"
+mkdir -p "$WORK/huge" && : >"$WORK/huge/step_99999999999999999999.h5"
+expect_fail "--resume auto past int64 step numbers" 1 "rank 0 .*fsdp-train: uncaught exception: stoll" "$TRAIN" --config $D $S --resume auto --set "checkpoint.dir=$WORK/huge"
 expect_fail "not a token file" 3 "text.txt.*not an llm.c token file" "$TRAIN" --config $D $S --set data.format=llmc --set data.train="$WORK/text.txt"
 
 # Several ranks: problems every rank sees are printed once and every rank exits.
