@@ -143,3 +143,34 @@ TEST_CASE("the device budget the planner predicts is the one a run needs", "[pla
   }
   REQUIRE(oom);
 }
+
+TEST_CASE("under bf16 the planner pads as the engine and plans its model state byte for byte",
+          "[plan]") {
+  // One padding rule (config/run_setup.hpp): bf16 shards are whole 4-byte words and a bf16
+  // reduction splits each shard over the replicas. The planner models bf16 as a GPU build runs
+  // it (bf16 activations, a staged cast per gather); the CPU build keeps fp32 activations and a
+  // widening slot, so only the model state and the gathered window are compared here.
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  for (const char* s : {"zero3", "hybrid", "ddp", "zero2"})
+    for (const char* reduce : {"fp32", "bf16"}) {
+      RunConfig cfg = config_for({s, 1}, ranks);
+      cfg.fsdp.mixed_precision = "bf16";
+      cfg.fsdp.reduce_dtype = reduce;
+      Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+      t.run();
+      const MemoryTracker& m = t.tracker();
+      const plan::MemoryPlan p = plan::plan_memory(plan::setup_from_config(cfg, ranks, 1));
+      INFO(s << " bf16, reduce " << reduce << ", on " << ranks << " rank(s)");
+      REQUIRE(p.padded_params == t.engine().padded_params());
+      REQUIRE(p.largest_unit == t.engine().largest_unit());
+      CHECK(p.device(MemCategory::OptimizerState) == m.peak(MemCategory::OptimizerState, MemSpace::Device));
+      if (std::string(s) == "zero3" || std::string(s) == "hybrid") {
+        CHECK(p.device(MemCategory::ParamShard) == m.peak(MemCategory::ParamShard, MemSpace::Device));
+        CHECK(p.device(MemCategory::GatheredParams) ==
+              m.peak(MemCategory::GatheredParams, MemSpace::Device));
+        if (std::string(reduce) == "fp32")
+          CHECK(p.device(MemCategory::Grads) == m.peak(MemCategory::Grads, MemSpace::Device));
+      }
+    }
+}
