@@ -5,6 +5,7 @@
 
 #include "core/check.hpp"
 #include "io/agree.hpp"
+#include "io/block_hash.hpp"
 #include "model/gpt2_layout.hpp"
 
 namespace fsdp::ckpt {
@@ -65,6 +66,15 @@ std::string check_shape(hid_t file, const Expected& e) {
   h5::Type t{FSDP_H5_ID(H5Dget_type(d.get()))};
   if (H5Tget_class(t.get()) != H5T_FLOAT || H5Tget_size(t.get()) != 4) return "not float32";
   return {};
+}
+
+std::vector<std::uint64_t> stored_checksums(hid_t dataset, std::int64_t n, std::int64_t B) {
+  std::vector<std::uint64_t> t = h5::read_attr_u64s(dataset, "xxh3_blocks");
+  if (std::int64_t(t.size()) != (n + B - 1) / B)
+    throw h5::H5Error("xxh3_blocks has " + std::to_string(t.size()) + " entries, not one per block");
+  if (table_hash(t) != h5::read_attr_u64(dataset, "xxh3"))
+    throw h5::H5Error("xxh3 does not match xxh3_blocks: the checksums are damaged");
+  return t;
 }
 
 }  // namespace fsdp::ckpt

@@ -45,6 +45,10 @@ Opened open_checkpoint(const Comm& c, const std::string& path);
 void for_my_pieces(const Comm& c, std::int64_t n, std::int64_t B,
                    const std::function<void(h5::FlatRange)>& fn);
 
+// A dataset's stored checksum table (xxh3_blocks, one per block of B elements of its n),
+// checked against itself (its xxh3); throws h5::H5Error saying what is wrong with it.
+std::vector<std::uint64_t> stored_checksums(hid_t dataset, std::int64_t n, std::int64_t B);
+
 // Why dataset `e` does not match what the header promises, or "" (collective metadata reads).
 std::string check_shape(hid_t file, const Expected& e);
 

@@ -32,16 +32,6 @@ std::string mpi_error(int rc) {
   return std::string(buf, std::size_t(len));
 }
 
-// The stored checksums of one dataset, checked against themselves as verify does.
-std::vector<std::uint64_t> stored_table(hid_t d, std::int64_t n, std::int64_t B) {
-  std::vector<std::uint64_t> t = h5::read_attr_u64s(d, "xxh3_blocks");
-  if (std::int64_t(t.size()) != (n + B - 1) / B)
-    throw h5::H5Error("xxh3_blocks has " + std::to_string(t.size()) + " entries, not one per block");
-  if (table_hash(t) != h5::read_attr_u64(d, "xxh3"))
-    throw h5::H5Error("xxh3 does not match xxh3_blocks: the checksums are damaged");
-  return t;
-}
-
 // Writes `text` to path through a temporary name.
 void write_small_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
@@ -151,7 +141,7 @@ int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& d
       bad = check_shape(o.file.get(), e);
       if (bad.empty()) {
         d = h5::Dataset{FSDP_H5_ID(H5Dopen2(o.file.get(), path.c_str(), H5P_DEFAULT))};
-        stored = stored_table(d.get(), t->numel, B);
+        stored = stored_checksums(d.get(), t->numel, B);
       }
     } catch (const std::exception& ex) {
       bad = ex.what();
