@@ -10,7 +10,9 @@
 #include "bench/bench_comm.hpp"
 #include "core/blas_setup.hpp"
 #include "comm/mpi_session.hpp"
+#include "config/parse_everywhere.hpp"
 #include "core/check.hpp"
+#include "core/faults.hpp"
 #include "core/exit_codes.hpp"
 
 namespace {
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
   fsdp::install_terminate_handler("fsdp-bench");
   fsdp::select_blas_kernel(argv);
   fsdp::comm::MpiSession mpi(&argc, &argv);
+  fsdp::faults::throw_if_asked("fsdp-bench");
   const int rank = mpi.rank();
 
   CLI::App app{"fsdp-bench: micro-benchmarks for the FSDP trainer"};
@@ -69,11 +72,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   machine->add_option("--calibrate", machine_options.calibrate,
                       "a run deck: measure gemm_efficiency on its model's forward and backward");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return rank == 0 ? app.exit(e) : e.get_exit_code();  // one copy of the message
-  }
+  if (const int rc = fsdp::parse_everywhere(app, [&] { app.parse(argc, argv); }, MPI_COMM_WORLD,
+                                             "fsdp-bench", fsdp::exit_code::kBadConfig);
+      rc >= 0)
+    return rc;
 
   Kokkos::ScopeGuard kokkos(argc, argv);  // after parsing: --help is ours alone
   if (comm->parsed()) return fsdp::comm::run_comm_bench(MPI_COMM_WORLD, comm_options);

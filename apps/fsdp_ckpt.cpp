@@ -10,11 +10,14 @@
 #include <cstdio>
 
 #include "comm/mpi_session.hpp"
+#include "config/parse_everywhere.hpp"
 #include "core/blas_setup.hpp"
+#include "core/faults.hpp"
 #include "core/exit_codes.hpp"
 #include "io/checkpoint_tools.hpp"
 #include "io/hf_export.hpp"
 #include "bench/checkpoint_bench.hpp"
+#include "core/check.hpp"
 #include "train/trainer.hpp"
 
 namespace {
@@ -25,6 +28,7 @@ int main(int argc, char** argv) {
   fsdp::install_terminate_handler("fsdp-ckpt");
   fsdp::select_blas_kernel(argv);
   fsdp::comm::MpiSession mpi(&argc, &argv);
+  fsdp::faults::throw_if_asked("fsdp-ckpt");
   const int rank = mpi.rank();
 
   CLI::App app{"fsdp-ckpt: inspect, verify, compare and benchmark fsdp checkpoints"};
@@ -60,12 +64,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   app.footer(fsdp::exit_code::help("fsdp-ckpt"));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
-    return rc == 0 ? 0 : 2;
-  }
+  if (const int rc = fsdp::parse_everywhere(app, [&] { app.parse(argc, argv); }, MPI_COMM_WORLD,
+                                             "fsdp-ckpt", fsdp::exit_code::kCkptUnreadable);
+      rc >= 0)
+    return rc;
 
   int code = 0;
   {
@@ -85,10 +87,13 @@ int main(int argc, char** argv) {
         code = fsdp::run_checkpoint_bench(MPI_COMM_WORLD, bench_opts);
       } catch (const fsdp::SetupError& e) {  // every rank agreed on it
         if (rank == 0 || !e.same_on_all_ranks)
-          std::fprintf(stderr, "fsdp-ckpt bench: %s\n", e.what());
+          std::fprintf(stderr, "fsdp-ckpt bench: %s\n", fsdp::one_line(e.what()).c_str());
         code = 2;
       } catch (const fsdp::CheckpointError& e) {
-        if (rank == 0) std::fprintf(stderr, "fsdp-ckpt bench: %s\n", e.what());
+        if (rank == 0) std::fprintf(stderr, "fsdp-ckpt bench: %s\n", fsdp::one_line(e.what()).c_str());
+        code = 2;
+      } catch (const fsdp::CheckpointWriteError& e) {  // --dir unusable: agreed by every rank
+        if (rank == 0) std::fprintf(stderr, "fsdp-ckpt bench: --dir: %s\n", fsdp::one_line(e.what()).c_str());
         code = 2;
       }
     }

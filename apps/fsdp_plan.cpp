@@ -10,6 +10,7 @@
 
 #include "config/load_config.hpp"
 #include "core/check.hpp"
+#include "core/faults.hpp"
 #include "core/exit_codes.hpp"
 #include "plan/machine.hpp"
 #include "plan/plan_report.hpp"
@@ -27,6 +28,7 @@ constexpr int kExitError = fsdp::exit_code::kError;
 
 int main(int argc, char** argv) {
   fsdp::install_terminate_handler("fsdp-plan");
+  fsdp::faults::throw_if_asked("fsdp-plan");
   CLI::App app{
       "fsdp-plan: predicted per-rank memory and step time of a run deck on N ranks, per sharding "
       "strategy; the largest model that fits a device budget"};
@@ -70,7 +72,7 @@ int main(int argc, char** argv) {
     try {
       std::printf("%s", published_checks_report(load_machine(options.machine)).c_str());
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "fsdp-plan: %s\n", e.what());
+      std::fprintf(stderr, "fsdp-plan: %s\n", fsdp::one_line(e.what()).c_str());
       return kExitError;
     }
     return 0;
@@ -80,17 +82,17 @@ int main(int argc, char** argv) {
   try {
     cfg = load_config(config_path, overrides);
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "fsdp-plan: %s\n", e.what());
+    std::fprintf(stderr, "fsdp-plan: %s\n", fsdp::one_line(e.what()).c_str());
     return kExitBadConfig;
   }
 
   try {
     fsdp::plan::print_plan(cfg, options, json);
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "fsdp-plan: %s\n", e.what());
+    std::fprintf(stderr, "fsdp-plan: %s\n", fsdp::one_line(e.what()).c_str());
     return kExitBadConfig;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fsdp-plan: %s\n", e.what());
+    std::fprintf(stderr, "fsdp-plan: %s\n", fsdp::one_line(e.what()).c_str());
     return kExitError;
   }
   return 0;

@@ -11,9 +11,13 @@
 #include <sstream>
 
 #include "comm/process_groups.hpp"
+#include "config/deck_agreement.hpp"
 #include "config/load_config.hpp"
 #include "comm/mpi_session.hpp"
+#include "config/parse_everywhere.hpp"
 #include "core/blas_setup.hpp"
+#include "core/check.hpp"
+#include "core/faults.hpp"
 #include "core/exit_codes.hpp"
 #include "data/data_error.hpp"
 #include "data/gpt2_bpe.hpp"
@@ -66,6 +70,7 @@ int main(int argc, char** argv) {
   fsdp::install_terminate_handler("fsdp-sample");
   fsdp::select_blas_kernel(argv);
   fsdp::comm::MpiSession mpi(&argc, &argv);
+  fsdp::faults::throw_if_asked("fsdp-sample");
   const int rank = mpi.rank(), nranks = mpi.size();
 
   CLI::App app{"fsdp-sample: generate text from an fsdp checkpoint or a GPT-2 weights file"};
@@ -94,16 +99,20 @@ int main(int argc, char** argv) {
   app.footer(fsdp::exit_code::help("fsdp-sample"));
   std::vector<std::int32_t> tokens;
   fsdp::RunConfig cfg;
-  try {
-    app.parse(argc, argv);
-    if (!prompt_ids.empty()) tokens = parse_ids(prompt_ids);
-    else for (unsigned char c : prompt) tokens.push_back(c);
-    if (tokens.empty()) throw CLI::ValidationError("--prompt", "is empty");
-  } catch (const CLI::ParseError& e) {
-    const int rc = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
-    return rc == 0 ? 0 : 2;
-  }
+  if (const int rc = fsdp::parse_everywhere(
+          app,
+          [&] {
+            app.parse(argc, argv);
+            if (!prompt_ids.empty()) tokens = parse_ids(prompt_ids);
+            else for (unsigned char c : prompt) tokens.push_back(c);
+            if (tokens.empty()) throw CLI::ValidationError("--prompt", "is empty");
+          },
+          MPI_COMM_WORLD, "fsdp-sample", fsdp::exit_code::kBadConfig);
+      rc >= 0)
+    return rc;
   fsdp::Gpt2Vocabulary vocab;
+  std::string start_error;
+  int start_code = 0;
   try {
     // One sequence per rank, the model sharded over all of them; the context is only as long
     // as the text needs (causal attention: the answer is the same as with the full block).
@@ -123,14 +132,25 @@ int main(int argc, char** argv) {
                                 " is not below the model's vocab_size " +
                                 std::to_string(cfg.model.vocab_size));
   } catch (const fsdp::ConfigError& e) {
-    if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
-    return fsdp::exit_code::kBadConfig;
+    start_error = e.what();
+    start_code = fsdp::exit_code::kBadConfig;
   } catch (const fsdp::DataError& e) {
-    if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
-    return fsdp::exit_code::kBadData;
+    start_error = e.what();
+    start_code = fsdp::exit_code::kBadData;
   } catch (const fsdp::weights::WeightsError& e) {
-    if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
-    return fsdp::exit_code::kBadCheckpoint;
+    start_error = e.what();
+    start_code = fsdp::exit_code::kBadCheckpoint;
+  }
+  // One rank that cannot read its files, or ranks asked different things, stop every rank.
+  std::string asked = cfg.resolved_toml + "\n[command line]\nmodel = " + path + "\ntokens = " +
+                      std::to_string(o.tokens) + "\nseed = " + std::to_string(o.seed) +
+                      "\nprompt =";
+  for (std::int32_t t : tokens) asked += " " + std::to_string(t);
+  const fsdp::Agreed failed =
+      fsdp::agree_on_start(MPI_COMM_WORLD, start_error, start_code, asked + "\n");
+  if (failed.rank >= 0) {
+    if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", fsdp::one_line(failed.message).c_str());
+    return failed.code;
   }
 
   int code = 0;
@@ -162,10 +182,10 @@ int main(int argc, char** argv) {
         }
       }
     } catch (const fsdp::weights::WeightsError& e) {
-      if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
+      if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", fsdp::one_line(e.what()).c_str());
       code = fsdp::exit_code::kBadCheckpoint;
     } catch (const fsdp::CheckpointError& e) {
-      if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", e.what());
+      if (rank == 0) std::fprintf(stderr, "fsdp-sample: %s\n", fsdp::one_line(e.what()).c_str());
       code = fsdp::exit_code::kBadCheckpoint;
     }
   }

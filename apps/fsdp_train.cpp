@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: MIT
 // fsdp-train: trains a GPT-2 described by a TOML run deck on every MPI rank of the job.
 // Exit codes: core/exit_codes.hpp (0 done, 2 bad deck, 3 bad data, 4 non-finite, 5 bad
-// checkpoint or weights, 6 watchdog, 75 preempted with a checkpoint written, 1 anything else).
+// checkpoint or weights, 6 watchdog, 7 checkpoint cannot be written, 75 preempted with a
+// checkpoint written, 1 anything else).
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 
 #include "comm/mpi_session.hpp"
+#include "config/parse_everywhere.hpp"
 #include "core/blas_setup.hpp"
+#include "core/faults.hpp"
 #include "core/exit_codes.hpp"
 #include <cstdio>
 
+#include "config/deck_agreement.hpp"
 #include "config/load_config.hpp"
+#include "core/check.hpp"
+#include "io/agree.hpp"
 #include "core/memory.hpp"
 #include "data/data_error.hpp"
 #include "io/weights_error.hpp"
@@ -25,6 +31,7 @@ int main(int argc, char** argv) {
   fsdp::install_stop_handlers();  // first: a batch system's signal must never kill a rank
   fsdp::select_blas_kernel(argv);
   fsdp::comm::MpiSession mpi(&argc, &argv);
+  fsdp::faults::throw_if_asked("fsdp-train");
   const int rank = mpi.rank();
 
   CLI::App app{"fsdp-train: fully sharded data-parallel GPT-2 training (ZeRO-3) over MPI ranks"};
@@ -49,23 +56,32 @@ int main(int argc, char** argv) {
                  "shape comes from the file");
   app.footer("Run deck keys (section.key = default  meaning):\n" + fsdp::config_help() + "\n" +
              fsdp::exit_code::help("fsdp-train"));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
-    return rc == 0 ? 0 : fsdp::exit_code::kBadConfig;
-  }
+  if (const int rc = fsdp::parse_everywhere(app, [&] { app.parse(argc, argv); }, MPI_COMM_WORLD,
+                                             "fsdp-train", fsdp::exit_code::kBadConfig);
+      rc >= 0)
+    return rc;
 
+  // A deck one rank cannot read, or ranks with different decks, stop every rank here, before
+  // any collective of the run: otherwise the others would wait in it forever.
   fsdp::RunConfig cfg;
+  std::string config_error;
+  int config_code = 0;
   try {
     cfg = fsdp::load_config(config_path, overrides);
     if (!init_from.empty()) cfg = fsdp::with_init_shape(cfg, init_from);
   } catch (const fsdp::ConfigError& e) {
-    if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", e.what());
-    return fsdp::exit_code::kBadConfig;
+    config_error = e.what();
+    config_code = fsdp::exit_code::kBadConfig;
   } catch (const fsdp::weights::WeightsError& e) {  // every rank read the same header
-    if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", e.what());
-    return fsdp::exit_code::kBadCheckpoint;
+    config_error = e.what();
+    config_code = fsdp::exit_code::kBadCheckpoint;
+  }
+  const fsdp::Agreed failed = fsdp::agree_on_start(
+      MPI_COMM_WORLD, config_error, config_code,
+      cfg.resolved_toml + "\n[command line]\nresume = " + resume + "\ninit_from = " + init_from + "\n");
+  if (failed.rank >= 0) {
+    if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", fsdp::one_line(failed.message).c_str());
+    return failed.code;
   }
 
   int code = 0;
@@ -78,29 +94,35 @@ int main(int argc, char** argv) {
       opts.profile = profile;
       opts.resume = resume;
       opts.init_from = init_from;
+      opts.inputs = {config_path};
       fsdp::Trainer trainer(cfg, MPI_COMM_WORLD, opts);
       if (trainer.run().stop_signal != 0) code = fsdp::exit_code::kPreempted;
     } catch (const fsdp::SetupError& e) {
       const bool print = std::string(e.what()).size() > 0 && (rank == 0 || !e.same_on_all_ranks);
-      if (print) std::fprintf(stderr, "fsdp-train: %s\n", e.what());
+      if (print) std::fprintf(stderr, "fsdp-train: %s\n", fsdp::one_line(e.what()).c_str());
       code = e.exit_code;
     } catch (const fsdp::DataError& e) {
-      std::fprintf(stderr, "fsdp-train: %s\n", e.what());
+      std::fprintf(stderr, "fsdp-train: %s\n", fsdp::one_line(e.what()).c_str());
       code = fsdp::exit_code::kBadData;
     } catch (const fsdp::NonFiniteError& e) {
       // Every rank sees the same norm; rank 0 reports.
-      if (rank == 0) std::fprintf(stderr, "fsdp-train: %s (train.on_nonfinite = abort)\n", e.what());
+      if (rank == 0) std::fprintf(stderr, "fsdp-train: %s (train.on_nonfinite = abort)\n",
+                                fsdp::one_line(e.what()).c_str());
       code = fsdp::exit_code::kNonFinite;
     } catch (const fsdp::CheckpointError& e) {
       // Every rank agrees on a checkpoint problem before throwing it; rank 0 reports.
-      if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", e.what());
+      if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", fsdp::one_line(e.what()).c_str());
       code = fsdp::exit_code::kBadCheckpoint;
     } catch (const fsdp::weights::WeightsError& e) {  // agreed by every rank
-      if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", e.what());
+      if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", fsdp::one_line(e.what()).c_str());
       code = fsdp::exit_code::kBadCheckpoint;
+    } catch (const fsdp::CheckpointWriteError& e) {  // agreed by every rank
+      if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", fsdp::one_line(e.what()).c_str());
+      code = fsdp::exit_code::kCheckpointWrite;
     } catch (const fsdp::OutOfMemory& e) {
-      // A budget overrun happens on every rank of a symmetric run; the report is rank 0's.
-      if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", e.what());
+      // Only when every rank ran out at the same point (the tracker's failure handler ends the
+      // job from a rank that ran out alone); the report is rank 0's.
+      if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", fsdp::one_line(e.what()).c_str());
       code = fsdp::exit_code::kError;
     }
   }

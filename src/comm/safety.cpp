@@ -49,7 +49,7 @@ WatchdogState& watchdog() {
 [[noreturn]] void watchdog_fire(const WatchdogState& w, double waited) {
   std::string who = w.board ? w.board->missing(w.seq) : "";
   if (who.empty()) who = w.board ? "none (all arrived; the transport is stuck)"
-                                 : "unknown (the communicator spans nodes)";
+                                 : "unknown (not tracked across nodes or inside file I/O)";
   std::fprintf(stderr,
                "fsdp: watchdog on rank %d (%s): %s has not completed after %.1f s "
                "(comm.timeout_s = %g); ranks that have not arrived: %s\n",
@@ -161,10 +161,19 @@ void start_watchdog(double timeout_s) {
 
 bool watchdog_started() { return watchdog().started; }
 
+struct Watch::Saved {
+  bool active;
+  std::chrono::steady_clock::time_point since;
+  std::string what;
+  const ArrivalBoard* board;
+  std::uint64_t seq;
+};
+
 Watch::Watch(std::string what, const ArrivalBoard* board, std::uint64_t seq) {
   WatchdogState& w = watchdog();
   if (!w.started) return;
   std::lock_guard<std::mutex> lock(w.mu);
+  if (w.active) outer_.reset(new Saved{true, w.since, std::move(w.what), w.board, w.seq});
   w.active = true;
   w.since = std::chrono::steady_clock::now();
   w.what = std::move(what);
@@ -177,6 +186,12 @@ Watch::~Watch() {
   if (!w.started) return;
   std::lock_guard<std::mutex> lock(w.mu);
   w.active = false;
+  if (!outer_) return;
+  w.active = true;
+  w.since = outer_->since;
+  w.what = std::move(outer_->what);
+  w.board = outer_->board;
+  w.seq = outer_->seq;
 }
 
 }  // namespace fsdp::comm

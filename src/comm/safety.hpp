@@ -68,16 +68,21 @@ bool watchdog_started();
 
 // Marks an operation the watchdog should time while it lives. `what` describes it for the
 // report; it is only built when the watchdog runs (a callable returning the text), so an
-// unwatched collective pays no string building.
+// unwatched collective pays no string building. Watches nest: a collective inside a watched
+// phase (a checkpoint write, start-up) times itself, then the phase's own clock resumes.
 class Watch {
  public:
-  Watch(std::string what, const ArrivalBoard* board, std::uint64_t seq);
+  Watch(std::string what, const ArrivalBoard* board = nullptr, std::uint64_t seq = 0);
   template <class Describe, class = std::enable_if_t<std::is_invocable_r_v<std::string, Describe>>>
-  Watch(const Describe& what, const ArrivalBoard* board, std::uint64_t seq)
+  Watch(const Describe& what, const ArrivalBoard* board = nullptr, std::uint64_t seq = 0)
       : Watch(watchdog_started() ? what() : std::string(), board, seq) {}
   ~Watch();
   Watch(const Watch&) = delete;
   Watch& operator=(const Watch&) = delete;
+
+ private:
+  struct Saved;
+  std::unique_ptr<Saved> outer_;  // the enclosing watch, restored on destruction
 };
 
 }  // namespace fsdp::comm

@@ -3,6 +3,11 @@
 // the schema so a key is described in exactly one place.
 #include "config/load_config.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -280,11 +285,30 @@ RunConfig load_config(const std::string& toml_path, const std::vector<std::strin
     throw ConfigError(toml_path + ": cannot read run deck: no such file");
   if (fs::is_directory(toml_path, ec))
     throw ConfigError(toml_path + ": cannot read run deck: it is a directory");
-  std::ifstream in(toml_path, std::ios::binary);
-  if (!in) throw ConfigError(toml_path + ": cannot read run deck: open failed");
-  std::ostringstream text;
-  text << in.rdbuf();  // an empty deck is valid (all defaults), so no check on the copy
-  return load_config_from_string(text.str(), toml_path, overrides);
+  // read(2), not a stream: an I/O error (EIO from /proc/self/mem, a failing disk) must not
+  // read as an empty deck, which is valid (all defaults).
+  const int fd = ::open(toml_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw ConfigError(toml_path + ": cannot read run deck: " + std::strerror(errno));
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw ConfigError(toml_path + ": cannot read run deck: " + std::strerror(err));
+    }
+    text.append(buf, std::size_t(n));
+    if (text.size() > (std::size_t(64) << 20)) {
+      ::close(fd);
+      throw ConfigError(toml_path + ": cannot read run deck: larger than 64 MiB");
+    }
+  }
+  ::close(fd);
+  return load_config_from_string(text, toml_path, overrides);
 }
 
 void validate_config(const RunConfig& config, const std::string& source) {

@@ -67,7 +67,7 @@ struct CommConfig {
   double emulate_latency_us = 0.0;
   double emulate_gbps = 0.0;  // emulated bus bandwidth in GB/s (1e9 bytes/s); 0 = off
   bool progress_thread = false;  // non-blocking one-node collectives on a progress thread
-  double timeout_s = 0.0;     // watchdog; 0 = off
+  double timeout_s = 600.0;   // watchdog (as PyTorch's collective timeout); 0 = off
 };
 
 struct MemoryConfig {

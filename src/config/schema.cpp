@@ -81,15 +81,16 @@ std::vector<KeySpec> build_schema() {
   using C = CommConfig;
   using K = CheckpointConfig;
   return {
-      entry("model", "n_layer", &R::model, &M::n_layer, at_least(1), "transformer blocks"),
-      entry("model", "n_head", &R::model, &M::n_head, at_least(1), "attention heads per block"),
-      entry("model", "n_embd", &R::model, &M::n_embd, at_least(1),
+      entry("model", "n_layer", &R::model, &M::n_layer, within(1, 10000), "transformer blocks"),
+      entry("model", "n_head", &R::model, &M::n_head, within(1, 1 << 16),
+            "attention heads per block"),
+      entry("model", "n_embd", &R::model, &M::n_embd, within(1, 1 << 20),
             "channels C of the residual stream; a multiple of n_head"),
       entry("model", "vocab_size", &R::model, &M::vocab_size, within(2, 1 << 20),
             "token vocabulary size V"),
-      entry("model", "block_size", &R::model, &M::block_size, at_least(1),
+      entry("model", "block_size", &R::model, &M::block_size, within(1, 1 << 24),
             "context length T, the longest sequence"),
-      entry("model", "n_positions", &R::model, &M::n_positions, at_least(0),
+      entry("model", "n_positions", &R::model, &M::n_positions, within(0, 1 << 24),
             "rows of the position table wpe (GPT-2: 1024); 0 = block_size; >= block_size"),
       entry("model", "activation_checkpointing", &R::model, &M::activation_checkpointing,
             one_of({"none", "blocks"}), "blocks: recompute each block's activations in backward"),
@@ -169,7 +170,7 @@ std::vector<KeySpec> build_schema() {
       entry("comm", "progress_thread", &R::comm, &C::progress_thread, any(),
             "run non-blocking one-node collectives on a thread, off the compute's path"),
       entry("comm", "timeout_s", &R::comm, &C::timeout_s, at_least(0),
-            "watchdog: abort when a collective takes longer; 0 = off"),
+            "watchdog: end the job when a collective or checkpoint I/O phase takes longer (s); 0 = off"),
 
       entry("memory", "device_budget", &R::memory, &MemoryConfig::device_budget, byte_count(),
             "device bytes per rank (or \"512MiB\", \"2GB\"); 0 = unlimited"),
@@ -226,6 +227,15 @@ const std::vector<CrossCheck>& config_cross_checks() {
          if (c.model.n_embd % c.model.n_head == 0) return "";
          return "expected a multiple of model.n_head = " + std::to_string(c.model.n_head) +
                 ", got " + std::to_string(c.model.n_embd);
+       }},
+      {"model.n_layer", "model.n_embd",
+       [](const RunConfig& c) -> std::string {
+         // The largest models trained have ~2^40 parameters; 2^50 keeps every byte count of
+         // the planner, the tracker and the checkpoint reader far from overflow.
+         const double C = c.model.n_embd, L = c.model.n_layer;
+         const double p = (double(c.model.vocab_size) + c.model.positions() + L * (12 * C + 13) + 2) * C;
+         if (p <= 0x1p50) return "";
+         return "the model would have " + number(p) + " parameters, more than 2^50";
        }},
       {"model.block_size", "model.n_positions",
        [](const RunConfig& c) -> std::string {

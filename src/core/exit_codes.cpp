@@ -23,10 +23,14 @@ const std::vector<Row>& rows() {
       {kBadData, "bad data file", "fsdp-train"},
       {kBadData, "bad vocabulary file", "fsdp-sample"},
       {kNonFinite, "non-finite loss or gradients (train.on_nonfinite = abort)", "fsdp-train"},
-      {kBadCheckpoint, "bad checkpoint or weights file, or a checkpoint that cannot be written",
-       "fsdp-train"},
+      {kBadCheckpoint, "bad checkpoint or weights file", "fsdp-train"},
       {kBadCheckpoint, "unreadable model file", "fsdp-sample"},
-      {kWatchdog, "the watchdog (comm.timeout_s) found a collective that did not complete",
+      {kWatchdog,
+       "the watchdog (comm.timeout_s) found a collective or checkpoint I/O that did not complete",
+       "fsdp-train"},
+      {kCheckpointWrite,
+       "a checkpoint cannot be written (no space, checkpoint.dir unusable or in use by another "
+       "run, a file of another run in the way); the previous checkpoint stands",
        "fsdp-train"},
       {kPreempted,
        "stopped by SIGUSR1 or SIGTERM after a whole step, checkpoint written (resume with "

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <thread>
 
 namespace fsdp::faults {
@@ -63,6 +64,20 @@ void pause_in_checkpoint_write(int rank) {
     std::fflush(stderr);
   }
   sleep_s(seconds);
+}
+
+bool skip_space_check() {
+  static const bool skip = [] {
+    const char* v = std::getenv("FSDP_TEST_SKIP_SPACE_CHECK");
+    return v && *v && *v != '0';
+  }();
+  return skip;
+}
+
+void throw_if_asked(const char* program) {
+  const char* v = std::getenv("FSDP_TEST_THROW");
+  if (v && std::string(v) == program)
+    throw std::runtime_error(std::string("FSDP_TEST_THROW=") + program);
 }
 
 }  // namespace fsdp::faults

@@ -14,11 +14,17 @@ std::string nan_unit(int step);
 // FSDP_TEST_SKIP_GATHER=<unit>@<world rank>: that rank skips the unit's first all-gather, as a
 // rank with diverging control flow would (debug.check_collectives must catch it). True once.
 bool skip_gather(const std::string& unit, int world_rank);
-// FSDP_TEST_STALL=<world rank>@<step>:<seconds>: that rank sleeps before that step, as a hung
-// rank would (comm.timeout_s must catch it).
+// FSDP_TEST_STALL=<world rank>@<step>:<seconds>: that rank sleeps before that step (step -1:
+// at the start of start-up), as a hung rank would (comm.timeout_s must catch it).
 void stall(int step, int world_rank);
 // FSDP_TEST_PAUSE_IN_CHECKPOINT_WRITE=<seconds>: every rank sleeps inside each checkpoint write,
 // after /model, so a test can kill a rank mid-write.
 void pause_in_checkpoint_write(int rank);
+// FSDP_TEST_SKIP_SPACE_CHECK=1: the checkpointer does not check for room before writing, so a
+// test can fill a disk mid-write (the watchdog must end the job).
+bool skip_space_check();
+// FSDP_TEST_THROW=<program>: that program throws an exception nothing catches, here (tests that
+// every main ends through the terminate handler: one line, exit 1, no core dump).
+void throw_if_asked(const char* program);
 
 }  // namespace fsdp::faults

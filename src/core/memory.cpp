@@ -57,13 +57,8 @@ void MemoryTracker::on_alloc(MemCategory c, MemSpace s, std::int64_t bytes,
     os << "out of device memory: allocating " << label << " (" << format_bytes(bytes) << ") with "
        << format_bytes(total_[si])
        << " live exceeds memory.device_budget = " << format_bytes(budget_)
-       << "; live by category: " << report();
-    std::vector<std::pair<std::int64_t, std::string>> big;
-    for (const auto& [l, n] : live_) big.emplace_back(n, l);
-    std::sort(big.rbegin(), big.rend());
-    os << "; largest live buffers:";
-    for (std::size_t i = 0; i < big.size() && i < 5; ++i)
-      os << " " << big[i].second << "=" << format_bytes(big[i].first);
+       << "; live by category: " << report() << largest_live();
+    if (on_failure_) on_failure_(os.str());
     throw OutOfMemory(os.str());
   }
   cur_[si][ci] += bytes;
@@ -71,6 +66,30 @@ void MemoryTracker::on_alloc(MemCategory c, MemSpace s, std::int64_t bytes,
   total_[si] += bytes;
   total_peak_[si] = std::max(total_peak_[si], total_[si]);
   if (s == MemSpace::Device) live_[label] += bytes;
+}
+
+std::string MemoryTracker::largest_live() const {
+  std::vector<std::pair<std::int64_t, std::string>> big;
+  for (const auto& [l, n] : live_) big.emplace_back(n, l);
+  std::sort(big.rbegin(), big.rend());
+  std::string out = "; largest live buffers:";
+  for (std::size_t i = 0; i < big.size() && i < 5; ++i)
+    out += " " + big[i].second + "=" + format_bytes(big[i].first);
+  return out;
+}
+
+void MemoryTracker::on_alloc_failed(MemSpace s, std::int64_t bytes, const std::string& label,
+                                    const std::string& why) {
+  // Kokkos' own message is several lines; its first says what failed.
+  const std::string first = why.substr(0, why.find('\n'));
+  std::ostringstream os;
+  os << "out of " << (s == MemSpace::Device ? "device" : "host") << " memory: allocating "
+     << label << " (" << format_bytes(bytes) << ") failed with "
+     << format_bytes(total_[int(s)]) << " live (" << first
+     << "); memory.device_budget or fsdp-plan sizes a run that fits; live by category: "
+     << report() << largest_live();
+  if (on_failure_) on_failure_(os.str());
+  throw OutOfMemory(os.str());
 }
 
 void MemoryTracker::on_free(MemCategory c, MemSpace s, std::int64_t bytes,
@@ -202,8 +221,13 @@ TrackedBuffer::TrackedBuffer(MemoryTracker& t, const std::string& label, std::in
     : label_(label), n_(n), cat_(c), space_(s), dtype_(d) {
   const std::int64_t words = d == Dtype::BF16 ? (n + 1) / 2 : n;
   t.on_alloc(c, s, words * 4, label);
+  try {
+    view_ = take(label, words, f);
+  } catch (const std::exception& e) {
+    t.on_free(c, s, words * 4, label);
+    t.on_alloc_failed(s, words * 4, label, e.what());
+  }
   tracker_ = &t;
-  view_ = take(label, words, f);
 }
 
 TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& o) noexcept {

@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -40,6 +41,14 @@ class MemoryTracker {
   std::int64_t budget() const { return budget_; }
 
   void on_alloc(MemCategory c, MemSpace s, std::int64_t bytes, const std::string& label);
+  // An allocation the system refused (after the buffer cache was released): throws
+  // OutOfMemory naming the buffer, its size and the tracker's report.
+  [[noreturn]] void on_alloc_failed(MemSpace s, std::int64_t bytes, const std::string& label,
+                                    const std::string& why);
+  // Called with the message before any OutOfMemory is thrown. A rank can run out alone while
+  // the others wait in a collective; the trainer's handler ends the whole job then
+  // (train/rank_failure.hpp) rather than unwinding into a wait that never ends.
+  void set_failure_handler(std::function<void(const std::string&)> h) { on_failure_ = std::move(h); }
   void on_free(MemCategory c, MemSpace s, std::int64_t bytes, const std::string& label);
 
   std::int64_t current(MemCategory c, MemSpace s = MemSpace::Device) const;
@@ -54,6 +63,8 @@ class MemoryTracker {
   std::array<std::array<std::int64_t, kNumMemCategories>, 2> cur_{}, peak_{};
   std::array<std::int64_t, 2> total_{}, total_peak_{};
   std::map<std::string, std::int64_t> live_;  // label -> bytes, for the OOM report
+  std::function<void(const std::string&)> on_failure_;
+  std::string largest_live() const;
 };
 
 enum class Dtype { F32, BF16 };

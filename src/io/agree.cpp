@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "io/agree.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include "core/check.hpp"
 
 namespace fsdp {
@@ -13,6 +16,34 @@ std::string agree_on_error(MPI_Comm comm, const std::string& mine) {
   FSDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm));
   if (first == size) return {};
   return broadcast_string(comm, mine, first);
+}
+
+Agreed agree_on_failure(MPI_Comm comm, const std::string& mine, int code) {
+  int rank = 0, size = 1;
+  FSDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  FSDP_MPI_CHECK(MPI_Comm_size(comm, &size));
+  int first = mine.empty() ? size : rank;
+  FSDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm));
+  Agreed a;
+  if (first == size) return a;
+  a.rank = first;
+  a.message = broadcast_string(comm, mine, first);
+  a.code = code;
+  FSDP_MPI_CHECK(MPI_Bcast(&a.code, 1, MPI_INT, first, comm));
+  return a;
+}
+
+bool all_arrive_within(MPI_Comm comm, double timeout_s) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  FSDP_MPI_CHECK(MPI_Ibarrier(comm, &req));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    int done = 0;
+    FSDP_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) return true;
+    if (std::chrono::steady_clock::now() > until) return false;  // the request is abandoned
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 std::string broadcast_string(MPI_Comm comm, const std::string& s, int root) {

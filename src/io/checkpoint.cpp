@@ -7,12 +7,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
+#include "comm/safety.hpp"
 #include "core/check.hpp"
+#include "core/exit_codes.hpp"
 #include "core/faults.hpp"
 #include "io/agree.hpp"
 #include "io/block_hash.hpp"
+#include "io/checkpoint_dir.hpp"
 #include "io/h5_io.hpp"
 
 namespace fsdp {
@@ -96,24 +100,65 @@ std::string compare_tables(const std::vector<std::uint64_t>& stored,
 
 }  // namespace
 
-Checkpointer::Checkpointer(MPI_Comm world, const RunConfig& cfg)
+struct Checkpointer::Lock {
+  ckpt::DirLock lock;
+};
+
+Checkpointer::Checkpointer(MPI_Comm world, const RunConfig& cfg, Use use)
     : comm_(comm::OwnedComm::dup(world)), cfg_(cfg), dir_(cfg.checkpoint.dir) {
   FSDP_MPI_CHECK(MPI_Comm_rank(comm_.get(), &rank_));
   FSDP_MPI_CHECK(MPI_Comm_size(comm_.get(), &size_));
   h5::silence_errors();
-  if (cfg_.checkpoint.every <= 0) return;
-  // Find an unusable directory now rather than at the first checkpoint, hours in.
-  std::string err;
-  if (rank_ == 0) {
-    std::error_code ec;
-    fs::create_directories(dir_, ec);
-    if (ec)
-      err = "checkpoint.dir " + dir_ + ": " + ec.message();
-    else if (::access(dir_.c_str(), W_OK) != 0)
-      err = "checkpoint.dir " + dir_ + ": not writable";
-  }
+  run_id_ = broadcast_string(comm_.get(), rank_ == 0 ? ckpt::new_run_id() : std::string(), 0);
+  if (use == Use::Read) return;
+  writes_ = true;
+  // Found now rather than when a checkpoint is due (hours in, or at a preemption signal). A run
+  // that checkpoints on a schedule takes the directory for itself now; one that writes only
+  // when stopped by a signal (checkpoint.every = 0) takes it then.
+  std::string err = rank_ == 0 ? ckpt::dir_problem(dir_) : std::string();
   err = agree_on_error(comm_.get(), err);
-  if (!err.empty()) throw CheckpointError(err);
+  if (err.empty() && cfg_.checkpoint.every > 0) err = take_dir();
+  if (!err.empty()) throw CheckpointWriteError(err);
+}
+
+std::string Checkpointer::take_dir() {
+  std::string err, warning;
+  if (rank_ == 0 && !lock_) {
+    err = ckpt::prepare_dir(dir_);
+    auto lock = std::make_unique<Lock>();
+    if (err.empty())
+      err = ckpt::DirLock::take(dir_,
+                                "host " + host_name() + ", pid " + std::to_string(::getpid()) +
+                                    ", " + std::to_string(size_) + " ranks",
+                                lock->lock, warning);
+    if (err.empty()) lock_ = std::move(lock);
+    if (!warning.empty()) std::fprintf(stderr, "fsdp-train: warning: %s\n", warning.c_str());
+  }
+  return agree_on_error(comm_.get(), err);
+}
+
+Checkpointer::~Checkpointer() = default;
+
+void Checkpointer::adopt_run(const std::string& id, const std::string& path) {
+  if (!id.empty()) run_id_ = id;
+  resumed_from_ = fs::path(path).filename().string();
+  if (fs::path(path).parent_path() != fs::path(dir_)) {
+    std::error_code ec;  // a file elsewhere is not retention's to remove either way
+    if (!fs::equivalent(fs::path(path).parent_path(), fs::path(dir_), ec)) resumed_from_.clear();
+  }
+}
+
+std::string Checkpointer::in_the_way(const std::string& name) const {
+  const std::string path = dir_ + "/" + name;
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (!fs::exists(st)) return {};
+  if (!fs::is_regular_file(st))
+    return path + " exists and is not a regular file: refusing to replace it";
+  const std::string owner = ckpt::read_run_id(path);
+  if (owner == run_id_) return {};
+  return path + " belongs to " + (owner.empty() ? "another run (no run id)" : "run " + owner) +
+         ", not this run (" + run_id_ + ")";
 }
 
 std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
@@ -123,83 +168,123 @@ std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
   h.saved_ranks = size_;
   h.strategy = cfg_.fsdp.strategy;
   h.shard_group_size = state.shard_group_size();
-  const std::vector<UnitShard> shards = state.unit_shards();
   h.checksum_block_elems = kChecksumBlockElems;
-  const std::string name = ckpt::file_name(h.step), path = dir_ + "/" + name, tmp = path + ".tmp";
-
-  std::string err;
+  h.run_id = run_id_;
+  // Everything that can be known before writing, agreed, so all ranks stop here together and
+  // nothing is half-written. A name another run's file holds is left to it: this run's
+  // checkpoint takes a name of its own (step_N.<run>.h5) instead.
+  std::string name = ckpt::file_name(h.step);
+  std::string err = writes_ ? take_dir() : std::string();
+  if (!err.empty())
+    throw CheckpointWriteError("cannot write checkpoint " + dir_ + "/" + name + ": " + err);
   if (rank_ == 0) {
-    std::error_code ec;
-    fs::create_directories(dir_, ec);
-    if (ec) err = dir_ + ": " + ec.message();
+    err = ckpt::prepare_dir(dir_);
+    if (err.empty() && !in_the_way(name).empty()) {
+      std::fprintf(stderr, "fsdp-train: %s; this run's checkpoint is %s instead\n",
+                   in_the_way(name).c_str(), ckpt::run_file_name(h.step, run_id_).c_str());
+      name = ckpt::run_file_name(h.step, run_id_);
+      err = in_the_way(name);
+    }
+    if (err.empty() && !faults::skip_space_check())
+      err = ckpt::space_problem(dir_, ckpt::checkpoint_bytes(cfg_.model));
+    if (!err.empty()) err = "cannot write checkpoint " + dir_ + "/" + name + ": " + err;
   }
   err = agree_on_error(comm, err);
-  if (!err.empty()) throw CheckpointError(err);
+  if (!err.empty()) throw CheckpointWriteError(err);
+  name = broadcast_string(comm, name, 0);
+  const std::string path = dir_ + "/" + name, tmp = dir_ + "/" + ckpt::partial_name(name, run_id_);
 
-  Kokkos::fence();  // the shards are final before they are read on the host
-  const ShardMap map = shard_map(comm, shards, state.writes_shard());
-  const bool writer = map.writer[std::size_t(rank_)];
-  const int pos = map.pos[std::size_t(rank_)];
-  std::string where = "file";
-  try {
-    const h5::Plist fapl = ckpt::file_access(comm);
-    h5::File file{FSDP_H5_ID(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()))};
-    where = "root attributes";
-    ckpt::write_header(file.get(), h);
-    const h5::Plist dcpl = ckpt::dataset_creation(), dxpl = ckpt::collective_transfer();
-    h5::Group{FSDP_H5_ID(H5Gcreate2(file.get(), "/optim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT))};
-    for (Part p : ckpt::kParts) {
-      h5::Group g{FSDP_H5_ID(
-          H5Gcreate2(file.get(), ckpt::group_path(p), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT))};
-      for (const UnitShard& su : shards) {
-        // On a host build this is the shard itself; on a GPU build, a host copy of it.
-        const auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), part_shard(su, p));
-        std::vector<DistributedArray> arrays;
-        for (const TensorSpec& t : su.layout->tensors) {
-          const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
-          const float* local =
-              mine.empty() ? nullptr : host.data() + (t.offset + mine.begin - su.shard_begin);
-          arrays.push_back({hash_ranges(map, su, t), local, t.numel});
-        }
-        where = std::string(ckpt::group_path(p)) + "/" + su.layout->name + " (checksums)";
-        const auto tables = block_hashes(comm, arrays);
-        for (std::size_t i = 0; i < arrays.size(); ++i) {
-          const TensorSpec& t = su.layout->tensors[i];
-          where = dataset_path(p, t);
-          const std::vector<hsize_t> dims = dims_of(t);
-          h5::Space space{FSDP_H5_ID(H5Screate_simple(int(dims.size()), dims.data(), nullptr))};
-          h5::Dataset d{FSDP_H5_ID(H5Dcreate2(g.get(), t.name.c_str(), H5T_IEEE_F32LE, space.get(),
-                                              H5P_DEFAULT, dcpl.get(), H5P_DEFAULT))};
-          const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
-          h5::write_flat(d.get(), mine, arrays[i].local, dxpl.get());
-          h5::write_attr_u64s(d.get(), "xxh3_blocks", tables[i]);
-          h5::write_attr_u64(d.get(), "xxh3", table_hash(tables[i]));
-        }
-      }
-      if (p == Part::Params) faults::pause_in_checkpoint_write(rank_);
-    }
-    where = "file";
-    FSDP_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));  // MPI_File_sync on every rank
-    file.close();
-  } catch (const std::exception& e) {
-    // Ranks may be inside different collectives now: end the job; the last checkpoint stands.
-    fatal("writing checkpoint " + tmp + ": " + where + ": " + e.what());
+  write_file(state, h, tmp);
+
+  {
+    comm::Watch watch("checkpoint " + tmp + ": the barrier after closing it");
+    FSDP_MPI_CHECK(MPI_Barrier(comm));  // every rank has closed the file
   }
-
-  FSDP_MPI_CHECK(MPI_Barrier(comm));  // every rank has closed the file
   if (rank_ == 0) {
     try {
       fs::rename(tmp, path);
       ckpt::sync_path(dir_);
       ckpt::write_latest(dir_, name);
-      ckpt::prune(dir_, cfg_.checkpoint.keep);
+      for (const std::string& victim : ckpt::retention_victims(
+               ckpt::scan_dir(dir_), run_id_, cfg_.checkpoint.keep, {name, resumed_from_})) {
+        std::error_code ec;
+        fs::remove(dir_ + "/" + victim, ec);
+      }
     } catch (const std::exception& e) {
       err = e.what();
     }
   }
   err = agree_on_error(comm, err);
-  if (!err.empty()) throw CheckpointError(path + ": " + err);
+  if (!err.empty()) throw CheckpointWriteError(path + ": " + err);
   return path;
+}
+
+void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
+                              const std::string& tmp) noexcept {
+  // A failure on one rank leaves the others inside different collectives: no unwinding (the
+  // parallel file's close is collective); the job ends with exit 7 and the last checkpoint
+  // stands. noexcept makes an escaping exception end here, through the terminate handler.
+  FatalContext fatal_context("writing checkpoint " + tmp, exit_code::kCheckpointWrite);
+  MPI_Comm comm = comm_.get();
+  const std::vector<UnitShard> shards = state.unit_shards();
+  Kokkos::fence();  // the shards are final before they are read on the host
+  const ShardMap map = shard_map(comm, shards, state.writes_shard());
+  const bool writer = map.writer[std::size_t(rank_)];
+  const int pos = map.pos[std::size_t(rank_)];
+  const char* stall_hint = " (a full disk or quota, a stalled file system or a stopped rank)";
+  h5::File file;
+  {
+    comm::Watch watch("checkpoint " + tmp + ": creating it" + stall_hint);
+    const h5::Plist fapl = ckpt::file_access(comm);
+    file = h5::File{FSDP_H5_ID(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()))};
+    fatal_context.set("writing checkpoint " + tmp + ": root attributes");
+    ckpt::write_header(file.get(), h);
+  }
+  const h5::Plist dcpl = ckpt::dataset_creation(), dxpl = ckpt::collective_transfer();
+  h5::Group optim{
+      FSDP_H5_ID(H5Gcreate2(file.get(), "/optim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT))};
+  for (Part p : ckpt::kParts) {
+    h5::Group g{FSDP_H5_ID(
+        H5Gcreate2(file.get(), ckpt::group_path(p), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT))};
+    for (const UnitShard& su : shards) {
+      // On a host build this is the shard itself; on a GPU build, a host copy of it.
+      const auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), part_shard(su, p));
+      std::vector<DistributedArray> arrays;
+      for (const TensorSpec& t : su.layout->tensors) {
+        const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
+        const float* local =
+            mine.empty() ? nullptr : host.data() + (t.offset + mine.begin - su.shard_begin);
+        arrays.push_back({hash_ranges(map, su, t), local, t.numel});
+      }
+      const std::string unit = std::string(ckpt::group_path(p)) + "/" + su.layout->name;
+      fatal_context.set("writing checkpoint " + tmp + ": " + unit + " (checksums)");
+      std::vector<std::vector<std::uint64_t>> tables;
+      {
+        comm::Watch watch("checkpoint " + tmp + ": checksums of " + unit);
+        tables = block_hashes(comm, arrays);
+      }
+      for (std::size_t i = 0; i < arrays.size(); ++i) {
+        const TensorSpec& t = su.layout->tensors[i];
+        const std::string where = dataset_path(p, t);
+        fatal_context.set("writing checkpoint " + tmp + ": " + where);
+        comm::Watch watch("checkpoint " + tmp + ": writing " + where + stall_hint);
+        const std::vector<hsize_t> dims = dims_of(t);
+        h5::Space space{FSDP_H5_ID(H5Screate_simple(int(dims.size()), dims.data(), nullptr))};
+        h5::Dataset d{FSDP_H5_ID(H5Dcreate2(g.get(), t.name.c_str(), H5T_IEEE_F32LE, space.get(),
+                                            H5P_DEFAULT, dcpl.get(), H5P_DEFAULT))};
+        const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
+        h5::write_flat(d.get(), mine, arrays[i].local, dxpl.get());
+        h5::write_attr_u64s(d.get(), "xxh3_blocks", tables[i]);
+        h5::write_attr_u64(d.get(), "xxh3", table_hash(tables[i]));
+      }
+    }
+    if (p == Part::Params) faults::pause_in_checkpoint_write(rank_);
+  }
+  optim.reset();
+  fatal_context.set("writing checkpoint " + tmp + ": flushing and closing it");
+  comm::Watch watch("checkpoint " + tmp + ": flushing and closing it" + std::string(stall_hint));
+  FSDP_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));  // MPI_File_sync on every rank
+  file.close();
 }
 
 ckpt::Header Checkpointer::load(const std::string& path, CheckpointedState& state) {
@@ -232,6 +317,8 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
   std::vector<Stored> stored;  // declared after file: closed before it
   ckpt::Header h;
   std::string where, err;
+  std::optional<comm::Watch> watch;
+  watch.emplace("reading checkpoint " + path + ": its headers, shapes and checksum tables");
   try {
     if (const std::string why = ckpt::not_hdf5(path); !why.empty()) throw h5::H5Error(why);
     const h5::Plist fapl = ckpt::file_access(comm);
@@ -274,6 +361,8 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
   std::size_t k = 0;
   for (Part p : parts)
     for (const UnitShard& su : shards) {
+      watch.emplace("reading checkpoint " + path + ": " + ckpt::group_path(p) + "/" +
+                    su.layout->name);
       const Vec shard = part_shard(su, p);
       const auto host = Kokkos::create_mirror_view(HostSpace(), shard);
       Kokkos::deep_copy(host, 0.f);  // the padding beyond the unit's numel stays 0

@@ -13,6 +13,7 @@
 #include <limits>
 #include <regex>
 
+#include "io/checkpoint_dir.hpp"
 #include "io/h5_io.hpp"
 
 namespace fsdp::ckpt {
@@ -52,6 +53,7 @@ void write_header(hid_t f, const Header& h) {
   write_attr_i64(f, "saved_shard_group_size", h.shard_group_size);
   write_attr_str(f, "checksum_algorithm", "XXH3_64bits");
   write_attr_i64(f, "checksum_block_elems", h.checksum_block_elems);
+  if (!h.run_id.empty()) write_attr_str(f, "run_id", h.run_id);
 }
 
 Header read_header(hid_t f) {
@@ -107,6 +109,7 @@ Header read_header(hid_t f) {
   h.strategy = read_attr_str(f, "saved_strategy");
   h.shard_group_size = read_attr_i64(f, "saved_shard_group_size");
   h.checksum_block_elems = read_attr_i64(f, "checksum_block_elems");
+  if (has_attr(f, "run_id")) h.run_id = read_attr_str(f, "run_id");
   if (h.checksum_block_elems <= 0 || h.checksum_block_elems > (std::int64_t(1) << 40))
     throw H5Error("checksum_block_elems " + std::to_string(h.checksum_block_elems) +
                   " is not in [1, 2^40]");
@@ -183,14 +186,17 @@ std::vector<Entry> list_complete(const std::string& dir) {
   std::vector<Entry> out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
-  static const std::regex name(R"(step_(\d+)\.h5)");
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::smatch m;
-    const std::string fn = e.path().filename().string();
-    if (e.is_regular_file(ec) && std::regex_match(fn, m, name))
-      out.push_back({std::stoll(m[1].str()), e.path().string()});
+    DirFile f;
+    if (e.is_regular_file(ec) && parse_name(e.path().filename().string(), f) &&
+        f.kind == DirFile::Complete)
+      out.push_back({f.step, e.path().string()});
   }
-  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.step > b.step; });
+  const std::string latest = read_latest(dir);
+  auto rank = [&](const Entry& e) { return fs::path(e.path).filename() == latest ? 1 : 0; };
+  std::sort(out.begin(), out.end(), [&](const Entry& a, const Entry& b) {
+    return rank(a) != rank(b) ? rank(a) > rank(b) : a.step > b.step;
+  });
   return out;
 }
 
@@ -215,25 +221,6 @@ void write_latest(const std::string& dir, const std::string& name) {
   sync_path(tmp);
   fs::rename(tmp, dst);
   sync_path(dir);
-}
-
-std::vector<std::string> prune(const std::string& dir, int keep) {
-  std::vector<std::string> removed;
-  const std::vector<Entry> all = list_complete(dir);
-  for (std::size_t i = std::size_t(std::max(keep, 0)); i < all.size(); ++i) {
-    fs::remove(all[i].path);
-    removed.push_back(all[i].path);
-  }
-  std::error_code ec;
-  static const std::regex partial(R"(step_\d+\.h5\.tmp)");
-  std::vector<fs::path> stale;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (std::regex_match(e.path().filename().string(), partial)) stale.push_back(e.path());
-  for (const auto& p : stale) {
-    fs::remove(p);
-    removed.push_back(p.string());
-  }
-  return removed;
 }
 
 }  // namespace fsdp::ckpt

@@ -6,7 +6,8 @@
 // Each dataset has `xxh3_blocks` (uint64[ceil(numel / checksum_block_elems)], the XXH3-64 of
 // each block of its row-major contents) and `xxh3` (uint64, XXH3-64 of that table). The root's
 // attributes are the Header below. The directory holds step_NNNNNN.h5 files (written as
-// step_NNNNNN.h5.tmp and renamed once complete) and `latest`, the newest complete file's name.
+// step_NNNNNN.h5.<run id>.tmp and renamed once complete), `latest`, the name of the file last
+// written, and `.fsdp-lock`; io/checkpoint_dir.hpp says who owns which file.
 #pragma once
 #include <mpi.h>
 
@@ -45,6 +46,7 @@ struct Header {
   std::int64_t saved_ranks = 0, shard_group_size = 0;
   std::string strategy;
   std::int64_t checksum_block_elems = 0;
+  std::string run_id;  // the run that wrote it (io/checkpoint_dir.hpp); "" in older files
 };
 void write_header(hid_t file, const Header& h);  // collective in a parallel file
 // Throws h5::H5Error when the file is not an fsdp checkpoint of a version this code reads.
@@ -69,13 +71,11 @@ struct Entry {
   std::int64_t step = 0;
   std::string path;
 };
-// Complete checkpoints (step_*.h5, never *.tmp) in dir, newest first; none if dir is missing.
+// Complete checkpoints (step_*.h5, never *.tmp) in dir, the one `latest` names first, then
+// by step, newest first; none if dir is missing.
 std::vector<Entry> list_complete(const std::string& dir);
 // Points dir/latest at `name`, atomically (written to latest.tmp, then renamed).
 void write_latest(const std::string& dir, const std::string& name);
-// Removes all but the newest `keep` complete checkpoints and any *.tmp left by a killed write;
-// returns what it removed. Only for the one job that owns dir, after its newest is complete.
-std::vector<std::string> prune(const std::string& dir, int keep);
 // fsync of a file or directory, so a rename is never durable before the data it names.
 void sync_path(const std::string& path);
 

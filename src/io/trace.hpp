@@ -31,9 +31,12 @@ class Trace {
     if (enabled_) events_.push_back({name, cat, t0, t1, tid});
   }
   const std::vector<Event>& events() const { return events_; }
-  void write() const;  // to path_ with ".rank<r>.json" inserted when path has no %r
+  void write() const;  // to rank_path(path_, rank); io/output_path.hpp's OutputFile
+  // `path` with %r replaced by the rank, or ".rank<r>.json" appended when it has none.
+  static std::string rank_path(const std::string& path, int rank);
 
  private:
+  void write_events() const;
   bool enabled_ = false;
   std::string path_;
   int rank_ = 0;

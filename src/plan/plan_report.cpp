@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "plan/plan_report.hpp"
 
+#include "core/check.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -111,7 +113,26 @@ struct Report {
   std::vector<std::string> assumptions;
 };
 
+// Every option within what a plan can mean, before any search is sized from it: NaN, infinite
+// or absurd values are refused by name rather than silently ignored or looped over.
+void check_options(const PlanOptions& o) {
+  auto bad = [](const std::string& flag, const std::string& want, double got) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", got);
+    throw std::invalid_argument(flag + ": expected " + want + ", got " + buf);
+  };
+  if (!(o.params >= 0 && o.params <= 0x1p50)) bad("--params", "a parameter count in [1, 2^50]", o.params);
+  if (!(o.gemm_efficiency >= 0 && o.gemm_efficiency <= 1))
+    bad("--gemm-efficiency", "a fraction in (0, 1]", o.gemm_efficiency);
+  if (!(o.aspect > 0 && o.aspect <= 1e5)) bad("--aspect", "n_embd / n_layer in (0, 1e5]", o.aspect);
+  if (!(o.head_dim >= 1 && o.head_dim <= (1 << 16)))
+    bad("--head-dim", "n_embd / n_head in [1, 65536]", o.head_dim);
+  if (o.ranks > (1 << 24)) bad("--ranks", "at most 2^24 ranks", o.ranks);
+  if (o.nodes > o.ranks) bad("--nodes", "at most --ranks = " + std::to_string(o.ranks), o.nodes);
+}
+
 Report make_report(const RunConfig& cfg, const PlanOptions& o) {
+  check_options(o);
   int nodes = o.nodes;
   const double gemm_efficiency = o.gemm_efficiency, params = o.params, aspect = o.aspect;
   const int ranks = o.ranks, head_dim = o.head_dim;
@@ -131,11 +152,12 @@ Report make_report(const RunConfig& cfg, const PlanOptions& o) {
   if (!budget_text.empty()) {
     const auto b = parse_byte_size(budget_text);
     double d = 0;
-    if (!b && std::sscanf(budget_text.c_str(), "%lf", &d) == 1 && d > 0) budget = std::int64_t(d);
+    if (!b && std::sscanf(budget_text.c_str(), "%lf", &d) == 1 && d >= 1 && d <= 0x1p60)
+      budget = std::int64_t(d);
     else if (b) budget = *b;
     else {
-      throw std::invalid_argument("--budget: expected a byte count like 80GiB, got \"" +
-                                  budget_text + "\"");
+      throw std::invalid_argument("--budget: expected a byte count like 80GiB (at most 2^60), "
+                                  "got \"" + one_line(budget_text, 80) + "\"");
     }
   }
   if (budget <= 0) budget = std::int64_t(machine.device_memory_bytes);

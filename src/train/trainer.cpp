@@ -6,12 +6,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
+#include "comm/safety.hpp"
 #include "core/check.hpp"
 #include "core/faults.hpp"
 #include "core/kernel_profile.hpp"
+#include "core/exit_codes.hpp"
 #include "io/agree.hpp"
+#include "io/output_path.hpp"
 #include "model/gemm.hpp"
 #include "train/init_weights.hpp"
 #include "train/sample.hpp"
@@ -73,11 +77,45 @@ double measure_gemm_flops() {
   return 2.0 * n * n * n / best;
 }
 
+// Why an output path of this run is unusable, agreed over world ("" when none is).
+std::string output_paths_problem(const RunConfig& cfg, const TrainOptions& o, int rank,
+                                 MPI_Comm world) {
+  std::vector<std::string> inputs = o.inputs;
+  for (const std::string& d : {cfg.data.train, cfg.data.val})
+    if (d.rfind("builtin:", 0) != 0) inputs.push_back(d);
+  if (o.resume != "auto") inputs.push_back(o.resume);
+  inputs.push_back(o.init_from);
+  std::string err;
+  if (rank == 0) err = output_problem("--metrics", o.metrics_path, OutputKind::Metrics, inputs);
+  if (err.empty() && !o.trace_path.empty())
+    err = output_problem("--trace", Trace::rank_path(o.trace_path, rank), OutputKind::Trace,
+                         inputs);
+  return agree_on_error(world, err);
+}
+
 Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
-    : cfg_(cfg), opts_(std::move(opts)), tracker_(cfg.memory.device_budget) {
+    : cfg_(cfg), opts_(std::move(opts)), errors_(comm::OwnedComm::dup(world)),
+      tracker_(cfg.memory.device_budget) {
   MPI_Comm_rank(world, &rank_);
   MPI_Comm_size(world, &nranks_);
   const auto& t = cfg_.train;
+  // Start-up's collectives are watched too: a rank that never arrives ends the job.
+  if (cfg_.comm.timeout_s > 0) comm::start_watchdog(cfg_.comm.timeout_s);
+  // A rank that runs out of memory alone would leave the others in a collective: when not
+  // every rank fails within a few seconds, the failing one ends the job with the report.
+  tracker_.set_failure_handler([this](const std::string& why) {
+    if (!all_arrive_within(errors_.get(), 5.0)) fatal(why, exit_code::kError);
+  });
+  if (const std::string bad = output_paths_problem(cfg_, opts_, rank_, world); !bad.empty())
+    throw SetupError(bad, true);
+  // OpenBLAS allocates its work buffers at its first call and spins, rather than failing, when
+  // that allocation fails: make the first call now, before the model takes the memory.
+  {
+    FlatView a("blas_warmup", 64 * 64);
+    const ConstMat A(a.data(), 8, 8);
+    const Mat C(a.data() + 64, 8, 8);
+    kernels::gemm("N", "N", 1.f, A, A, 0.f, C);
+  }
   // Every check that involves the number of ranks, the same as the planner's (config/run_setup).
   RunSetup setup = setup_from_config(cfg_, nranks_, 1);
   if (setup.strategy == Strategy::Hybrid && setup.shard_group_size <= 0)
@@ -95,21 +133,30 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   per_rank_batch_ = t.batch_size / nranks_;
   n_micro_ = setup.micro_batches();
 
-  train_ = load_everywhere(cfg_.data.train, cfg_, world);
-  val_ = load_everywhere(cfg_.data.val, cfg_, world);
+  faults::stall(-1, rank_);  // a rank stuck at start-up (a test hook)
+  {
+    comm::Watch watch("start-up: loading " + cfg_.data.train + " and " + cfg_.data.val +
+                      " on every rank");
+    train_ = load_everywhere(cfg_.data.train, cfg_, world);
+    val_ = load_everywhere(cfg_.data.val, cfg_, world);
+  }
   train_sampler_ = std::make_unique<Sampler>(*train_, cfg_.model.block_size, t.seed);
   val_sampler_ = std::make_unique<Sampler>(*val_, cfg_.model.block_size, t.seed);
 
   comm::LinkEmulation link{cfg_.comm.emulate_latency_us, cfg_.comm.emulate_gbps};
   comm::MpiOptions mpi_options;
   mpi_options.progress_thread = cfg_.comm.progress_thread;
+  std::optional<comm::Watch> startup;  // until the checkpoint directory is ready
+  startup.emplace("start-up: process groups and the sharded model");
   groups_ = comm::make_process_groups(world, setup.shard_group(), link, mpi_options);
   for (comm::Communicator* c : {groups_.world.get(), groups_.shard.get(), groups_.replicate.get()})
     c->set_check_collectives(cfg_.debug.check_collectives);
-  if (cfg_.comm.timeout_s > 0) comm::start_watchdog(cfg_.comm.timeout_s);
   if (!opts_.trace_path.empty() || opts_.trace_in_memory) trace_.enable(opts_.trace_path, rank_);
   engine_ = std::make_unique<Engine>(cfg_, groups_, tracker_, trace_);
-  checkpointer_ = std::make_unique<Checkpointer>(world, cfg_);
+  // A training run may be asked for a checkpoint at any step (a preemption signal), so its
+  // directory is made, checked and locked now whatever checkpoint.every is.
+  checkpointer_ = std::make_unique<Checkpointer>(
+      world, cfg_, t.steps > 0 ? Checkpointer::Use::Write : Checkpointer::Use::Read);
   if (!opts_.resume.empty()) resume();
   if (!opts_.init_from.empty() && !resumed_) {
     init_weights(opts_.init_from, *engine_, *checkpointer_, world);
@@ -240,6 +287,13 @@ TrainSummary Trainer::run() {
                 engine_->units().size(), cfg_.fsdp.unit.c_str(), cfg_.fsdp.prefetch, n_micro_, B,
                 peak_flops_ / 1e9);
   run_start_s_ = now_s();
+  if (cfg_.train.steps > 0 && start_step_ >= cfg_.train.steps) {
+    if (rank_ == 0 && opts_.log)
+      std::printf("fsdp-train: nothing to train: the run is at step %d and train.steps = %d "
+                  "(raise train.steps to go on)\n",
+                  start_step_, cfg_.train.steps);
+    return sum;
+  }
   for (int step = start_step_; step < cfg_.train.steps; ++step) {
     auto load = [&](int j, Gpt2& m) {
       train_sampler_->fill(step, std::int64_t(rank_) * per_rank_batch_ + std::int64_t(j) * B, B,
@@ -280,7 +334,7 @@ TrainSummary Trainer::run() {
     // step on every rank, with a checkpoint of it; fsdp-train exits 75 and the job resumes.
     if (!last && (sum.stop_signal = groups_.world->all_reduce_max(stop_signal())) != 0) {
       sum.checkpoint = last_saved_ == steps_done_
-                           ? checkpointer_->dir() + "/" + ckpt::file_name(steps_done_)
+                           ? last_saved_path_
                            : save_checkpoint();
       if (rank_ == 0)
         std::printf("fsdp-train: stop requested (%s) after step %d/%d; checkpoint written: %s\n",

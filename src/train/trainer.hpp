@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/owned_comm.hpp"
 #include "comm/process_groups.hpp"
 #include "config/run_config.hpp"
 #include "core/memory.hpp"
@@ -43,6 +44,9 @@ struct TrainOptions {
   // --resume auto, a requeued fine-tuning job continues from its checkpoint, not the weights.
   // The deck must already carry the file's model shape (with_init_shape).
   std::string init_from;
+  // Files the run reads besides the deck's data files (the deck itself): output paths must not
+  // name them.
+  std::vector<std::string> inputs;
 };
 
 struct TrainSummary {
@@ -84,6 +88,7 @@ class Trainer {
   TrainOptions opts_;
   int rank_ = 0, nranks_ = 1;
   int per_rank_batch_ = 0, n_micro_ = 0;
+  comm::OwnedComm errors_;  // reserved for rank-local failures (io/agree.hpp all_arrive_within)
   MemoryTracker tracker_;
   Trace trace_;
   comm::ProcessGroups groups_;
@@ -97,6 +102,7 @@ class Trainer {
   double run_start_s_ = 0.0;
   std::unique_ptr<Checkpointer> checkpointer_;
   int start_step_ = 0, steps_done_ = 0, last_saved_ = -1;
+  std::string last_saved_path_;  // the file of step last_saved_ (its name may carry the run id)
   bool resumed_ = false;
 };
 

@@ -32,7 +32,9 @@ void Trainer::resume() {
   } else {
     h = checkpointer_->load(path, engine_->state());  // throws the same CheckpointError on every rank
   }
+  checkpointer_->adopt_run(h.run_id, path);  // this job continues that run
   start_step_ = steps_done_ = last_saved_ = int(h.step);
+  last_saved_path_ = path;
   resumed_ = true;
   if (rank_ == 0 && h.sampler_seed != cfg_.train.seed)
     std::fprintf(stderr,
@@ -56,6 +58,7 @@ std::string Trainer::save_checkpoint() {
   const double t0 = now_s();
   const std::string path = checkpointer_->save(engine_->state(), h);
   last_saved_ = steps_done_;
+  last_saved_path_ = path;
   if (rank_ == 0 && opts_.log) {
     const double bytes = 3.0 * 4.0 * double(gpt2_num_params(cfg_.model));  // params + 2 moments
     const double s = now_s() - t0;

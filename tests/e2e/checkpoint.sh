@@ -97,7 +97,8 @@ for _ in $(seq 600); do grep -q "pausing" "$WORK/k2.log" && break; sleep 0.1; do
 # $job is timeout; its child is mpirun; mpirun's children are the ranks.
 launcher=$(pgrep -P "$job" | head -1)
 victim=$(pgrep -P "$launcher" | tail -1)  # a rank (its name may be "exe": it re-execs itself)
-if [ -n "$victim" ] && [ -f "$K/step_000015.h5.tmp" ]; then
+partial() { compgen -G "$K/step_000015.h5.*.tmp" >/dev/null; }  # step_000015.h5.<run id>.tmp
+if [ -n "$victim" ] && partial; then
   kill -KILL "$victim"
   start=$(date +%s)
   wait "$job"
@@ -111,10 +112,10 @@ else
   kill "$job" 2>/dev/null
   wait "$job"
 fi
-[ -f "$K/step_000015.h5.tmp" ] && [ ! -f "$K/step_000015.h5" ] && [ "$(cat "$K/latest")" = step_000010.h5 ] \
-  && ok "only step_000015.h5.tmp is left; latest still names step_000010.h5" || bad "after the kill: $(ls "$K")"
+partial && [ ! -f "$K/step_000015.h5" ] && [ "$(cat "$K/latest")" = step_000010.h5 ] \
+  && ok "only step_000015.h5.<run>.tmp is left; latest still names step_000010.h5" || bad "after the kill: $(ls "$K")"
 run 2 "$WORK/k3.log" --set train.steps=15 --set checkpoint.every=5 --set checkpoint.dir="$K" --resume auto
-grep -q "resumed from $K/step_000010.h5 at step 10" "$WORK/k3.log" && [ -f "$K/step_000015.h5" ] && [ ! -f "$K/step_000015.h5.tmp" ] \
+grep -q "resumed from $K/step_000010.h5 at step 10" "$WORK/k3.log" && [ -f "$K/step_000015.h5" ] && ! partial \
   && ok "--resume auto continued from step 10 and replaced the partial file" || bad "resume after the kill: $(tail -3 "$WORK/k3.log")"
 
 # 5. Damaged files: one line naming the file and the dataset, exit 5, on 2 ranks.

@@ -36,3 +36,48 @@ finish() {
   echo "$PASSES passed, $FAILS failed"
   [ "$FAILS" -eq 0 ]
 }
+
+# The hostile-run checks (hostile_*.sh). A tiny deck; NP=3 needs batch 12 = 3 x 4.
+CKPT="$BUILD/fsdp-ckpt"
+SMALL=(--config inputs/default.toml --set model.n_layer=2 --set model.n_embd=32
+       --set train.batch_size=12 --set train.micro_batch_size=2 --set eval.every=0
+       --set eval.sequences=0 --set train.peak_tflops=1)
+
+# expect_end NAME EXIT PATTERN CMD...: CMD ends with EXIT within 30 s, its output has PATTERN
+# on a line, and no process of this test ($WORK in its arguments: every rank) is left.
+expect_end() {
+  local name=$1 want=$2 pattern=$3
+  shift 3
+  local start rc took left
+  start=$(date +%s%N)
+  timeout -k 5 30 "$@" >"$WORK/out" 2>"$WORK/err"
+  rc=$?
+  took=$((($(date +%s%N) - start) / 1000000))
+  took=$((took / 1000)).$((took % 1000 / 100))
+  sleep 0.5
+  left=$(for p in $(pgrep -f -- "$WORK"); do  # LEFT_IGNORE: a pattern of processes meant to stay
+           [ -n "${LEFT_IGNORE:-}" ] && grep -aq -- "$LEFT_IGNORE" /proc/$p/cmdline 2>/dev/null || echo $p
+         done | grep -v "^$$\$" | tr '\n' ' ')
+  if [ "$rc" -eq "$want" ] && grep -q -E -- "$pattern" "$WORK/err" "$WORK/out" && [ -z "$left" ]; then
+    ok "$name (exit $rc in $took s): $(grep -h -m1 -E -- "$pattern" "$WORK/err" "$WORK/out" | head -1 | cut -c1-220)"
+  else
+    bad "$name: exit $rc (wanted $want) after $took s, processes left: '${left}', output:"
+    sed 's/^/    /' "$WORK/err" | grep -v '^    *$' | head -12
+    [ -n "$left" ] && kill -KILL $left 2>/dev/null
+  fi
+}
+
+# still_resumes NAME DIR STEP: DIR's step_STEP checkpoint verifies and --resume auto (2 ranks)
+# continues from it.
+still_resumes() {
+  local name=$1 dir=$2 step=$3 f
+  f="$dir/$(printf 'step_%06d.h5' "$step")"
+  if "$CKPT" verify "$f" >"$WORK/verify" 2>&1 &&
+     timeout 60 mpirun -np 2 "$TRAIN" "${SMALL[@]}" --set checkpoint.dir="$dir" \
+       --set train.steps=$((step + 1)) --resume auto >"$WORK/resume" 2>&1 &&
+     grep -q "resumed from $f at step $step" "$WORK/resume"; then
+    ok "$name: $f verifies and --resume auto continues from it"
+  else
+    bad "$name: after it, $f: $(tail -1 "$WORK/verify"); resume: $(grep -v '^step' "$WORK/resume" | head -3)"
+  fi
+}

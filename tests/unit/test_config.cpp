@@ -137,7 +137,7 @@ TEST_CASE("config: every rejection is one line naming the source, the key and th
       {"[train]\nbeta1 = 1.0", {}, {"train.beta1", "in [0, 1)", "got 1.0"}},
       {"[train]\nlr = nan", {}, {"train.lr", "got nan"}},
       {"[train]\nseed = -1", {}, {"train.seed", ">= 0"}},
-      {"[model]\nn_layer = 4294967296", {}, {"model.n_layer", "32 bits"}},
+      {"[model]\nn_layer = 4294967296", {}, {"model.n_layer", "[1, 10000]", "4294967296"}},
       {"[model]\nvocab_size = 2097152", {}, {"model.vocab_size", "[2, 1048576]"}},
       {"[model]\nblock_size = [64]", {}, {"model.block_size", "got an array"}},
       {"[fsdp]\nprefetch = 65", {}, {"fsdp.prefetch", "65"}},
