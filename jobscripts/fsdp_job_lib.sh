@@ -13,6 +13,7 @@ FSDP_EXIT_ERROR=1
 FSDP_EXIT_BAD_DECK=2
 FSDP_EXIT_BAD_DATA=3
 FSDP_EXIT_PREEMPTED=75
+FSDP_EXIT_CKPT_WRITE=7  # a checkpoint could not be written: requeueing would fail the same way
 
 fsdp_log() { echo "fsdp-job $(date '+%F %T'): $*"; }
 
@@ -89,6 +90,11 @@ fsdp_launch() {
       fsdp_log "scontrol requeue failed (job cancelled, or not requeueable); resubmit with" \
         "FSDP_RUN_DIR=$FSDP_RUN_DIR to resume from the checkpoint"
       return $FSDP_EXIT_PREEMPTED ;;
+    "$FSDP_EXIT_CKPT_WRITE")
+      fsdp_log "a checkpoint could not be written (exit 7: no space, or $FSDP_RUN_DIR in use or" \
+        "unwritable; the error is above). Not requeueing; the previous checkpoint stands: free" \
+        "space and resubmit with FSDP_RUN_DIR=$FSDP_RUN_DIR to resume from it."
+      return $rc ;;
     "$FSDP_EXIT_BAD_DECK" | "$FSDP_EXIT_BAD_DATA")
       fsdp_log "bad run deck or data (exit $rc; the error is above). Not requeueing."
       return $rc ;;
