@@ -204,7 +204,7 @@ std::string dir_problem(const std::string& dir) {
 std::string DirLock::take(const std::string& dir, const std::string& who, DirLock& out,
                           std::string& warning) {
   const std::string path = dir + "/.fsdp-lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);  // never through a planted link
   if (fd < 0) return path + ": cannot be opened: " + std::strerror(errno);
   struct flock l{};
   l.l_type = F_WRLCK;
