@@ -8,16 +8,6 @@
 
 namespace fsdp {
 
-std::string agree_on_error(MPI_Comm comm, const std::string& mine) {
-  int rank = 0, size = 1;
-  FSDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
-  FSDP_MPI_CHECK(MPI_Comm_size(comm, &size));
-  int first = mine.empty() ? size : rank;
-  FSDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm));
-  if (first == size) return {};
-  return broadcast_string(comm, mine, first);
-}
-
 Agreed agree_on_failure(MPI_Comm comm, const std::string& mine, int code) {
   int rank = 0, size = 1;
   FSDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
@@ -31,6 +21,10 @@ Agreed agree_on_failure(MPI_Comm comm, const std::string& mine, int code) {
   a.code = code;
   FSDP_MPI_CHECK(MPI_Bcast(&a.code, 1, MPI_INT, first, comm));
   return a;
+}
+
+std::string agree_on_error(MPI_Comm comm, const std::string& mine) {
+  return agree_on_failure(comm, mine, 0).message;
 }
 
 bool all_arrive_within(MPI_Comm comm, double timeout_s) {
