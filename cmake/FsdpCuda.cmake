@@ -26,6 +26,13 @@ if(FSDP_ENABLE_CUDA)
     set(FSDP_BUILD_CUDA_COMM ON CACHE BOOL "Build the NCCL/CUDA communicators" FORCE)
   endif()
   target_compile_definitions(fsdp PUBLIC FSDP_ENABLE_CUDA=1)
+  # Sources that hold no Kokkos and no kernels go to the host compiler: nvcc's front end
+  # rejects toml++ 3.x (an internal '__T0' in table.h's visitor), and g++ is faster anyway.
+  # nvcc_wrapper's --host-only does exactly that; other CUDA compilers (clang) take them as is.
+  if(CMAKE_CXX_COMPILER MATCHES "nvcc_wrapper")
+    set_source_files_properties(${PROJECT_SOURCE_DIR}/src/config/load_config.cpp
+      PROPERTIES COMPILE_OPTIONS --host-only)
+  endif()
 endif()
 
 if(NOT FSDP_BUILD_CUDA_COMM)

@@ -24,6 +24,13 @@ void add_into(const Vec& a, const ConstVec& b) {
       KOKKOS_LAMBDA(const int64_t i) { a(i) += b(i); });
 }
 
+// A division, not a multiply by 1/d: the mean must be the same bits as the non-tree path's.
+void divide_into(const Vec& dst, const ConstVec& src, float d) {
+  Kokkos::parallel_for(
+      "deterministic::mean", Kokkos::RangePolicy<ExecSpace>(0, src.extent(0)),
+      KOKKOS_LAMBDA(const int64_t i) { dst(i) = src(i) / d; });
+}
+
 double tree_sum(const std::vector<double>& v, std::size_t lo, std::size_t hi) {
   if (hi - lo == 1) return v[lo];
   const std::size_t mid = lo + (hi - lo) / 2;
@@ -73,9 +80,7 @@ void Engine::tree_reduce_grads(int global_micro) {
                  ConstVec(base + std::int64_t(r + width) * stride + begin, n));
     const Vec dst = state_->grad_shard(u);
     const ConstVec src(base + begin, n);
-    Kokkos::parallel_for(
-        "deterministic::mean", Kokkos::RangePolicy<ExecSpace>(0, n),
-        KOKKOS_LAMBDA(const int64_t i) { dst(i) = src(i) / inv_scale; });
+    divide_into(dst, src, inv_scale);
     if (shards_grads(strategy)) su.grad_full.reset();
   }
   Kokkos::fence();

@@ -7,6 +7,16 @@
 #include "core/bf16.hpp"
 
 namespace fsdp {
+namespace {
+
+// A free function: nvcc refuses a device lambda inside a private member function.
+void accumulate_into(const Vec& dst, const ConstVec& src) {
+  Kokkos::parallel_for(
+      "engine::accumulate_grad_shard", Kokkos::RangePolicy<ExecSpace>(0, dst.extent(0)),
+      KOKKOS_LAMBDA(const int64_t i) { dst(i) += src(i); });
+}
+
+}  // namespace
 
 ReducePipeline::ReducePipeline(ShardedState& state, MemoryTracker& tracker, Trace& trace,
                                int depth, CommTimes& times)
@@ -130,9 +140,7 @@ void ReducePipeline::land(Pending& pr) {
   const Vec dst = state_.grad_shard(pr.unit);
   const ConstVec src = pr.recv.cvec();
   if (shards_grads(state_.strategy())) {
-    Kokkos::parallel_for(
-        "engine::accumulate_grad_shard", Kokkos::RangePolicy<ExecSpace>(0, dst.extent(0)),
-        KOKKOS_LAMBDA(const int64_t i) { dst(i) += src(i); });
+    accumulate_into(dst, src);
     su.grad_full.reset();
   } else {
     Kokkos::deep_copy(dst, src);  // zero1: the reduced shard lands in its slice of the full grads

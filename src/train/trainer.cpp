@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "comm/safety.hpp"
+#include "comm/training_groups.hpp"
 #include "core/check.hpp"
 #include "core/faults.hpp"
 #include "core/kernel_profile.hpp"
@@ -125,11 +126,6 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   } catch (const std::invalid_argument& e) {
     throw SetupError(e.what(), true);
   }
-  if (cfg_.comm.backend == "nccl")
-    throw SetupError("comm.backend = nccl: this build's trainer runs its collectives on MPI "
-                     "communicators (NCCL is not wired into the training step yet); use "
-                     "comm.backend = auto or mpi",
-                     true);
   per_rank_batch_ = t.batch_size / nranks_;
   n_micro_ = setup.micro_batches();
 
@@ -148,7 +144,18 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   mpi_options.progress_thread = cfg_.comm.progress_thread;
   std::optional<comm::Watch> startup;  // until the checkpoint directory is ready
   startup.emplace("start-up: process groups and the sharded model");
-  groups_ = comm::make_process_groups(world, setup.shard_group(), link, mpi_options);
+  {
+    comm::TrainingGroups made;
+    try {
+      made = comm::make_training_groups(world, setup.shard_group(), cfg_.comm.backend, link,
+                                        mpi_options);
+    } catch (const comm::BackendError& e) {
+      throw SetupError(e.what(), true);
+    }
+    groups_ = std::move(made.groups);
+    if (rank_ == 0 && opts_.log)
+      for (const std::string& path : made.paths) std::printf("fsdp-train: comm %s\n", path.c_str());
+  }
   for (comm::Communicator* c : {groups_.world.get(), groups_.shard.get(), groups_.replicate.get()})
     c->set_check_collectives(cfg_.debug.check_collectives);
   if (!opts_.trace_path.empty() || opts_.trace_in_memory) trace_.enable(opts_.trace_path, rank_);

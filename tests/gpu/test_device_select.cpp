@@ -81,7 +81,7 @@ TEST_CASE("plan_device_path: every case") {
       const DevicePlan p = plan_device_path(b, facts(2, 0));
       REQUIRE(p.error.empty());
       REQUIRE(p.path == P::Host);
-      REQUIRE(contains(p.description, "shard (2 ranks): mpi (host staging)"));
+      REQUIRE(contains(p.description, "shard (2 ranks): mpi (host memory)"));
       REQUIRE(contains(p.description, "no CUDA-capable device"));
     }
     const DevicePlan p = plan_device_path(B::Nccl, facts(2, 0));
@@ -143,7 +143,7 @@ TEST_CASE("without a GPU, comm.backend auto and mpi fall back to the host MPI pa
     auto comm = make_device_communicator(MPI_COMM_WORLD, backend, {}, description, o);
     if (me == 0) std::printf("comm.backend=%s: %s\n", backend, description.c_str());
     REQUIRE(contains(description, "world (" + std::to_string(n)));
-    REQUIRE(contains(description, "mpi (host staging)"));
+    REQUIRE(contains(description, "mpi (host memory)"));
     REQUIRE(comm->size() == n);
     REQUIRE(comm->rank() == me);
     // The communicator it gives must work on host buffers: an all-gather and a reduce-scatter
@@ -174,6 +174,6 @@ TEST_CASE("without a GPU, device process groups name every group's path") {
   REQUIRE(g.replicate->size() == 1);
   REQUIRE(contains(description, "world ("));
   REQUIRE(contains(description, "\nshard ("));
-  REQUIRE(contains(description, "\nreplicate (1 rank): mpi (host staging)"));
+  REQUIRE(contains(description, "\nreplicate (1 rank): mpi (host memory)"));
   if (my_rank() == 0) std::printf("%s\n", description.c_str());
 }

@@ -13,38 +13,6 @@
 namespace fsdp::comm {
 namespace {
 
-std::string ranks(int n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
-
-std::string group(const GroupFacts& f) { return "group '" + f.name + "' (" + ranks(f.size) + ")"; }
-
-DevicePlan planned(DevicePath path, const GroupFacts& f, const std::string& why) {
-  DevicePlan p;
-  p.path = path;
-  p.description = f.name + " (" + ranks(f.size) + "): " + label(path) + ": " + why;
-  return p;
-}
-
-DevicePlan refused(const std::string& why) {
-  DevicePlan p;
-  p.error = why;
-  return p;
-}
-
-DevicePlan mpi_plan(const GroupFacts& f, const std::string& why) {
-  if (f.mpi_cuda_aware)
-    return planned(DevicePath::MpiCudaAware, f,
-                   why +
-                       "; MPI is CUDA-aware: all-gathers and broadcasts pass device pointers, "
-                       "reductions go through pinned host memory for the rank-ordered sum");
-  return planned(DevicePath::MpiStaged, f,
-                 why + "; MPI is not CUDA-aware: device buffers go through pinned host memory");
-}
-
-std::string shared_gpu(const GroupFacts& f) {
-  return "ranks " + std::to_string(f.shared_a) + " and " + std::to_string(f.shared_b) +
-         " share a GPU";
-}
-
 // The communicator splits of make_process_groups, freed once the backend has its duplicate.
 std::unique_ptr<Communicator> device_split(MPI_Comm world, int color, int key,
                                            const std::string& backend, LinkEmulation link,
@@ -58,77 +26,6 @@ std::unique_ptr<Communicator> device_split(MPI_Comm world, int color, int key,
 }
 
 }  // namespace
-
-std::optional<DeviceBackend> parse_device_backend(const std::string& s) {
-  if (s == "auto") return DeviceBackend::Auto;
-  if (s == "nccl") return DeviceBackend::Nccl;
-  if (s == "mpi") return DeviceBackend::Mpi;
-  return std::nullopt;
-}
-
-const char* to_string(DeviceBackend b) {
-  switch (b) {
-    case DeviceBackend::Auto:
-      return "auto";
-    case DeviceBackend::Nccl:
-      return "nccl";
-    case DeviceBackend::Mpi:
-      return "mpi";
-  }
-  return "?";
-}
-
-const char* label(DevicePath p) {
-  switch (p) {
-    case DevicePath::Nccl:
-      return "nccl";
-    case DevicePath::MpiStaged:
-      return "mpi (host staging)";
-    case DevicePath::MpiCudaAware:
-      return "mpi (CUDA-aware)";
-    case DevicePath::Host:
-      return "mpi (host staging)";
-  }
-  return "?";
-}
-
-DevicePlan plan_device_path(DeviceBackend requested, const GroupFacts& f) {
-  const std::string asked = std::string("comm.backend=") + to_string(requested);
-  if (f.ranks_with_gpu == 0) {
-    const std::string none =
-        "no rank sees a GPU (cudaGetDeviceCount: " +
-        (f.no_gpu_reason.empty() ? std::string("0 devices") : f.no_gpu_reason) + ")";
-    if (requested == DeviceBackend::Nccl)
-      return refused(asked + " needs a GPU on every rank of " + group(f) + ", but " + none +
-                     "; use comm.backend=auto or mpi on a machine without GPUs");
-    return planned(DevicePath::Host, f,
-                   none +
-                       "; the buffers are host memory, so the host MPI collectives run on "
-                       "them with nothing to stage");
-  }
-  if (f.ranks_with_gpu < f.size)
-    return refused("only " + std::to_string(f.ranks_with_gpu) + " of the " + ranks(f.size) +
-                   " of " + group(f) + " see a GPU" +
-                   (f.no_gpu_reason.empty() ? "" : " (this one: " + f.no_gpu_reason + ")") +
-                   "; every rank needs one, or none");
-  const bool shared = f.shared_a >= 0;
-  switch (requested) {
-    case DeviceBackend::Nccl:
-      if (shared)
-        return refused(asked + ": " + shared_gpu(f) + " in " + group(f) +
-                       ", and NCCL needs one GPU per rank; give each rank its own GPU "
-                       "(srun --gpus-per-task=1, or one rank per GPU) or use comm.backend=mpi");
-      return planned(DevicePath::Nccl, f, asked + ", every rank has its own GPU");
-    case DeviceBackend::Auto:
-      if (shared) return mpi_plan(f, shared_gpu(f) + ", which NCCL does not allow");
-      return planned(DevicePath::Nccl, f,
-                     f.size == 1 ? std::string("one rank with a GPU")
-                                 : std::string("every rank has its own GPU"));
-    case DeviceBackend::Mpi:
-      return mpi_plan(f, asked);
-  }
-  return refused("unknown comm.backend");
-}
 
 int visible_devices(std::string* reason) {
   int n = 0;
@@ -150,14 +47,15 @@ GroupFacts gather_group_facts(MPI_Comm comm, const std::string& name) {
     int has_gpu;
     unsigned char uuid[16];
   } mine{};
-  if (visible_devices(&f.no_gpu_reason) > 0) {
+  std::string why_none;
+  if (visible_devices(&why_none) == 0) f.no_gpu_reason = "cudaGetDeviceCount: " + why_none;
+  if (f.no_gpu_reason.empty()) {
     int d = 0;
     FSDP_CUDA_CHECK(cudaGetDevice(&d));
     cudaDeviceProp prop{};
     FSDP_CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
     mine.has_gpu = 1;
     std::memcpy(mine.uuid, prop.uuid.bytes, sizeof(mine.uuid));
-    f.no_gpu_reason.clear();
   }
   std::vector<Mine> all(std::size_t(f.size));
   FSDP_MPI_CHECK(MPI_Allgather(&mine, int(sizeof(Mine)), MPI_BYTE, all.data(), int(sizeof(Mine)),
