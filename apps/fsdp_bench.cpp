@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 
+#include "core/kokkos_session.hpp"
 #include "bench/bench_machine.hpp"
 #include "bench/bench_comm.hpp"
 #include "core/blas_setup.hpp"
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
       rc >= 0)
     return rc;
 
-  Kokkos::ScopeGuard kokkos(argc, argv);  // after parsing: --help is ours alone
+  fsdp::KokkosSession kokkos(argc, argv);  // after parsing: --help is ours alone
   if (comm->parsed()) return fsdp::comm::run_comm_bench(MPI_COMM_WORLD, comm_options);
   if (machine->parsed()) return fsdp::bench::run_machine_bench(MPI_COMM_WORLD, machine_options);
   return 0;

@@ -9,6 +9,7 @@
 #include <Kokkos_Core.hpp>
 #include <cstdio>
 
+#include "core/kokkos_session.hpp"
 #include "comm/mpi_session.hpp"
 #include "config/parse_everywhere.hpp"
 #include "core/blas_setup.hpp"
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
 
   int code = 0;
   {
-    Kokkos::ScopeGuard kokkos(argc, argv);
+    fsdp::KokkosSession kokkos(argc, argv);
     if (*info)
       code = fsdp::ckpt::info(MPI_COMM_WORLD, path, datasets, deck);
     else if (*verify)

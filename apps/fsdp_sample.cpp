@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/kokkos_session.hpp"
 #include "comm/process_groups.hpp"
 #include "config/deck_agreement.hpp"
 #include "config/load_config.hpp"
@@ -155,7 +156,7 @@ int main(int argc, char** argv) {
 
   int code = 0;
   {
-    Kokkos::ScopeGuard kokkos(argc, argv);
+    fsdp::KokkosSession kokkos(argc, argv);
     try {
       fsdp::MemoryTracker tracker(cfg.memory.device_budget);
       fsdp::Trace trace;

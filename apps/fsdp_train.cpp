@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 
+#include "core/kokkos_session.hpp"
 #include "comm/mpi_session.hpp"
 #include "config/parse_everywhere.hpp"
 #include "core/blas_setup.hpp"
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
 
   int code = 0;
   {
-    Kokkos::ScopeGuard kokkos(argc, argv);
+    fsdp::KokkosSession kokkos(argc, argv);
     try {
       fsdp::TrainOptions opts;
       opts.metrics_path = metrics;

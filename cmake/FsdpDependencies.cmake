@@ -17,6 +17,13 @@ if(Kokkos_INCLUDE_DIRS)
 endif()
 # Debian: no Kokkos::kokkoskernels target, only library names.
 if(NOT TARGET Kokkos::kokkoskernels)
+  # A machine with Debian's Trilinos and a site Kokkos 4 finds both: Trilinos' KokkosKernels
+  # (built for Kokkos 3.4) against Kokkos 4 links only to fail on missing symbols.
+  if(Kokkos_VERSION VERSION_GREATER_EQUAL 4.0)
+    message(FATAL_ERROR "KokkosKernels at ${KokkosKernels_DIR} is Trilinos' (for Kokkos 3), but "
+      "Kokkos ${Kokkos_VERSION} is at ${Kokkos_DIR}: pass -DKokkosKernels_DIR=<its prefix>/lib/cmake/"
+      "KokkosKernels (or KokkosKernels_ROOT on a fresh build directory)")
+  endif()
   add_library(fsdp_kokkoskernels INTERFACE IMPORTED)
   set_target_properties(fsdp_kokkoskernels PROPERTIES
     INTERFACE_LINK_LIBRARIES "${KokkosKernels_LIBRARIES};${KokkosKernels_TPL_LIBRARIES};Kokkos::kokkos"

@@ -45,6 +45,15 @@ build() {
   cmake --build "$BUILD" -j"$(nproc)"
 }
 
+# The space-check build (src/core/space_check.hpp): the trainer again, with a device memory
+# space host code cannot touch; tests/e2e/space_check.sh compares it with the main build.
+build_space_check() {
+  local dir=$BUILD-spacecheck
+  [ -f "$dir/CMakeCache.txt" ] ||
+    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFSDP_SPACE_CHECK=ON -DFSDP_BUILD_TESTS=OFF
+  cmake --build "$dir" -j"$(nproc)" --target fsdp-train
+}
+
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
@@ -58,6 +67,7 @@ case "$cmd" in
       --set fsdp.strategy=zero3 --metrics "$BUILD/demo_metrics.jsonl" "$@"
     ;;
   test)
+    build_space_check
     ctest --test-dir "$BUILD" --output-on-failure -j2 "$@"
     ;;
   build) ;;

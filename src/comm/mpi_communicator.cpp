@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "comm/mpi_communicator.hpp"
 
+#include "core/space_check.hpp"
+
 #include <cstdlib>
 #include <cstring>
 
@@ -22,8 +24,11 @@ int size_of(MPI_Comm comm) {
   return n;
 }
 
-// Both paths read and write the views from the host (the reductions are host loops).
-constexpr bool kHostViews = Kokkos::SpaceAccessibility<Kokkos::HostSpace, DeviceSpace>::accessible;
+// Both paths read and write the views from the host (the reductions are host loops). The
+// space-check build's device is host memory underneath, and its transport moves those bytes
+// through raw pointers, as a CUDA-aware MPI reads device memory itself.
+constexpr bool kHostViews =
+    Kokkos::SpaceAccessibility<Kokkos::HostSpace, DeviceSpace>::accessible || space_check::kEnabled;
 
 }  // namespace
 

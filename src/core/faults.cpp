@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/types.hpp"
+
 namespace fsdp::faults {
 namespace {
 
@@ -78,6 +80,18 @@ void throw_if_asked(const char* program) {
   const char* v = std::getenv("FSDP_TEST_THROW");
   if (v && std::string(v) == program)
     throw std::runtime_error(std::string("FSDP_TEST_THROW=") + program);
+}
+
+// Out of line and not inlined, so the space check's stack names it. Through a View, as host
+// code that forgets a mirror would read it.
+__attribute__((noinline)) void touch_device_on_host(const float* device_data) {
+  static const bool asked = [] {
+    const char* v = std::getenv("FSDP_TEST_TOUCH_DEVICE");
+    return v && std::string(v) == "1";
+  }();
+  if (!asked) return;
+  const ConstVec d(device_data, 1);
+  std::fprintf(stderr, "FSDP_TEST_TOUCH_DEVICE: a device buffer read on the host: %g\n", double(d(0)));
 }
 
 }  // namespace fsdp::faults

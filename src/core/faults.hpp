@@ -26,5 +26,8 @@ bool skip_space_check();
 // FSDP_TEST_THROW=<program>: that program throws an exception nothing catches, here (tests that
 // every main ends through the terminate handler: one line, exit 1, no core dump).
 void throw_if_asked(const char* program);
+// FSDP_TEST_TOUCH_DEVICE=1: host code reads the first element of a device buffer, the bug a GPU
+// would punish (the space-check build must stop here, naming touch_device_on_host).
+void touch_device_on_host(const float* device_data);
 
 }  // namespace fsdp::faults

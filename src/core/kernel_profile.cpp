@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "core/kernel_profile.hpp"
 
-#include <Kokkos_Core.hpp>
+#include "core/kernel_hooks.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <vector>
 
@@ -20,7 +22,12 @@ struct Stat {
 
 struct State {
   bool on = false;
-  std::vector<std::pair<std::string, Clock::time_point>> open;  // by kernel id
+  struct Open {
+    std::uint64_t id;
+    std::string name;
+    Clock::time_point start;
+  };
+  std::vector<Open> open;  // launches begun and not ended, latest last
   std::vector<std::pair<std::string, Clock::time_point>> regions;
   std::map<std::string, Stat> stats;
 };
@@ -30,19 +37,21 @@ State& state() {
   return s;
 }
 
-void begin(const char* name, const std::uint32_t, std::uint64_t* id) {
-  auto& s = state();
-  *id = s.open.size();
-  s.open.emplace_back(name, Clock::now());
+void begin(const char* name, const std::uint64_t id) {
+  state().open.push_back({id, name, Clock::now()});
 }
 
 void end(const std::uint64_t id) {
   auto& s = state();
   const auto t = Clock::now();
-  auto& st = s.stats[s.open[id].first];
-  st.seconds += std::chrono::duration<double>(t - s.open[id].second).count();
-  ++st.calls;
-  if (id + 1 == s.open.size()) s.open.pop_back();
+  for (auto o = s.open.rbegin(); o != s.open.rend(); ++o) {
+    if (o->id != id) continue;
+    auto& st = s.stats[o->name];
+    st.seconds += std::chrono::duration<double>(t - o->start).count();
+    ++st.calls;
+    s.open.erase(std::next(o).base());
+    return;
+  }
 }
 
 void push(const char* name) { state().regions.emplace_back(name, Clock::now()); }
@@ -63,13 +72,8 @@ void enable() {
   auto& s = state();
   if (s.on) return;
   s.on = true;
-  namespace kt = Kokkos::Tools::Experimental;
-  kt::set_begin_parallel_for_callback(begin);
-  kt::set_end_parallel_for_callback(end);
-  kt::set_begin_parallel_reduce_callback(begin);
-  kt::set_end_parallel_reduce_callback(end);
-  kt::set_push_region_callback(push);
-  kt::set_pop_region_callback(pop);
+  hooks::add_kernel_listener({begin, end});
+  hooks::add_region_listener({push, pop});
 }
 
 bool enabled() { return state().on; }

@@ -5,10 +5,26 @@
 #include <Kokkos_Core.hpp>
 #include <cstdint>
 
+#if defined(FSDP_SPACE_CHECK)
+#include "core/space_check.hpp"
+#endif
+
 namespace fsdp {
 
 using ExecSpace = Kokkos::DefaultExecutionSpace;
+#if defined(FSDP_SPACE_CHECK)
+// The space-check build (core/space_check.hpp): on a CPU, "device" memory is a space of its
+// own that host code cannot see. Host and device views do not convert into each other, mirrors
+// are real copies, and any element access outside a kernel ends the program.
+struct CheckedDeviceName {
+  static constexpr const char* get_name() { return "FsdpCheckedDevice"; }
+};
+using DeviceSpace = Kokkos::Experimental::LogicalMemorySpace<
+    Kokkos::HostSpace, ExecSpace, CheckedDeviceName,
+    Kokkos::Experimental::LogicalSpaceSharesAccess::no_shared_access>;
+#else
 using DeviceSpace = ExecSpace::memory_space;
+#endif
 using HostSpace = Kokkos::HostSpace;
 using HostExecSpace = Kokkos::DefaultHostExecutionSpace;
 using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
@@ -47,3 +63,42 @@ inline ConstMat as_cmat(const float* p, std::size_t rows, std::size_t cols) {
 }
 
 }  // namespace fsdp
+
+#if defined(FSDP_SPACE_CHECK)
+// Kokkos 3 checks every View element access against the space the code runs in; host code
+// "runs in" HostSpace, kernels too on a CPU. This specialisation tells the two apart: inside a
+// kernel (a parallel dispatch, or a vendor call marked as one) the access is the device's own.
+template <>
+struct Kokkos::Impl::verify_space<Kokkos::HostSpace, fsdp::DeviceSpace, false> {
+  static void check() { fsdp::space_check::on_element_access(); }
+};
+
+namespace Kokkos::Impl {
+// Kokkos 3.4's copies for logical spaces take a non-const source and so cannot copy from a
+// View of const; these take the bytes as any host copy does (the space is host memory).
+template <class Dst, class Src, class Exec>
+struct FsdpCheckedCopy {
+  FsdpCheckedCopy(void* dst, const void* src, size_t n) {
+    DeepCopy<HostSpace, HostSpace, Exec>(dst, src, n);
+  }
+  FsdpCheckedCopy(const Exec& exec, void* dst, const void* src, size_t n) {
+    DeepCopy<HostSpace, HostSpace, Exec>(exec, dst, src, n);
+  }
+};
+template <class Exec>
+struct DeepCopy<fsdp::DeviceSpace, HostSpace, Exec>
+    : FsdpCheckedCopy<fsdp::DeviceSpace, HostSpace, Exec> {
+  using FsdpCheckedCopy<fsdp::DeviceSpace, HostSpace, Exec>::FsdpCheckedCopy;
+};
+template <class Exec>
+struct DeepCopy<HostSpace, fsdp::DeviceSpace, Exec>
+    : FsdpCheckedCopy<HostSpace, fsdp::DeviceSpace, Exec> {
+  using FsdpCheckedCopy<HostSpace, fsdp::DeviceSpace, Exec>::FsdpCheckedCopy;
+};
+template <class Exec>
+struct DeepCopy<fsdp::DeviceSpace, fsdp::DeviceSpace, Exec>
+    : FsdpCheckedCopy<fsdp::DeviceSpace, fsdp::DeviceSpace, Exec> {
+  using FsdpCheckedCopy<fsdp::DeviceSpace, fsdp::DeviceSpace, Exec>::FsdpCheckedCopy;
+};
+}  // namespace Kokkos::Impl
+#endif

@@ -24,10 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 bool is_run_id(const std::string& s) {
   return s.size() == 16 &&
          std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit((unsigned char)c); });

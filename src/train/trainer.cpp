@@ -160,6 +160,7 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
     c->set_check_collectives(cfg_.debug.check_collectives);
   if (!opts_.trace_path.empty() || opts_.trace_in_memory) trace_.enable(opts_.trace_path, rank_);
   engine_ = std::make_unique<Engine>(cfg_, groups_, tracker_, trace_);
+  faults::touch_device_on_host(engine_->param_shard(0).data());
   // A training run may be asked for a checkpoint at any step (a preemption signal), so its
   // directory is made, checked and locked now whatever checkpoint.every is.
   checkpointer_ = std::make_unique<Checkpointer>(

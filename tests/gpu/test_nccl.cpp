@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/kokkos_session.hpp"
 #include "comm/cuda/cuda_resources.hpp"
 #include "comm/cuda/device_select.hpp"
 #include "comm/cuda/nccl_communicator.hpp"
@@ -245,7 +246,7 @@ int main(int argc, char** argv) {
   std::printf("rank %d on %s: GPU %d\n", rank, host_name().c_str(), device);
   int failed = 0;
   {
-    Kokkos::ScopeGuard kokkos(argc, argv);
+    fsdp::KokkosSession kokkos(argc, argv);
     Catch::Session session;
     int rc = session.applyCommandLine(argc, argv);
     if (rc == 0) rc = session.run();

@@ -7,6 +7,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "core/kokkos_session.hpp"
 #include "core/blas_setup.hpp"
 
 int main(int argc, char** argv) {
@@ -14,7 +15,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int failed = 0;
   {
-    Kokkos::ScopeGuard kokkos(argc, argv);
+    fsdp::KokkosSession kokkos(argc, argv);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     Catch::Session session;

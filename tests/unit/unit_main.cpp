@@ -5,10 +5,11 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "core/kokkos_session.hpp"
 #include "core/blas_setup.hpp"
 
 int main(int argc, char** argv) {
   fsdp::select_blas_kernel(argv);
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  fsdp::KokkosSession kokkos(argc, argv);
   return Catch::Session().run(argc, argv);
 }
