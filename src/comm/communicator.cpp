@@ -161,7 +161,7 @@ Handle Communicator::gather(ConstVec send, Vec recv, bool blocking, const char* 
     fatal("comm::all_gather on '" + name_ + "': send overlaps recv but is not its own block");
   const std::uint64_t seq = enter("all_gather", dtype, elems);
   Watch watch([&] { return watch_label("all_gather", elems); }, board_, seq);
-  Kokkos::fence();
+  order_after_compute();
   const auto t0 = Clock::now();
   auto pending = start_all_gather(send, recv, blocking);
   const std::size_t bytes = recv.extent(0) * sizeof(float);
@@ -194,7 +194,7 @@ Handle Communicator::scatter_checked(const void* send, std::size_t send_count,
     fatal("comm::reduce_scatter on '" + name_ + "': send and recv overlap");
   const std::uint64_t seq = enter("reduce_scatter", dtype, send_count);
   Watch watch([&] { return watch_label("reduce_scatter", send_count); }, board_, seq);
-  Kokkos::fence();
+  order_after_compute();
   const auto t0 = Clock::now();
   auto pending = start();
   const std::size_t bytes = send_count * elem_bytes;
@@ -216,19 +216,21 @@ std::unique_ptr<detail::Pending> Communicator::start_reduce_scatter_bf16(ConstBf
                                                                          bool) {
   FlatView wide("comm::reduce_scatter_bf16_widened", send.extent(0));
   widen_bf16(send, Vec(wide.data(), wide.extent(0)));
-  Kokkos::fence();
+  order_after_compute();
   return start_reduce_scatter(ConstVec(wide.data(), wide.extent(0)), recv, op, true);
 }
 
 Handle Communicator::reduce(Vec buf, ReduceOp op, bool blocking) {
   const std::uint64_t seq = enter("all_reduce", "float", buf.extent(0));
   Watch watch([&] { return watch_label("all_reduce", buf.extent(0)); }, board_, seq);
-  Kokkos::fence();
+  order_after_compute();
   const auto t0 = Clock::now();
   auto pending = start_all_reduce(buf, op, blocking);
   const std::size_t bytes = buf.extent(0) * sizeof(float);
   return issued("all_reduce", bytes, bus_bytes(bytes, size_, 2.0), t0, std::move(pending));
 }
+
+void Communicator::order_after_compute() { ExecSpace().fence(); }
 
 void Communicator::all_gather(ConstVec send, Vec recv) { gather(send, recv, true).wait(); }
 void Communicator::reduce_scatter(ConstVec send, Vec recv, ReduceOp op) {
@@ -261,7 +263,7 @@ void Communicator::broadcast(Vec buf, int root) {
           " is not a rank of a communicator of size " + std::to_string(size_));
   const std::uint64_t seq = enter("broadcast", "float", buf.extent(0));
   Watch watch([&] { return watch_label("broadcast", buf.extent(0)); }, board_, seq);
-  Kokkos::fence();
+  order_after_compute();
   const auto t0 = Clock::now();
   do_broadcast(buf, root);
   const std::size_t bytes = buf.extent(0) * sizeof(float);

@@ -152,6 +152,11 @@ class Communicator {
   // recv (size() * bytes) gets every rank's `bytes` in rank order: the base of the scalar helpers.
   virtual void all_gather_bytes(const void* send, void* recv, std::size_t bytes) = 0;
 
+  // Called before a collective reads what the compute wrote: host backends wait for the compute
+  // instance (not the whole device); device backends order their comm stream after the compute
+  // stream with an event instead, and override this to do nothing.
+  virtual void order_after_compute();
+
   // Set by backends that can publish arrivals (one-node MPI); the watchdog reads it.
   const ArrivalBoard* board_ = nullptr;
   // Counts the collective, publishes the arrival and compares fingerprints when asked to.

@@ -68,7 +68,6 @@ void Engine::tree_reduce_grads(int global_micro) {
     // Everyone's local subtree sum, then the upper tree levels on the range this rank keeps.
     TrackedBuffer all(tracker_, su.layout->name + "::tree_gather", std::int64_t(D) * su.padded,
                       MemCategory::CommBuffers);
-    Kokkos::fence();
     world.all_gather(su.grad_full.cvec(), all.vec());
     const std::int64_t begin = strategy == Strategy::DDP ? 0 : su.shard_begin;
     const std::int64_t n = strategy == Strategy::DDP ? su.padded : su.shard;
@@ -83,7 +82,7 @@ void Engine::tree_reduce_grads(int global_micro) {
     divide_into(dst, src, inv_scale);
     if (shards_grads(strategy)) su.grad_full.reset();
   }
-  Kokkos::fence();
+  ExecSpace().fence();
 }
 
 double Engine::deterministic_norm2() {

@@ -47,7 +47,6 @@ void GatherPipeline::issue(int u) {
   // bf16: the cast of this rank's shard goes straight into its block, gathered in place.
   const Bf16Vec own(su.gathered.bf16().data() + su.shard_begin, bf16 ? su.shard : 0);
   if (bf16) cast_to_bf16(su.params.cvec(), own);
-  Kokkos::fence();  // the shard must be final before the collective reads it
   // A CPU transport may move the data inside the issue call (and wait there for late peers):
   // that time is communication the compute did not overlap.
   const double t0 = now_s();

@@ -49,7 +49,7 @@ ReducePipeline::Pending ReducePipeline::cast_for_send(int u) {
     pr.send = TrackedBuffer(tracker_, su.layout->name + "::reduce_send_bf16", su.padded,
                             MemCategory::CommBuffers, MemSpace::Device, Dtype::BF16, Fill::None);
     cast_to_bf16(su.grad_full.cvec(), pr.send.bf16());
-    Kokkos::fence();
+    ExecSpace().fence();
     // Sharded gradients need only the cast from here on.
     if (shards_grads(state_.strategy())) su.grad_full.reset();
   }
@@ -58,7 +58,6 @@ ReducePipeline::Pending ReducePipeline::cast_for_send(int u) {
 
 void ReducePipeline::all_reduce(int u) {
   ShardedUnit& su = units_[std::size_t(u)];
-  Kokkos::fence();  // the gradients must be final before the collective reads them
   const double t0 = now_s();  // time blocked inside the issue is exposed communication
   FSDP_COMM_SITE("reduce " + su.layout->name);
   Pending pr = cast_for_send(u);
@@ -79,7 +78,6 @@ void ReducePipeline::all_reduce(int u) {
 
 void ReducePipeline::reduce_scatter(int u) {
   ShardedUnit& su = units_[std::size_t(u)];
-  Kokkos::fence();
   const double t0 = now_s();
   FSDP_COMM_SITE("reduce " + su.layout->name);
   Pending pr = cast_for_send(u);
@@ -159,7 +157,6 @@ void ReducePipeline::finish_bf16_all_reduce(comm::Communicator& c, TrackedBuffer
   const std::int64_t n = block.size();
   const Bf16Vec own(send.bf16().data() + std::int64_t(c.rank()) * n, n);
   cast_to_bf16(block.cvec(), own);
-  Kokkos::fence();
   c.all_gather(ConstBf16Vec(own.data(), n), send.bf16());
   widen_bf16(send.cbf16(), out);
 }
@@ -170,7 +167,6 @@ void ReducePipeline::all_reduce_bf16(comm::Communicator& c, Vec buf) {
                      MemSpace::Device, Dtype::BF16);
   TrackedBuffer block(tracker_, "replicate_reduce_block", n / c.size(), MemCategory::CommBuffers);
   cast_to_bf16(ConstVec(buf.data(), n), send.bf16());
-  Kokkos::fence();
   c.reduce_scatter(send.cbf16(), block.vec(), comm::ReduceOp::Avg);
   times_.reduce_bytes += double(n) * 2.0;
   finish_bf16_all_reduce(c, send, block, buf);

@@ -89,7 +89,6 @@ std::vector<float> ShardedState::full_params(int u) {
   std::vector<float> out(su.padded);
   if (shards_params(setup_.strategy)) {
     FlatView full("sharded_state::full_params", su.padded);
-    Kokkos::fence();
     shard_.all_gather(su.params.cvec(), Vec(full.data(), su.padded));
     Kokkos::deep_copy(HostVec(out.data(), su.padded), full);
   } else {
@@ -110,7 +109,6 @@ void ShardedState::sync_full_params() {
                          MemCategory::CommBuffers, MemSpace::Device, Dtype::BF16);
       const Bf16Vec own(full.bf16().data() + su.shard_begin, su.shard);
       cast_to_bf16(param_shard(u), own);
-      Kokkos::fence();
       shard_.all_gather(ConstBf16Vec(own.data(), su.shard), full.bf16());
       const std::int64_t end = su.shard_begin + su.shard;
       widen_bf16(ConstBf16Vec(full.bf16().data(), su.shard_begin),
@@ -122,7 +120,6 @@ void ShardedState::sync_full_params() {
     TrackedBuffer tmp(tracker_, su.layout->name + "::param_gather_send", su.shard,
                       MemCategory::CommBuffers);
     Kokkos::deep_copy(tmp.vec(), param_shard(u));
-    Kokkos::fence();
     shard_.all_gather(tmp.cvec(), su.params.vec());
   }
 }

@@ -30,7 +30,7 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     const double t0 = now_s();
     if (s.head) loss = m.head_forward(p);
     else m.forward_unit(s.unit, p);
-    Kokkos::fence();
+    ExecSpace().fence();
     trace_compute("forward ", s.unit, t0);
     gather_->release(i, keep_fwd);
   }
@@ -42,7 +42,7 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     const double t0 = now_s();
     if (s.head) m.head_backward(p, grads, dloss);
     else m.backward_unit(s.unit, p, grads);
-    Kokkos::fence();
+    ExecSpace().fence();
     trace_compute("backward ", s.unit, t0);
     gather_->release(i);
     if (s.head || !reduce_last) continue;  // the head is not wte's last use in backward
@@ -123,7 +123,6 @@ double Engine::optimizer_step(int step, StepResult& r) {
   const OptimizerResult o = optimizer_->step(step, norm2, r.loss, zero_grad, [&](int u) {
     grad_zeroed_[std::size_t(u)] = zero_grad;
     if (std::find(carried.begin(), carried.end(), u) != carried.end()) {
-      Kokkos::fence();
       gather_->all_gather_next_step(u);
     }
   });
@@ -133,7 +132,7 @@ double Engine::optimizer_step(int step, StepResult& r) {
   r.nonfinite_unit = o.nonfinite_unit;
   if (o.skipped) return now_s() - t0;
   state_->sync_full_params();
-  Kokkos::fence();
+  ExecSpace().fence();
   return now_s() - t0;
 }
 

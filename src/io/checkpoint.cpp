@@ -227,7 +227,7 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
   FatalContext fatal_context("writing checkpoint " + tmp, exit_code::kCheckpointWrite);
   MPI_Comm comm = comm_.get();
   const std::vector<UnitShard> shards = state.unit_shards();
-  Kokkos::fence();  // the shards are final before they are read on the host
+  ExecSpace().fence();  // the shards are final before they are read on the host
   const ShardMap map = shard_map(comm, shards, state.writes_shard());
   const bool writer = map.writer[std::size_t(rank_)];
   const int pos = map.pos[std::size_t(rank_)];

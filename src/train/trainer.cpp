@@ -69,10 +69,10 @@ double measure_gemm_flops() {
   kernels::gemm("N", "N", 1.f, A, B, 0.f, C);  // warm-up
   double best = 1e30;
   for (int rep = 0; rep < 5; ++rep) {
-    Kokkos::fence();
+    ExecSpace().fence();
     const double t0 = now_s();
     kernels::gemm("N", "N", 1.f, A, B, 0.f, C);
-    Kokkos::fence();
+    ExecSpace().fence();
     best = std::min(best, now_s() - t0);
   }
   return 2.0 * n * n * n / best;

@@ -42,6 +42,8 @@ class DeviceCommunicator : public Communicator {
   // Every collective starts with this: the comm stream waits for the compute stream's work so
   // far (an event recorded on compute, cudaStreamWaitEvent on comm).
   void comm_after_compute();
+  // So the base class does not fence the host: comm_after_compute() orders every collective.
+  void order_after_compute() override {}
   // Records the completion of everything enqueued on the comm stream so far.
   std::shared_ptr<cuda::Event> record_done();
   // What a collective returns once its device work is enqueued: nullptr after waiting when
