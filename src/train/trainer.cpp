@@ -12,6 +12,7 @@
 #include "comm/safety.hpp"
 #include "comm/training_groups.hpp"
 #include "core/check.hpp"
+#include "core/device_info.hpp"
 #include "core/faults.hpp"
 #include "core/kernel_profile.hpp"
 #include "core/exit_codes.hpp"
@@ -187,7 +188,20 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   targets_.resize(inputs_.size());
   const double P = double(gpt2_num_params(cfg_.model));
   flops_per_token_ = 6.0 * P + 12.0 * cfg_.model.n_layer * T * cfg_.model.n_embd;
-  peak_flops_ = t.peak_tflops > 0 ? t.peak_tflops * 1e12 : measure_gemm_flops();
+  // MFU's denominator: the deck's figure, else a known GPU's data-sheet peak for the precision
+  // the GEMMs run in, else a measured GEMM (a CPU, or a GPU not in the table).
+  const DeviceInfo device = this_device();
+  const double sheet = device.gpu ? datasheet_peak_tflops(device.name, cfg_.fsdp.mixed_precision == "bf16") : 0.0;
+  peak_flops_ = t.peak_tflops > 0 ? t.peak_tflops * 1e12
+                : sheet > 0     ? sheet * 1e12
+                                : measure_gemm_flops();
+  if (rank_ == 0 && opts_.log)
+    std::printf("fsdp-train: device %s; MFU against %.3g TFLOP/s (%s)\n", describe(device).c_str(),
+                peak_flops_ / 1e12,
+                t.peak_tflops > 0 ? "train.peak_tflops"
+                : sheet > 0       ? (cfg_.fsdp.mixed_precision == "bf16" ? "data sheet, bf16 dense"
+                                                                         : "data sheet, fp32")
+                                  : "a measured fp32 GEMM");
   // Every rank uses rank 0's peak so MFU does not depend on which rank measured what.
   peak_flops_ = groups_.world->all_reduce_max(rank_ == 0 ? peak_flops_ : 0.0);
 }
@@ -371,6 +385,11 @@ TrainSummary Trainer::run() {
     std::printf("done: %d steps in %.1f s, median %.0f tok/s, peak device memory %s\n  %s\n",
                 cfg_.train.steps - start_step_, now_s() - run_start_s_, sum.tokens_per_s,
                 format_bytes(tracker_.peak_total()).c_str(), tracker_.report().c_str());
+    // The tracker counts buffers in use; the driver also sees the allocator's cache, the CUDA
+    // context and cuBLAS' workspace: both figures, so neither is mistaken for the other.
+    if (const std::int64_t used = device_bytes_in_use(); used >= 0)
+      std::printf("  device memory in use now (cudaMemGetInfo): %s, buffer cache %s\n",
+                  format_bytes(used).c_str(), format_bytes(BufferCache::held_bytes()).c_str());
   }
   if (opts_.profile && rank_ == 0 && profile::enabled())
     std::printf("per-kernel time, steps 2..%d (rank 0):\n%s", cfg_.train.steps,
