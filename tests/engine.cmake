@@ -3,6 +3,13 @@ fsdp_add_mpi_test(test_engine ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_engine.cpp)
 fsdp_add_mpi_test(test_memory ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_memory.cpp)
 fsdp_add_mpi_test(test_memory_features ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_memory_features.cpp)
 fsdp_add_mpi_test(test_deterministic ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_deterministic.cpp)
+target_link_libraries(test_deterministic PRIVATE PkgConfig::XXHASH)
+# Six ranks too (a node of six GPUs; 3 x 2 shard groups), oversubscribed on small machines.
+add_test(NAME test_deterministic_np6
+  COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 6 ${MPIEXEC_PREFLAGS}
+          $<TARGET_FILE:test_deterministic> ${MPIEXEC_POSTFLAGS})
+set_tests_properties(test_deterministic_np6 PROPERTIES TIMEOUT 600 PROCESSORS 2 LABELS mpi
+  ENVIRONMENT "OPENBLAS_NUM_THREADS=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 fsdp_add_mpi_test(test_nonfinite ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_nonfinite.cpp)
 fsdp_add_mpi_test(test_mixed_precision ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_mixed_precision.cpp)
 target_compile_definitions(test_mixed_precision PRIVATE FSDP_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

@@ -232,6 +232,34 @@ Handle Communicator::reduce(Vec buf, ReduceOp op, bool blocking) {
 
 void Communicator::order_after_compute() { ExecSpace().fence(); }
 
+void Communicator::all_to_all(ConstVec send, Vec recv) {
+  const std::size_t n = send.extent(0);
+  if (recv.extent(0) != n || n % std::size_t(size_) != 0)
+    fatal("comm::all_to_all on '" + name_ + "': send (" + std::to_string(n) + ") and recv (" +
+          std::to_string(recv.extent(0)) + ") must be equal multiples of the group size " +
+          std::to_string(size_));
+  if (n > 0 && overlap(send.data(), n, recv.data(), n))
+    fatal("comm::all_to_all on '" + name_ + "': send and recv overlap");
+  const std::uint64_t seq = enter("all_to_all", "float", n);
+  Watch watch([&] { return watch_label("all_to_all", n); }, board_, seq);
+  order_after_compute();
+  const auto t0 = Clock::now();
+  do_all_to_all(send, recv);
+  const std::size_t bytes = n * sizeof(float);
+  issued("all_to_all", bytes, bus_bytes(bytes, size_, 1.0), t0, nullptr).wait();
+}
+
+void Communicator::do_all_to_all(ConstVec send, Vec recv) {
+  const std::size_t c = send.extent(0) / std::size_t(size_);
+  FlatView whole("comm::all_to_all_block", send.extent(0));
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) Kokkos::deep_copy(whole, send);
+    do_broadcast(Vec(whole.data(), whole.extent(0)), p);
+    Kokkos::deep_copy(Vec(recv.data() + std::size_t(p) * c, c),
+                      ConstVec(whole.data() + std::size_t(rank_) * c, c));
+  }
+}
+
 void Communicator::all_gather(ConstVec send, Vec recv) { gather(send, recv, true).wait(); }
 void Communicator::reduce_scatter(ConstVec send, Vec recv, ReduceOp op) {
   scatter(send, recv, op, true).wait();

@@ -110,6 +110,9 @@ class Communicator {
   void reduce_scatter(ConstVec send, Vec recv, ReduceOp op);
   void all_reduce(Vec buf, ReduceOp op);
   void broadcast(Vec buf, int root);
+  // send.extent(0) == recv.extent(0) == size() * c: block q of send goes to rank q, and rank
+  // p's block for this rank lands at p * c. Moves bits, adds nothing (deterministic mode).
+  void all_to_all(ConstVec send, Vec recv);
   virtual void barrier() = 0;
 
   Handle iall_gather(ConstVec send, Vec recv);
@@ -149,6 +152,9 @@ class Communicator {
   virtual std::unique_ptr<detail::Pending> start_reduce_scatter_bf16(ConstBf16Vec send, Vec recv,
                                                                      ReduceOp op, bool blocking);
   virtual void do_broadcast(Vec buf, int root) = 0;
+  // The default is size() broadcasts of each rank's whole send buffer (any backend can do it,
+  // at size() times the bytes); host MPI overrides it with MPI_Alltoall.
+  virtual void do_all_to_all(ConstVec send, Vec recv);
   // recv (size() * bytes) gets every rank's `bytes` in rank order: the base of the scalar helpers.
   virtual void all_gather_bytes(const void* send, void* recv, std::size_t bytes) = 0;
 

@@ -119,6 +119,12 @@ void MpiCommunicator::do_broadcast(Vec buf, int root) {
                            root, comm_.get()));
 }
 
+void MpiCommunicator::do_all_to_all(ConstVec send, Vec recv) {
+  const int c = mpi::checked_count(send.extent(0) / std::size_t(size()), "all_to_all");
+  FSDP_MPI_CHECK(
+      MPI_Alltoall(send.data(), c, MPI_FLOAT, recv.data(), c, MPI_FLOAT, comm_.get()));
+}
+
 void MpiCommunicator::all_gather_bytes(const void* send, void* recv, std::size_t bytes) {
   const int b = mpi::checked_count(bytes, "all_reduce (scalars)");
   FSDP_MPI_CHECK(MPI_Allgather(send, b, MPI_BYTE, recv, b, MPI_BYTE, comm_.get()));

@@ -52,6 +52,7 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<detail::Pending> start_reduce_scatter_bf16(ConstBf16Vec send, Vec recv,
                                                              ReduceOp op, bool blocking) override;
   void do_broadcast(Vec buf, int root) override;
+  void do_all_to_all(ConstVec send, Vec recv) override;
   void all_gather_bytes(const void* send, void* recv, std::size_t bytes) override;
 
  private:

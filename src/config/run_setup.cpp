@@ -2,6 +2,7 @@
 #include "config/run_setup.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 namespace fsdp {
 
@@ -74,7 +75,10 @@ int RunSetup::micro_batches() const {
 }
 
 std::int64_t RunSetup::padding_quantum() const {
-  std::int64_t q = std::int64_t(shard_group()) * (deterministic ? kNormBlock : 1);
+  // Deterministic mode: whole norm blocks per shard, and a unit that splits into one slice per
+  // rank for the exchange (fsdp/deterministic.cpp).
+  std::int64_t q = shard_group();
+  if (deterministic) q = std::lcm(q * kNormBlock, std::int64_t(std::max(1, ranks)));
   if (precision == Precision::BF16 || reduce_bf16) q *= 2;
   if (reduce_bf16) q *= replicate_group();
   return q;
@@ -97,6 +101,14 @@ void RunSetup::validate() const {
   if (ranks % nodes != 0)
     fail(std::to_string(ranks) + " ranks do not divide over " + std::to_string(nodes) + " nodes");
   const std::int64_t B = global_batch();
+  // Deterministic mode's order is a tree over the step's micro-batches, so it is named in
+  // their terms: each rank must hold a whole, equal run of them.
+  if (deterministic && micro_batch >= 1 && B % micro_batch == 0 &&
+      (B / micro_batch) % ranks != 0)
+    fail("train.deterministic = true needs the number of ranks (" + std::to_string(ranks) +
+         ") to divide the step's micro-batch count G = train.batch_size / "
+         "train.micro_batch_size = " + std::to_string(B / micro_batch) +
+         "; use a rank count that divides " + std::to_string(B / micro_batch));
   if (B < ranks)
     fail("train.batch_size = " + std::to_string(B) +
          " is fewer sequences per step than ranks (" + std::to_string(ranks) +
@@ -109,19 +121,6 @@ void RunSetup::validate() const {
     fail("train.micro_batch_size = " + std::to_string(micro_batch) +
          " does not divide the per-rank batch (" + std::to_string(B / ranks) +
          " = train.batch_size / " + std::to_string(ranks) + " ranks)");
-  if (deterministic) {
-    if (strategy == Strategy::Hybrid)
-      fail("train.deterministic = true supports ddp, zero1, zero2 and zero3, not hybrid (its "
-           "two-level reduction has no rank-count independent order)");
-    if ((ranks & (ranks - 1)) != 0)
-      fail("train.deterministic = true needs a power-of-two number of ranks (got " +
-           std::to_string(ranks) +
-           "): only then is each rank's share of the micro-batches a subtree of the canonical "
-           "summation tree");
-    if (precision != Precision::FP32 || reduce_bf16)
-      fail("train.deterministic = true needs fsdp.mixed_precision = fp32 and "
-           "fsdp.reduce_dtype = fp32 (bf16 rounding depends on how sums are split)");
-  }
   if (offload == Offload::Params && strategy != Strategy::Zero3 && strategy != Strategy::Hybrid)
     fail("fsdp.offload = params needs fsdp.strategy = zero3 or hybrid (" +
          std::string(strategy_name(strategy)) +

@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: MIT
-// Deterministic mode: per-step losses, gradient norms and parameters bitwise identical on 1 or
-// any power-of-two number of ranks (that divides the step's micro-batch count M).
-//  - Each micro-batch's gradient is computed into zeroed buffers (dloss = 1, no 1/M scaling yet),
-//    so it is the same computation wherever it runs.
-//  - The M gradients are summed along one canonical tree: sum(lo, hi) = sum(lo, mid) +
-//    sum(mid, hi), mid = lo + (hi - lo) / 2. Rank r holds micro-batches [r M/N, (r+1) M/N), a
-//    subtree, and sums it locally; the ranks' partial sums are combined along the tree's upper
-//    levels (pairwise, lower rank on the left), then divided by M.
+// Deterministic mode: per-step losses, gradient norms and parameters bitwise identical on any
+// number of ranks N that divides the step's micro-batch count G, for every strategy, fp32 or
+// bf16, on any transport.
+//  - Each micro-batch's gradient is computed into zeroed buffers (dloss = 1, no 1/G scaling yet),
+//    so it is the same computation wherever it runs; with fsdp.reduce_dtype = bf16 it is rounded
+//    to bf16 there (elementwise: the same bits wherever it runs).
+//  - The G gradients are summed along the canonical tree (canonical_tree.hpp). Rank r holds
+//    micro-batches [r G/N, (r+1) G/N) and sums the canonical nodes that cover them, each in tree
+//    order. The nodes' sums are exchanged with all-to-alls, which move bits and add nothing:
+//    rank w receives its 1/N slice of every node of every rank, combines them in tree order,
+//    divides by G, and the ranks that share a shard all-gather their slices of it.
 //  - The gradient norm is a fixed-order sum of partial sums over 1024-element blocks of each
-//    unit's flat gradient; units are padded to whole blocks per shard so no block straddles ranks.
-//  - The step loss is the same tree over the M micro-batch losses.
-// The price: log2(M/N)+1 sets of full gradients and an all-gather of full gradients per unit.
+//    unit's flat gradient; units are padded to whole blocks per slice so no block straddles ranks.
+//  - The step loss is the same tree over the G micro-batch losses.
+// The price, per unit: max_cover(G, N) all-to-alls of the unit's gradient (against one
+// reduce-scatter), and max_cover + log2(G/N) + 1 gradient sets at the peak (README).
 #include <cmath>
 
+#include "core/bf16.hpp"
+#include "fsdp/canonical_tree.hpp"
 #include "fsdp/engine.hpp"
 
 namespace fsdp {
@@ -47,6 +53,10 @@ Engine::GradSet Engine::tree_accumulate(int lo, int hi, const LoadMicroBatch& lo
       su.grad_full = TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded,
                                    MemCategory::Grads);
     losses.push_back(micro_batch(lo, load, 1.f, /*reduce_last=*/false));
+    // reduce_dtype = bf16: what a micro-batch contributes is bf16, rounded here where it is the
+    // same computation on any N; a partial sum rounded to bf16 would round where N says.
+    if (setup_.reduce_bf16)
+      for (auto& su : units) round_through_bf16(su.grad_full.cvec(), su.grad_full.vec());
     GradSet leaf;
     for (auto& su : units) leaf.push_back(std::move(su.grad_full));
     return leaf;
@@ -58,29 +68,88 @@ Engine::GradSet Engine::tree_accumulate(int lo, int hi, const LoadMicroBatch& lo
   return left;
 }
 
-void Engine::tree_reduce_grads(int global_micro) {
+void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
+                               std::vector<double>& losses) {
   comm::Communicator& world = *groups_.world;
-  const int D = world.size();
-  const float inv_scale = float(global_micro);
-  const Strategy strategy = setup_.strategy;
-  for (int u = 0; u < int(state_->units().size()); ++u) {
-    ShardedUnit& su = state_->units()[std::size_t(u)];
-    // Everyone's local subtree sum, then the upper tree levels on the range this rank keeps.
-    TrackedBuffer all(tracker_, su.layout->name + "::tree_gather", std::int64_t(D) * su.padded,
-                      MemCategory::CommBuffers);
-    world.all_gather(su.grad_full.cvec(), all.vec());
-    const std::int64_t begin = strategy == Strategy::DDP ? 0 : su.shard_begin;
-    const std::int64_t n = strategy == Strategy::DDP ? su.padded : su.shard;
-    float* base = all.data();
-    const std::int64_t stride = su.padded;
-    for (int width = 1; width < D; width *= 2)
-      for (int r = 0; r + width < D; r += 2 * width)
-        add_into(Vec(base + std::int64_t(r) * stride + begin, n),
-                 ConstVec(base + std::int64_t(r + width) * stride + begin, n));
-    const Vec dst = state_->grad_shard(u);
-    const ConstVec src(base + begin, n);
-    divide_into(dst, src, inv_scale);
-    if (shards_grads(strategy)) su.grad_full.reset();
+  comm::Communicator& rep = state_->replicate_comm();
+  std::vector<ShardedUnit>& units = state_->units();
+  const int N = world.size(), w = world.rank();
+  const int G = n_micro * N, first = w * n_micro;
+  const int S = state_->shard_group_size(), R = N / S;
+  // Rank q keeps slice (q % S) * R + q / S of every unit: the R slices of its shard position are
+  // then held by its replicate group in replicate-rank order, so one all-gather there assembles
+  // the shard (ddp: S = 1, the world; zero1/2/3: R = 1, the slice is the shard).
+  const auto kept_slice = [&](int q) { return std::int64_t((q % S) * R + q / S); };
+
+  std::vector<std::vector<TreeNode>> covers;
+  for (int p = 0; p < N; ++p) covers.push_back(canonical_cover(G, p * n_micro, (p + 1) * n_micro));
+  const int rounds = max_cover(G, N);
+  // got[u][k]: this rank's slice of node k of every rank, rank p's at p * slice.
+  std::vector<std::vector<TrackedBuffer>> got(units.size());
+  // Every micro-batch first, then the exchange: a micro-batch's forward and backward hold
+  // collectives of their own (the gathers), which must line up across ranks whose nodes differ.
+  std::vector<GradSet> nodes;
+  for (const TreeNode& t : covers[std::size_t(w)])
+    nodes.push_back(tree_accumulate(t.lo - first, t.hi - first, load, losses));
+  GradSet none;
+  for (int k = 0; k < rounds; ++k) {
+    const bool real = k < int(nodes.size());
+    GradSet& node = real ? nodes[std::size_t(k)] : none;
+    for (std::size_t u = 0; u < units.size(); ++u) {
+      ShardedUnit& su = units[u];
+      const std::int64_t slice = su.padded / N;
+      // Block q of what this rank sends is the slice rank q keeps.
+      TrackedBuffer send(tracker_, su.layout->name + "::tree_send", su.padded,
+                         MemCategory::CommBuffers, MemSpace::Device, Dtype::F32,
+                         real ? Fill::None : Fill::Zero);  // a round this rank has no node for
+      if (real) {
+        for (int q = 0; q < N; ++q)
+          Kokkos::deep_copy(send.vec(std::int64_t(q) * slice, slice),
+                            node[u].vec(kept_slice(q) * slice, slice));
+        node[u].reset();
+      }
+      got[u].emplace_back(tracker_, su.layout->name + "::tree_recv", su.padded,
+                          MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
+      FSDP_COMM_SITE("deterministic all_to_all " + su.layout->name);
+      world.all_to_all(send.cvec(), got[u].back().vec());
+    }
+  }
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    ShardedUnit& su = units[u];
+    const std::int64_t slice = su.padded / N;
+    // Node values live at their owner's block of the round's buffer: view them there.
+    std::vector<Vec> views;
+    const auto block = [&](int lo, int hi) -> Vec* {
+      for (int p = 0; p < N; ++p) {
+        const auto& c = covers[std::size_t(p)];
+        for (std::size_t k = 0; k < c.size(); ++k)
+          if (c[k] == TreeNode{lo, hi}) {
+            views.push_back(got[u][k].vec(std::int64_t(p) * slice, slice));
+            return &views.back();
+          }
+      }
+      return nullptr;
+    };
+    views.reserve(std::size_t(N) * std::size_t(rounds));
+    const Vec* sum = tree_combine<Vec>(0, G, block, [](Vec* x, Vec* y) {
+      add_into(*x, *y);
+      return x;
+    });
+    if (!shards_grads(setup_.strategy) && !su.grad_full.allocated())
+      su.grad_full = TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded,
+                                   MemCategory::Grads);
+    const Vec dst = state_->grad_shard(int(u));
+    if (R == 1) {
+      divide_into(dst, *sum, float(G));
+    } else {
+      TrackedBuffer mine(tracker_, su.layout->name + "::tree_slice", slice,
+                         MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
+      divide_into(mine.vec(), *sum, float(G));
+      FSDP_COMM_SITE("deterministic all_gather " + su.layout->name);
+      rep.all_gather(mine.cvec(), dst);
+    }
+    got[u].clear();
+    if (shards_grads(setup_.strategy)) su.grad_full.reset();
   }
   ExecSpace().fence();
 }

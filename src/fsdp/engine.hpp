@@ -81,7 +81,9 @@ class Engine {
   // deterministic.cpp (train.deterministic)
   using GradSet = std::vector<TrackedBuffer>;
   GradSet tree_accumulate(int lo, int hi, const LoadMicroBatch& load, std::vector<double>& losses);
-  void tree_reduce_grads(int global_micro);
+  // This rank's micro-batches summed over their canonical nodes, exchanged, combined: every
+  // rank's gradient shard holds the step's mean gradient, the same bits on any N.
+  void tree_reduce_grads(int n_micro, const LoadMicroBatch& load, std::vector<double>& losses);
   double deterministic_norm2();
   double deterministic_loss(const std::vector<double>& local, int n_micro);
 

@@ -91,9 +91,7 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
   zero_grads();
   if (setup_.deterministic) {
     std::vector<double> losses;
-    GradSet sum = tree_accumulate(0, n_micro, load, losses);
-    for (std::size_t u = 0; u < sum.size(); ++u) state_->units()[u].grad_full = std::move(sum[u]);
-    tree_reduce_grads(n_micro * groups_.world->size());
+    tree_reduce_grads(n_micro, load, losses);
     r.loss = deterministic_loss(losses, n_micro);
   }
   double loss_sum = 0.0;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "fsdp/canonical_tree.hpp"
 #include "plan/step_replay.hpp"
 
 namespace fsdp::plan {
@@ -92,23 +93,41 @@ MemoryPlan plan_memory(const Setup& s) {
     mp.padded_params += padded;
     mp.largest_unit = std::max(mp.largest_unit, padded);
   }
-  // MemoryTracker::on_alloc / on_free: per (space, category) and per-space totals.
-  std::array<std::array<double, kNumMemCategories>, 2> cur{}, peak{};
-  std::array<double, 2> total{}, total_peak{};
-  // Micro-batches after the second repeat the second's allocations, except under deterministic
-  // mode, whose summation tree deepens with their number.
-  for (const StepEvent& e : replay_step(s, s.deterministic ? 0 : 3)) {
-    if (e.kind != StepEvent::Alloc && e.kind != StepEvent::Free) continue;
-    const int sp = int(e.space), c = int(e.cat);
-    const double d = e.kind == StepEvent::Alloc ? e.bytes : -e.bytes;
-    cur[sp][c] += d;
-    total[sp] += d;
-    peak[sp][c] = std::max(peak[sp][c], cur[sp][c]);
-    total_peak[sp] = std::max(total_peak[sp], total[sp]);
+  // MemoryTracker::on_alloc / on_free: per (space, category) and per-space totals. Deterministic
+  // mode's buffers depend on the rank (its share of the summation tree): the plan is the most
+  // any rank needs, per category and in total, over the ranks whose shares differ in shape.
+  std::vector<int> ranks{0};
+  if (s.deterministic) {
+    ranks.clear();
+    const int m = s.micro_batches(), G = m * s.ranks;
+    std::vector<std::vector<int>> shapes;
+    for (int r = 0; r < s.ranks; ++r) {
+      std::vector<int> shape;
+      for (const TreeNode& t : canonical_cover(G, r * m, (r + 1) * m)) shape.push_back(t.hi - t.lo);
+      if (std::find(shapes.begin(), shapes.end(), shape) != shapes.end()) continue;
+      shapes.push_back(shape);
+      ranks.push_back(r);
+    }
   }
-  for (int sp = 0; sp < 2; ++sp) {
-    for (int c = 0; c < kNumMemCategories; ++c) mp.peak[sp][c] = std::int64_t(std::llround(peak[sp][c]));
-    mp.peak_total[sp] = std::int64_t(std::llround(total_peak[sp]));
+  for (int r : ranks) {
+    std::array<std::array<double, kNumMemCategories>, 2> cur{}, peak{};
+    std::array<double, 2> total{}, total_peak{};
+    // Micro-batches after the second repeat the second's allocations, except under
+    // deterministic mode, whose summation tree deepens with their number.
+    for (const StepEvent& e : replay_step(s, s.deterministic ? 0 : 3, r)) {
+      if (e.kind != StepEvent::Alloc && e.kind != StepEvent::Free) continue;
+      const int sp = int(e.space), c = int(e.cat);
+      const double d = e.kind == StepEvent::Alloc ? e.bytes : -e.bytes;
+      cur[sp][c] += d;
+      total[sp] += d;
+      peak[sp][c] = std::max(peak[sp][c], cur[sp][c]);
+      total_peak[sp] = std::max(total_peak[sp], total[sp]);
+    }
+    for (int sp = 0; sp < 2; ++sp) {
+      for (int c = 0; c < kNumMemCategories; ++c)
+        mp.peak[sp][c] = std::max(mp.peak[sp][c], std::int64_t(std::llround(peak[sp][c])));
+      mp.peak_total[sp] = std::max(mp.peak_total[sp], std::int64_t(std::llround(total_peak[sp])));
+    }
   }
   return mp;
 }

@@ -4,6 +4,7 @@
 // replay can be read beside fsdp/step.cpp.
 #include "plan/step_replay.hpp"
 
+#include "fsdp/canonical_tree.hpp"
 #include "fsdp/gather_window.hpp"
 #include "fsdp/schedule.hpp"
 
@@ -25,8 +26,9 @@ std::vector<std::int64_t> padded_units(const Setup& s) {
 
 class Replay {
  public:
-  Replay(const Setup& s, int max_micro)
+  Replay(const Setup& s, int max_micro, int rank)
       : s_(s),
+        rank_(rank),
         n_micro_(max_micro > 0 ? std::min(max_micro, s.micro_batches()) : s.micro_batches()),
         b_(element_bytes(s)),
         strategy_(s.strategy),
@@ -311,7 +313,6 @@ class Replay {
     carry_ = sharded_ && k_ > 0 && s_.prefetch_across_steps;
     if (carry_) carried_ = window_.first_gathers(forward_schedule(int(numel_.size())));
     if (s_.deterministic) {
-      tree_accumulate(0, n_micro_);  // leaves the sum in every unit's full gradients
       tree_reduce_grads();
       // The step loss: every rank's micro-batch losses, one slot each.
       blocking(Coll::AllReduce, Group::World, 8.0 * s_.micro_batches() * s_.ranks, -1);
@@ -350,18 +351,40 @@ class Replay {
       deallocate(C::Grads, kDev, b_.grad * double(padded_[u]), int(u));  // `right`, added into `left`
   }
 
+  // The nodes covering this rank's micro-batches, each summed by tree_accumulate and held; then
+  // one all-to-all per node slot and unit (a send buffer, and the received slices kept); then,
+  // per unit, the combination in place, the persistent gradients again (ddp, zero1) and, with
+  // replicas, the all-gather of the slice over the replicate group.
   void tree_reduce_grads() {
-    for (std::size_t u = 0; u < padded_.size(); ++u) grad_full_[u] = true;  // the sum, moved in
-    for (std::size_t u = 0; u < padded_.size(); ++u) {
-      const double P = b_.grad * double(padded_[u]);
-      const double all = P * s_.ranks;
-      allocate(C::CommBuffers, kDev, all, int(u));
-      blocking(Coll::AllGather, Group::World, all, int(u));
-      if (shards_grads(strategy_)) {
-        deallocate(C::Grads, kDev, P, int(u));
-        grad_full_[u] = false;
+    const int N = s_.ranks, G = n_micro_ * N;
+    const int S = nshard_, R = N / S;
+    const std::vector<TreeNode> mine = canonical_cover(G, rank_ * n_micro_, (rank_ + 1) * n_micro_);
+    for (const TreeNode& t : mine) {
+      tree_accumulate(t.lo, t.hi);
+      for (std::size_t u = 0; u < padded_.size(); ++u) grad_full_[u] = false;  // held as a node
+    }
+    const int rounds = max_cover(G, N);
+    for (int k = 0; k < rounds; ++k)
+      for (std::size_t u = 0; u < padded_.size(); ++u) {
+        const double P = 4.0 * double(padded_[u]);
+        allocate(C::CommBuffers, kDev, P, int(u));  // send
+        if (k < int(mine.size())) deallocate(C::Grads, kDev, b_.grad * double(padded_[u]), int(u));
+        allocate(C::CommBuffers, kDev, P, int(u));  // this rank's slices of round k, kept
+        blocking(Coll::AllToAll, Group::World, P, int(u));
+        deallocate(C::CommBuffers, kDev, P, int(u));
       }
-      deallocate(C::CommBuffers, kDev, all, int(u));
+    for (std::size_t u = 0; u < padded_.size(); ++u) {
+      const double P = 4.0 * double(padded_[u]);
+      if (!shards_grads(strategy_)) {
+        allocate(C::Grads, kDev, b_.grad * double(padded_[u]), int(u));
+        grad_full_[u] = true;
+      }
+      if (R > 1) {
+        allocate(C::CommBuffers, kDev, P / N, int(u));
+        blocking(Coll::AllGather, Group::Replicate, P / S, int(u));
+        deallocate(C::CommBuffers, kDev, P / N, int(u));
+      }
+      deallocate(C::CommBuffers, kDev, P * rounds, int(u));
     }
   }
 
@@ -402,6 +425,7 @@ class Replay {
   }
 
   const Setup& s_;
+  int rank_;  // deterministic mode: whose micro-batches (their tree nodes differ by rank)
   int n_micro_;
   ElementBytes b_;
   Strategy strategy_;
@@ -430,13 +454,14 @@ const char* to_string(Coll c) {
     case Coll::AllReduce: return "all_reduce";
     case Coll::HostToDevice: return "host_to_device";
     case Coll::DeviceToHost: return "device_to_host";
+    case Coll::AllToAll: return "all_to_all";
   }
   return "?";
 }
 
-std::vector<StepEvent> replay_step(const Setup& s, int max_micro_batches) {
+std::vector<StepEvent> replay_step(const Setup& s, int max_micro_batches, int rank) {
   s.validate();
-  return Replay(s, max_micro_batches).run();
+  return Replay(s, max_micro_batches, rank).run();
 }
 
 }  // namespace fsdp::plan

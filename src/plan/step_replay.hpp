@@ -13,7 +13,7 @@
 
 namespace fsdp::plan {
 
-enum class Coll { AllGather, ReduceScatter, AllReduce, HostToDevice, DeviceToHost };
+enum class Coll { AllGather, ReduceScatter, AllReduce, HostToDevice, DeviceToHost, AllToAll };
 enum class Group { Shard, Replicate, World, Pcie };
 const char* to_string(Coll c);
 
@@ -42,7 +42,8 @@ struct StepEvent {
 // micro-batches (the tracker's peaks are reached in the first step and repeat in later ones).
 // max_micro_batches > 0 replays at most that many: the first micro-batch reduces straight
 // into the gradient shards, and from the third on each one repeats the previous one's
-// allocations, so three give the memory peaks of any number.
-std::vector<StepEvent> replay_step(const Setup& s, int max_micro_batches = 0);
+// allocations, so three give the memory peaks of any number. rank: whose step (deterministic
+// mode's buffers depend on which micro-batches a rank holds; nothing else does).
+std::vector<StepEvent> replay_step(const Setup& s, int max_micro_batches = 0, int rank = 0);
 
 }  // namespace fsdp::plan

@@ -50,6 +50,7 @@ expect_fail "a model over 2^50 parameters" 2 "more than 2\^50" "$PLAN" --set mod
 expect_fail "fewer sequences than ranks (np 3)" 2 "train.batch_size = 2 is fewer sequences per step than ranks \(3\)" mpirun -np 3 "$TRAIN" --config $D $S --set train.batch_size=2 --set train.micro_batch_size=1
 expect_fail "unknown strategy (np 2)" 2 "fsdp.strategy" mpirun -np 2 "$TRAIN" --config $D --set fsdp.strategy=zero9
 expect_fail "shard_group_size not dividing N (np 3)" 2 "shard_group_size: 2 does not divide the number of ranks \(3\)" mpirun -np 3 "$TRAIN" --config $D $S --set fsdp.strategy=hybrid --set fsdp.shard_group_size=2 --set train.batch_size=12 --set train.micro_batch_size=1
+expect_fail "deterministic N not dividing G (np 3)" 2 "train.deterministic = true needs the number of ranks \(3\) to divide the step's micro-batch count G = train.batch_size / train.micro_batch_size = 8" mpirun -np 3 "$TRAIN" --config $D $S --set train.deterministic=true --set train.batch_size=16 --set train.micro_batch_size=2
 
 # One rank alone cannot read its data: the whole job ends within seconds, naming that rank.
 start=$(date +%s)

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Deterministic mode: per-step losses, gradient norms and final parameters are bitwise equal to
-// a one-rank run, for every strategy it supports, on any power-of-two number of ranks; other
-// rank counts are refused at start with a reason.
+// Deterministic mode at any rank count: per-step losses, gradient norms, final parameters and
+// optimizer state are bitwise those of a one-rank zero3 run, for every strategy (hybrid with
+// shard groups of 2 and 3), fp32 and bf16, prefetch 0 and 2, activation checkpointing on, at
+// whatever N this test runs on (1, 2, 3, 4 and 6); a rank count that does not divide the step's
+// micro-batch count is refused with both numbers.
 #include <catch2/catch.hpp>
+#include <xxhash.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "engine_fixture.hpp"
@@ -12,74 +16,130 @@ using namespace fsdp;
 
 namespace {
 
+// The whole model state in flat order (the first numel elements of each unit): every shard of
+// the first shard group, which holds each element once, gathered as bytes.
+std::vector<float> gather_state(Trainer& t, MPI_Comm comm, Vec (Engine::*part)(int)) {
+  Engine& e = t.engine();
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const bool first_group = rank < e.shard_group_size();
+  std::vector<float> all;
+  for (int u = 0; u < int(e.units().size()); ++u) {
+    const Vec shard = (e.*part)(u);
+    std::vector<float> mine(first_group ? shard.extent(0) : 0);
+    Kokkos::deep_copy(HostVec(mine.data(), mine.size()), first_group ? shard : Vec());
+    int n = int(mine.size()), size = 0;
+    MPI_Comm_size(comm, &size);
+    std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size), 0);
+    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+    for (int q = 1; q < size; ++q)
+      displs[std::size_t(q)] = displs[std::size_t(q - 1)] + counts[std::size_t(q - 1)];
+    std::vector<float> full(std::size_t(displs.back() + counts.back()));
+    MPI_Allgatherv(mine.data(), n, MPI_FLOAT, full.data(), counts.data(), displs.data(), MPI_FLOAT,
+                   comm);
+    full.resize(std::size_t(e.units()[std::size_t(u)].numel));
+    all.insert(all.end(), full.begin(), full.end());
+  }
+  return all;
+}
+
 struct Bits {
   std::vector<double> losses, norms;
-  std::vector<std::vector<float>> params;
+  std::uint64_t params = 0, exp_avg = 0, exp_avg_sq = 0;  // XXH64 of the bytes
 };
+
+std::uint64_t hash(const std::vector<float>& v) { return XXH64(v.data(), v.size() * sizeof(float), 0); }
 
 Bits run(const RunConfig& cfg, MPI_Comm comm) {
   Trainer t(cfg, comm, test::quiet());
   const TrainSummary s = t.run();
-  Bits b{s.losses, s.grad_norms, {}};
-  for (std::size_t u = 0; u < t.engine().units().size(); ++u)
-    b.params.push_back(t.engine().full_params(int(u)));
-  return b;
+  return {s.losses, s.grad_norms, hash(gather_state(t, comm, &Engine::param_shard)),
+          hash(gather_state(t, comm, &Engine::exp_avg_shard)),
+          hash(gather_state(t, comm, &Engine::exp_avg_sq_shard))};
 }
 
-RunConfig deterministic_config(const std::string& strategy) {
-  RunConfig cfg = test::tiny_config(strategy, 1);
+// Doubles compared as bits: == would call -0 and +0 equal.
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+RunConfig deterministic_config(const std::string& strategy, int shard_group, bool bf16,
+                               int prefetch) {
+  RunConfig cfg = test::tiny_config(strategy, prefetch);
   cfg.train.deterministic = true;
-  cfg.train.batch_size = 16;
-  cfg.train.micro_batch_size = 2;  // 8 micro-batches per step
+  cfg.train.steps = 3;
+  cfg.train.batch_size = 24;
+  cfg.train.micro_batch_size = 2;  // G = 12 micro-batches: divides over 1, 2, 3, 4 and 6 ranks
+  cfg.fsdp.shard_group_size = shard_group;
+  cfg.model.activation_checkpointing = "blocks";
+  if (bf16) {
+    cfg.fsdp.mixed_precision = "bf16";
+    cfg.fsdp.reduce_dtype = "bf16";
+  }
   return cfg;
 }
 
-bool power_of_two(int n) { return (n & (n - 1)) == 0; }
-
 }  // namespace
 
-TEST_CASE("deterministic mode is bitwise identical to one rank", "[deterministic]") {
-  if (!power_of_two(test::world_size())) return;
-  const std::string strategy = GENERATE(std::string("zero3"), std::string("zero2"),
-                                        std::string("zero1"), std::string("ddp"));
-  const RunConfig cfg = deterministic_config(strategy);
-  const Bits ref = run(cfg, MPI_COMM_SELF);
-  const Bits got = run(cfg, MPI_COMM_WORLD);
-  INFO(strategy << " on " << test::world_size() << " ranks");
-  REQUIRE(got.losses == ref.losses);
-  REQUIRE(got.norms == ref.norms);
-  REQUIRE(got.params == ref.params);
-}
-
-TEST_CASE("deterministic mode composes with prefetch, offload and checkpointing",
+TEST_CASE("deterministic mode: every strategy at this rank count is bitwise one zero3 rank",
           "[deterministic]") {
-  if (!power_of_two(test::world_size())) return;
-  RunConfig cfg = deterministic_config("zero3");
-  const Bits ref = run(cfg, MPI_COMM_SELF);
-  cfg.fsdp.prefetch = 2;
-  cfg.fsdp.offload = "params";
-  cfg.model.activation_checkpointing = "blocks";
-  const Bits got = run(cfg, MPI_COMM_WORLD);
-  REQUIRE(got.losses == ref.losses);
-  REQUIRE(got.params == ref.params);
+  const int N = test::world_size();
+  for (const bool bf16 : {false, true})
+    for (const int prefetch : {0, 2}) {
+      const Bits ref = run(deterministic_config("zero3", 0, bf16, prefetch), MPI_COMM_SELF);
+      struct Case {
+        const char* strategy;
+        int shard_group;
+      };
+      for (const Case c : {Case{"zero3", 0}, Case{"zero2", 0}, Case{"zero1", 0}, Case{"ddp", 0},
+                           Case{"hybrid", 2}, Case{"hybrid", 3}}) {
+        if (std::string(c.strategy) == "hybrid" && N % c.shard_group != 0) continue;
+        const Bits got = run(deterministic_config(c.strategy, c.shard_group, bf16, prefetch),
+                             MPI_COMM_WORLD);
+        INFO(c.strategy << (c.shard_group ? " shard groups of " + std::to_string(c.shard_group) : "")
+                        << (bf16 ? ", bf16" : ", fp32") << ", prefetch " << prefetch << ", on "
+                        << N << " ranks");
+        CHECK(same_bits(got.losses, ref.losses));
+        CHECK(same_bits(got.norms, ref.norms));
+        CHECK(got.params == ref.params);
+        CHECK(got.exp_avg == ref.exp_avg);
+        CHECK(got.exp_avg_sq == ref.exp_avg_sq);
+      }
+    }
 }
 
-TEST_CASE("deterministic mode refuses what it cannot honour", "[deterministic]") {
-  RunConfig cfg = deterministic_config("hybrid");
-  cfg.train.batch_size = 24;  // divides over 1..4 ranks
+TEST_CASE("deterministic mode composes with offload and sub-layer units", "[deterministic]") {
+  RunConfig cfg = deterministic_config("zero3", 0, false, 1);
+  const Bits ref = run(cfg, MPI_COMM_SELF);
+  cfg.fsdp.offload = "params";
+  cfg.fsdp.unit = "sublayer";
+  const Bits got = run(cfg, MPI_COMM_WORLD);
+  CHECK(same_bits(got.losses, ref.losses));
+  CHECK(got.params == ref.params);
+  CHECK(got.exp_avg_sq == ref.exp_avg_sq);
+}
+
+TEST_CASE("deterministic mode refuses a rank count that does not divide the micro-batches",
+          "[deterministic]") {
+  const int N = test::world_size();
+  if (N == 1) return;
+  RunConfig cfg = deterministic_config("zero3", 0, false, 1);
+  cfg.train.batch_size = 2 * N;
+  cfg.train.micro_batch_size = 1;
+  REQUIRE_NOTHROW(Trainer(cfg, MPI_COMM_WORLD, test::quiet()));
+  cfg.train.micro_batch_size = 2;  // G = N micro-batches... of 2 sequences: still fine
+  REQUIRE_NOTHROW(Trainer(cfg, MPI_COMM_WORLD, test::quiet()));
+  cfg.train.batch_size = 2 * (N + 1);  // G = N + 1
   REQUIRE_THROWS_WITH(Trainer(cfg, MPI_COMM_WORLD, test::quiet()),
-                      Catch::Contains("not hybrid"));
-  if (!power_of_two(test::world_size())) {
-    cfg = deterministic_config("zero3");
-    cfg.train.batch_size = 24;  // divides over 3 ranks
-    REQUIRE_THROWS_WITH(Trainer(cfg, MPI_COMM_WORLD, test::quiet()),
-                        Catch::Contains("power-of-two number of ranks"));
-  }
+                      Catch::Contains("needs the number of ranks (" + std::to_string(N) +
+                                      ") to divide the step's micro-batch count G = "
+                                      "train.batch_size / train.micro_batch_size = " +
+                                      std::to_string(N + 1)));
 }
 
 TEST_CASE("deterministic mode resumes bit-identically at another rank count", "[deterministic]") {
-  if (!power_of_two(test::world_size())) return;
-  RunConfig cfg = deterministic_config("zero3");
+  RunConfig cfg = deterministic_config("zero3", 0, false, 1);
+  cfg.train.steps = 5;
   const Bits straight = run(cfg, MPI_COMM_SELF);  // 5 steps on one rank
   // 3 steps on N ranks, checkpointed; then steps 4..5 on one rank from that checkpoint.
   cfg.checkpoint.dir = "test_deterministic_ckpt_np" + std::to_string(test::world_size());
@@ -90,7 +150,7 @@ TEST_CASE("deterministic mode resumes bit-identically at another rank count", "[
   {
     Trainer t(first, MPI_COMM_WORLD, test::quiet());
     const TrainSummary s = t.run();
-    for (int i = 0; i < 3; ++i) REQUIRE(s.losses[i] == straight.losses[i]);
+    for (int i = 0; i < 3; ++i) REQUIRE(s.losses[std::size_t(i)] == straight.losses[std::size_t(i)]);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   int rank = 0;
@@ -105,8 +165,8 @@ TEST_CASE("deterministic mode resumes bit-identically at another rank count", "[
     REQUIRE(s.losses.size() == 2);
     REQUIRE(s.losses[0] == straight.losses[3]);
     REQUIRE(s.losses[1] == straight.losses[4]);
-    for (std::size_t u = 0; u < t.engine().units().size(); ++u)
-      REQUIRE(t.engine().full_params(int(u)) == straight.params[u]);
+    REQUIRE(hash(gather_state(t, MPI_COMM_SELF, &Engine::param_shard)) == straight.params);
+    REQUIRE(hash(gather_state(t, MPI_COMM_SELF, &Engine::exp_avg_sq_shard)) == straight.exp_avg_sq);
     std::filesystem::remove_all(cfg.checkpoint.dir);
   }
   MPI_Barrier(MPI_COMM_WORLD);

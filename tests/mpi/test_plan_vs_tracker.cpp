@@ -64,6 +64,8 @@ std::vector<Case> cases() {
     v.push_back({s, 2, true, true, 2, false, "none", false, "sublayer"});
   }
   v.push_back({"zero3", 0, false, true, 3, true, "params", false, "sublayer"});
+  v.push_back({"hybrid", 1, true, false, 3, false, "none", true});
+  v.push_back({"hybrid", 2, true, true, 2, false, "params", true});
   return v;
 }
 
@@ -86,7 +88,6 @@ RunConfig config_for(const Case& c, int ranks) {
 void compare(const Case& c, MPI_Comm comm) {
   int ranks = 1;
   MPI_Comm_size(comm, &ranks);
-  if (c.deterministic && (ranks & (ranks - 1)) != 0) return;  // the trainer refuses it
   const RunConfig cfg = config_for(c, ranks);
   Trainer t(cfg, comm, test::quiet());
   t.run();
@@ -97,14 +98,22 @@ void compare(const Case& c, MPI_Comm comm) {
   REQUIRE(p.shard_group == t.engine().shard_group_size());
   REQUIRE(p.padded_params == t.engine().padded_params());
   REQUIRE(p.largest_unit == t.engine().largest_unit());
+  // Deterministic mode's buffers depend on the rank's share of the summation tree: the plan is
+  // the most any rank needs, so it is compared with the largest peak over the ranks.
+  auto most = [&](std::int64_t v) {
+    if (!c.deterministic) return v;
+    std::int64_t out = v;
+    MPI_Allreduce(&v, &out, 1, MPI_INT64_T, MPI_MAX, comm);
+    return out;
+  };
   for (int ci = 0; ci < kNumMemCategories; ++ci) {
     const MemCategory cat = MemCategory(ci);
     INFO("category " << to_string(cat));
-    CHECK(p.device(cat) == m.peak(cat, MemSpace::Device));
-    CHECK(p.host(cat) == m.peak(cat, MemSpace::Host));
+    CHECK(p.device(cat) == most(m.peak(cat, MemSpace::Device)));
+    CHECK(p.host(cat) == most(m.peak(cat, MemSpace::Host)));
   }
-  CHECK(p.device_total() == m.peak_total(MemSpace::Device));
-  CHECK(p.host_total() == m.peak_total(MemSpace::Host));
+  CHECK(p.device_total() == most(m.peak_total(MemSpace::Device)));
+  CHECK(p.host_total() == most(m.peak_total(MemSpace::Host)));
 }
 
 }  // namespace
