@@ -114,7 +114,7 @@ std::vector<KeySpec> build_schema() {
       entry("train", "eps", &R::train, &T::eps, above(0), "AdamW denominator epsilon"),
       entry("train", "seed", &R::train, &T::seed, at_least(0), "seed for initialisation and data"),
       entry("train", "deterministic", &R::train, &T::deterministic, any(),
-            "bitwise-reproducible reductions, at some speed cost"),
+            "the same bits on any rank count that divides batch_size / micro_batch_size"),
       entry("train", "on_nonfinite", &R::train, &T::on_nonfinite, one_of({"abort", "skip_step"}),
             "what a NaN/Inf loss or gradient does"),
       entry("train", "log_every", &R::train, &T::log_every, at_least(1),
