@@ -14,7 +14,8 @@ namespace fsdp::comm {
 std::vector<std::string> plan_host_groups(const std::string& backend, int world_size,
                                           int shard_group_size) {
   const auto requested = parse_device_backend(backend);
-  if (!requested) throw BackendError("comm.backend must be auto, nccl or mpi; got '" + backend + "'");
+  if (!requested)
+    throw BackendError("comm.backend must be auto, nccl or mpi; got '" + backend + "'");
   const int s = shard_group_size == 0 ? world_size : shard_group_size;
   std::vector<std::string> lines;
   const std::pair<const char*, int> groups[] = {
@@ -38,7 +39,8 @@ TrainingGroups make_training_groups(MPI_Comm world, int shard_group_size,
   options.compute_stream = ExecSpace().cuda_stream();
   options.mpi = mpi;
   std::string description;
-  t.groups = make_device_process_groups(world, shard_group_size, backend, link, description, options);
+  t.groups =
+      make_device_process_groups(world, shard_group_size, backend, link, description, options);
   std::istringstream lines(description);
   for (std::string line; std::getline(lines, line);) t.paths.push_back(line);
 #else
@@ -48,7 +50,8 @@ TrainingGroups make_training_groups(MPI_Comm world, int shard_group_size,
   t.groups = make_process_groups(world, shard_group_size, link, mpi);
   const Communicator* made[] = {t.groups.world.get(), t.groups.shard.get(),
                                 t.groups.replicate.get()};
-  for (int i = 0; i < 3; ++i) t.paths[std::size_t(i)] += std::string(" (") + made[i]->backend() + ")";
+  for (int i = 0; i < 3; ++i)
+    t.paths[std::size_t(i)] += std::string(" (") + made[i]->backend() + ")";
 #endif
   return t;
 }

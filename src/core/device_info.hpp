@@ -9,7 +9,7 @@ namespace fsdp {
 
 struct DeviceInfo {
   bool gpu = false;
-  std::string name;          // "NVIDIA H200", or the Kokkos host space ("Serial", "OpenMP")
+  std::string name;  // "NVIDIA H200", or the Kokkos host space ("Serial", "OpenMP")
   int cc_major = 0, cc_minor = 0;
   std::int64_t memory_bytes = 0;  // the GPU's total memory; 0 on a host
   int concurrency = 1;            // host threads Kokkos uses

@@ -91,7 +91,8 @@ __attribute__((noinline)) void touch_device_on_host(const float* device_data) {
   }();
   if (!asked) return;
   const ConstVec d(device_data, 1);
-  std::fprintf(stderr, "FSDP_TEST_TOUCH_DEVICE: a device buffer read on the host: %g\n", double(d(0)));
+  std::fprintf(stderr, "FSDP_TEST_TOUCH_DEVICE: a device buffer read on the host: %g\n",
+               double(d(0)));
 }
 
 }  // namespace fsdp::faults

@@ -43,7 +43,8 @@ inline std::vector<TreeNode> canonical_cover(int g, int a, int b) {
 // every rank takes part in.
 inline int max_cover(int g, int n) {
   std::size_t most = 0;
-  for (int r = 0; r < n; ++r) most = std::max(most, canonical_cover(g, r * (g / n), (r + 1) * (g / n)).size());
+  for (int r = 0; r < n; ++r)
+    most = std::max(most, canonical_cover(g, r * (g / n), (r + 1) * (g / n)).size());
   return int(most);
 }
 

@@ -11,7 +11,7 @@
 //    rank w receives its 1/N slice of every node of every rank, combines them in tree order,
 //    divides by G, and the ranks that share a shard all-gather their slices of it.
 //  - The gradient norm is a fixed-order sum of partial sums over 1024-element blocks of each
-//    unit's flat gradient; units are padded to whole blocks per slice so no block straddles ranks.
+//    unit's flat gradient; units are padded to whole blocks per shard so no block straddles ranks.
 //  - The step loss is the same tree over the G micro-batch losses.
 // The price, per unit: max_cover(G, N) all-to-alls of the unit's gradient (against one
 // reduce-scatter), and max_cover + log2(G/N) + 1 gradient sets at the peak (README).
@@ -30,7 +30,8 @@ void add_into(const Vec& a, const ConstVec& b) {
       KOKKOS_LAMBDA(const int64_t i) { a(i) += b(i); });
 }
 
-// A division, not a multiply by 1/d: the mean must be the same bits as the non-tree path's.
+// A division, not a multiply by 1/d, as deterministic mode always did: the recorded runs
+// (tests/golden) keep their bits.
 void divide_into(const Vec& dst, const ConstVec& src, float d) {
   Kokkos::parallel_for(
       "deterministic::mean", Kokkos::RangePolicy<ExecSpace>(0, src.extent(0)),
@@ -50,8 +51,8 @@ Engine::GradSet Engine::tree_accumulate(int lo, int hi, const LoadMicroBatch& lo
   std::vector<ShardedUnit>& units = state_->units();
   if (hi - lo == 1) {
     for (auto& su : units)
-      su.grad_full = TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded,
-                                   MemCategory::Grads);
+      su.grad_full =
+          TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded, MemCategory::Grads);
     losses.push_back(micro_batch(lo, load, 1.f, /*reduce_last=*/false));
     // reduce_dtype = bf16: what a micro-batch contributes is bf16, rounded here where it is the
     // same computation on any N; a partial sum rounded to bf16 would round where N says.
@@ -136,8 +137,8 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
       return x;
     });
     if (!shards_grads(setup_.strategy) && !su.grad_full.allocated())
-      su.grad_full = TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded,
-                                   MemCategory::Grads);
+      su.grad_full =
+          TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded, MemCategory::Grads);
     const Vec dst = state_->grad_shard(int(u));
     if (R == 1) {
       divide_into(dst, *sum, float(G));

@@ -48,7 +48,7 @@ double bus_factor(Coll op, int n) {
 double intra_busbw(const Machine& m, Coll op) {
   switch (op) {
     case Coll::AllGather:
-    case Coll::AllToAll:  // moves as many bytes per rank as an all-gather; no measured rate of its own
+    case Coll::AllToAll:  // as many bytes per rank as an all-gather; no measured rate of its own
       return m.intra_allgather_busbw;
     case Coll::ReduceScatter: return m.intra_reducescatter_busbw;
     default: return m.intra_allreduce_busbw;

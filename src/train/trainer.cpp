@@ -191,7 +191,8 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   // MFU's denominator: the deck's figure, else a known GPU's data-sheet peak for the precision
   // the GEMMs run in, else a measured GEMM (a CPU, or a GPU not in the table).
   const DeviceInfo device = this_device();
-  const double sheet = device.gpu ? datasheet_peak_tflops(device.name, cfg_.fsdp.mixed_precision == "bf16") : 0.0;
+  const bool bf16 = cfg_.fsdp.mixed_precision == "bf16";
+  const double sheet = device.gpu ? datasheet_peak_tflops(device.name, bf16) : 0.0;
   peak_flops_ = t.peak_tflops > 0 ? t.peak_tflops * 1e12
                 : sheet > 0     ? sheet * 1e12
                                 : measure_gemm_flops();
@@ -199,8 +200,7 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
     std::printf("fsdp-train: device %s; MFU against %.3g TFLOP/s (%s)\n", describe(device).c_str(),
                 peak_flops_ / 1e12,
                 t.peak_tflops > 0 ? "train.peak_tflops"
-                : sheet > 0       ? (cfg_.fsdp.mixed_precision == "bf16" ? "data sheet, bf16 dense"
-                                                                         : "data sheet, fp32")
+                : sheet > 0       ? (bf16 ? "data sheet, bf16 dense" : "data sheet, fp32")
                                   : "a measured fp32 GEMM");
   // Every rank uses rank 0's peak so MFU does not depend on which rank measured what.
   peak_flops_ = groups_.world->all_reduce_max(rank_ == 0 ? peak_flops_ : 0.0);

@@ -4,9 +4,9 @@
 // shard groups of 2 and 3), fp32 and bf16, prefetch 0 and 2, activation checkpointing on, at
 // whatever N this test runs on (1, 2, 3, 4 and 6); a rank count that does not divide the step's
 // micro-batch count is refused with both numbers.
-#include <catch2/catch.hpp>
 #include <xxhash.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
 
@@ -30,7 +30,8 @@ std::vector<float> gather_state(Trainer& t, MPI_Comm comm, Vec (Engine::*part)(i
     Kokkos::deep_copy(HostVec(mine.data(), mine.size()), first_group ? shard : Vec());
     int n = int(mine.size()), size = 0;
     MPI_Comm_size(comm, &size);
-    std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size), 0);
+    std::vector<int> counts(static_cast<std::size_t>(size)),
+        displs(static_cast<std::size_t>(size), 0);
     MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
     for (int q = 1; q < size; ++q)
       displs[std::size_t(q)] = displs[std::size_t(q - 1)] + counts[std::size_t(q - 1)];
@@ -48,7 +49,9 @@ struct Bits {
   std::uint64_t params = 0, exp_avg = 0, exp_avg_sq = 0;  // XXH64 of the bytes
 };
 
-std::uint64_t hash(const std::vector<float>& v) { return XXH64(v.data(), v.size() * sizeof(float), 0); }
+std::uint64_t hash(const std::vector<float>& v) {
+  return XXH64(v.data(), v.size() * sizeof(float), 0);
+}
 
 Bits run(const RunConfig& cfg, MPI_Comm comm) {
   Trainer t(cfg, comm, test::quiet());
@@ -94,11 +97,12 @@ TEST_CASE("deterministic mode: every strategy at this rank count is bitwise one 
       for (const Case c : {Case{"zero3", 0}, Case{"zero2", 0}, Case{"zero1", 0}, Case{"ddp", 0},
                            Case{"hybrid", 2}, Case{"hybrid", 3}}) {
         if (std::string(c.strategy) == "hybrid" && N % c.shard_group != 0) continue;
-        const Bits got = run(deterministic_config(c.strategy, c.shard_group, bf16, prefetch),
-                             MPI_COMM_WORLD);
-        INFO(c.strategy << (c.shard_group ? " shard groups of " + std::to_string(c.shard_group) : "")
-                        << (bf16 ? ", bf16" : ", fp32") << ", prefetch " << prefetch << ", on "
-                        << N << " ranks");
+        const Bits got =
+            run(deterministic_config(c.strategy, c.shard_group, bf16, prefetch), MPI_COMM_WORLD);
+        INFO(
+            c.strategy << (c.shard_group ? " shard groups of " + std::to_string(c.shard_group) : "")
+                       << (bf16 ? ", bf16" : ", fp32") << ", prefetch " << prefetch << ", on " << N
+                       << " ranks");
         CHECK(same_bits(got.losses, ref.losses));
         CHECK(same_bits(got.norms, ref.norms));
         CHECK(got.params == ref.params);
@@ -150,7 +154,8 @@ TEST_CASE("deterministic mode resumes bit-identically at another rank count", "[
   {
     Trainer t(first, MPI_COMM_WORLD, test::quiet());
     const TrainSummary s = t.run();
-    for (int i = 0; i < 3; ++i) REQUIRE(s.losses[std::size_t(i)] == straight.losses[std::size_t(i)]);
+    for (int i = 0; i < 3; ++i)
+      REQUIRE(s.losses[std::size_t(i)] == straight.losses[std::size_t(i)]);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   int rank = 0;

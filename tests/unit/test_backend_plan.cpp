@@ -9,7 +9,9 @@
 using namespace fsdp::comm;
 
 namespace {
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 }  // namespace
 
 TEST_CASE("comm.backend auto and mpi: one host line per group, in order") {

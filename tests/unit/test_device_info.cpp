@@ -6,7 +6,9 @@
 #include "core/device_info.hpp"
 
 namespace {
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 }  // namespace
 
 TEST_CASE("MFU's data-sheet peaks: known GPUs by name, 0 for the rest") {

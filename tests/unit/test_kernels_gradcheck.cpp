@@ -22,7 +22,6 @@ Mat M(const FlatView& v, int r, int c) { return Mat(v.data(), r, c); }
 ConstMat CM(const FlatView& v, int r, int c) { return ConstMat(v.data(), r, c); }
 Vec V(const FlatView& v) { return Vec(v.data(), v.extent(0)); }
 ConstVec CV(const FlatView& v) { return ConstVec(v.data(), v.extent(0)); }
-void zero(const FlatView& v) { Kokkos::deep_copy(v, 0.f); }
 
 void require_ok(const fsdp::test::GradCheckResult& r) {
   INFO(r.first_failure);
