@@ -2,6 +2,7 @@
 #include "core/kernel_hooks.hpp"
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <vector>
 
 namespace fsdp::hooks {
@@ -11,7 +12,6 @@ struct Hub {
   std::vector<KernelListener> kernels;
   std::vector<RegionListener> regions;
   std::uint64_t next_id = 0;
-  bool kernels_installed = false, regions_installed = false;
 };
 
 Hub& hub() {
@@ -39,15 +39,19 @@ void pop() {
   for (auto l = h.regions.rbegin(); l != h.regions.rend(); ++l) l->pop();
 }
 
+// Adds l unless it is there already; true when it is the first, and the Kokkos callbacks that
+// feed the list must be installed.
+template <class L>
+bool add_first(std::vector<L>& to, const L& l) {
+  if (std::find(to.begin(), to.end(), l) != to.end()) return false;
+  to.push_back(l);
+  return to.size() == 1;
+}
+
 }  // namespace
 
 void add_kernel_listener(KernelListener l) {
-  Hub& h = hub();
-  for (const KernelListener& k : h.kernels)
-    if (k.begin == l.begin && k.end == l.end) return;
-  h.kernels.push_back(l);
-  if (h.kernels_installed) return;
-  h.kernels_installed = true;
+  if (!add_first(hub().kernels, l)) return;
   namespace kt = Kokkos::Tools::Experimental;
   kt::set_begin_parallel_for_callback(begin);
   kt::set_end_parallel_for_callback(end);
@@ -58,12 +62,7 @@ void add_kernel_listener(KernelListener l) {
 }
 
 void add_region_listener(RegionListener l) {
-  Hub& h = hub();
-  for (const RegionListener& r : h.regions)
-    if (r.push == l.push && r.pop == l.pop) return;
-  h.regions.push_back(l);
-  if (h.regions_installed) return;
-  h.regions_installed = true;
+  if (!add_first(hub().regions, l)) return;
   namespace kt = Kokkos::Tools::Experimental;
   kt::set_push_region_callback(push);
   kt::set_pop_region_callback(pop);

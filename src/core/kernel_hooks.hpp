@@ -11,6 +11,7 @@ namespace fsdp::hooks {
 struct KernelListener {
   void (*begin)(const char* name, std::uint64_t id);
   void (*end)(std::uint64_t id);
+  bool operator==(const KernelListener& o) const { return begin == o.begin && end == o.end; }
 };
 void add_kernel_listener(KernelListener l);  // adding the same pair twice adds it once
 
@@ -18,6 +19,7 @@ void add_kernel_listener(KernelListener l);  // adding the same pair twice adds 
 struct RegionListener {
   void (*push)(const char* name);
   void (*pop)();
+  bool operator==(const RegionListener& o) const { return push == o.push && pop == o.pop; }
 };
 void add_region_listener(RegionListener l);
 
