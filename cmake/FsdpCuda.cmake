@@ -121,6 +121,9 @@ else()
   target_compile_options(fsdp_cuda_comm PRIVATE -Wall -Wextra)
 endif()
 target_link_libraries(fsdp PUBLIC fsdp_cuda_comm)
+if(FSDP_ENABLE_CUDA)
+  target_link_libraries(fsdp PUBLIC CUDA::cublas)  # the GEMMs (src/model/cublas_gemm.hpp)
+endif()
 # Code that may call the device communicators (comm/cuda/device_select.hpp) checks this.
 target_compile_definitions(fsdp PUBLIC FSDP_HAVE_CUDA_COMM=1)
 message(STATUS "fsdp: CUDA communicators compiled as ${FSDP_CUDA_COMM_LANGUAGE}, "

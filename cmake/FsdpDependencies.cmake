@@ -5,7 +5,15 @@
 find_package(MPI REQUIRED COMPONENTS C CXX)
 set(CMAKE_CXX_EXTENSIONS OFF)
 find_package(Kokkos REQUIRED)
-find_package(KokkosKernels REQUIRED)
+# KokkosKernels is the CPU build's GEMM (OpenBLAS underneath). A build on a CUDA Kokkos calls
+# cuBLAS itself (src/model/cublas_gemm.hpp) and needs no KokkosKernels.
+set(_fsdp_need_kk ON)
+if(Kokkos_ENABLE_CUDA OR "CUDA" IN_LIST Kokkos_DEVICES)
+  set(_fsdp_need_kk OFF)
+endif()
+if(_fsdp_need_kk)
+  find_package(KokkosKernels REQUIRED)
+endif()
 
 # Debian: Kokkos::kokkos points at /usr/lib/include; the real headers are ${Kokkos_INCLUDE_DIRS}.
 if(Kokkos_INCLUDE_DIRS)
@@ -16,7 +24,7 @@ if(Kokkos_INCLUDE_DIRS)
   endif()
 endif()
 # Debian: no Kokkos::kokkoskernels target, only library names.
-if(NOT TARGET Kokkos::kokkoskernels)
+if(_fsdp_need_kk AND NOT TARGET Kokkos::kokkoskernels)
   # A machine with Debian's Trilinos and a site Kokkos 4 finds both: Trilinos' KokkosKernels
   # (built for Kokkos 3.4) against Kokkos 4 links only to fail on missing symbols.
   if(Kokkos_VERSION VERSION_GREATER_EQUAL 4.0)

@@ -7,6 +7,12 @@ mode, as Debian's PyTorch 1.13 runs it. Prints the median tokens/s over the time
   /usr/bin/python3 jobscripts/pytorch_reference.py --layers 4 --embd 256 --heads 4 --vocab 256 \
       --block 128 --batch 8                      # one process
   /usr/bin/python3 jobscripts/pytorch_reference.py ... --ddp 2   # DDP over gloo, `batch` per process
+  python3 jobscripts/pytorch_reference.py --layers 12 --embd 768 --heads 12 --vocab 50257 \
+      --block 1024 --batch 16 --device cuda --precision bf16   # a GPU, bf16 autocast
+
+--precision bf16 runs the forward under torch.autocast (bf16 GEMMs, fp32 master weights and
+optimizer), as a PyTorch user mixes precision. On a GPU, fp32 GEMMs stay fp32 (no TF32), as
+fsdp's cuBLAS calls.
 """
 import argparse
 import math
@@ -29,7 +35,8 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(c)
         self.c_fc = nn.Linear(c, 4 * c)
         self.mlp_proj = nn.Linear(4 * c, c)
-        self.mask = torch.tril(torch.ones(block, block)).bool()  # a constant, not a buffer to sync
+        # A buffer, so that .to(device) moves it; constant, so neither saved nor broadcast by DDP.
+        self.register_buffer("mask", torch.tril(torch.ones(block, block)).bool(), persistent=False)
 
     def attention(self, x):
         b, t, c = x.shape
@@ -64,7 +71,7 @@ class GPT(nn.Module):
                 nn.init.normal_(p, 0.0, std)
 
     def forward(self, idx, targets):
-        pos = torch.arange(idx.shape[1])
+        pos = torch.arange(idx.shape[1], device=idx.device)
         x = self.wte(idx) + self.wpe(pos)
         for blk in self.h:
             x = blk(x)
@@ -73,36 +80,47 @@ class GPT(nn.Module):
 
 
 def run(rank, args):
-    torch.set_num_threads(1)
+    cuda = args.device == "cuda"
+    if not cuda:
+        torch.set_num_threads(1)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(1234 + rank)
+    dev = torch.device(args.device)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     ddp = args.ddp > 1
     if ddp:
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29531")
         torch.distributed.init_process_group("gloo", rank=rank, world_size=args.ddp)
-    model = GPT(args.layers, args.embd, args.heads, args.vocab, args.block)
+    model = GPT(args.layers, args.embd, args.heads, args.vocab, args.block).to(dev)
     if ddp:
-        model = nn.parallel.DistributedDataParallel(model)
+        model = nn.parallel.DistributedDataParallel(model, broadcast_buffers=False)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
     rates = []
     for step in range(args.steps):
-        idx = torch.randint(args.vocab, (args.batch, args.block))
-        tgt = torch.randint(args.vocab, (args.batch, args.block))
+        idx = torch.randint(args.vocab, (args.batch, args.block), device=dev)
+        tgt = torch.randint(args.vocab, (args.batch, args.block), device=dev)
         if ddp:
             torch.distributed.barrier()
+        sync()
         t0 = time.perf_counter()
-        loss = model(idx, tgt)
+        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16,
+                            enabled=args.precision == "bf16"):
+            loss = model(idx, tgt)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        sync()
         dt = time.perf_counter() - t0
         if step > 0:  # the first step warms the allocator and caches
             rates.append(args.batch * args.block * max(1, args.ddp) / dt)
     if rank == 0:
         params = sum(p.numel() for p in model.parameters())
         print(f"pytorch {torch.__version__}: {params} parameters, {max(1, args.ddp)} process(es), "
-              f"batch {args.batch} per process, median {statistics.median(rates):.0f} tok/s")
+              f"batch {args.batch} per process, {args.device} {args.precision}, "
+              f"median {statistics.median(rates):.0f} tok/s")
     if ddp:
         torch.distributed.destroy_process_group()
 
@@ -117,6 +135,8 @@ def main():
     p.add_argument("--batch", type=int, default=8, help="sequences per process per step")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--ddp", type=int, default=1, help="processes (gloo DDP when > 1)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     args = p.parse_args()
     if args.ddp > 1:
         torch.multiprocessing.spawn(run, args=(args,), nprocs=args.ddp)

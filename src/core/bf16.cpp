@@ -23,6 +23,13 @@ void cast_to_bf16(ConstVec src, Bf16Vec dst) {
       KOKKOS_LAMBDA(const std::int64_t i) { dst(i) = to_bf16(src(i)); });
 }
 
+void cast_to_bf16_on_host(ConstPinnedVec src, PinnedBf16Vec dst) {
+  same_extent("cast_to_bf16_on_host", src.extent(0), dst.extent(0));
+  Kokkos::parallel_for(
+      "bf16::cast_on_host", Kokkos::RangePolicy<HostExecSpace>(0, src.extent(0)),
+      [=](const std::int64_t i) { dst(i) = to_bf16(src(i)); });
+}
+
 void widen_bf16(ConstBf16Vec src, Vec dst) {
   same_extent("widen_bf16", src.extent(0), dst.extent(0));
   Kokkos::parallel_for(

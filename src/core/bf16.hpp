@@ -35,5 +35,7 @@ KOKKOS_INLINE_FUNCTION float round_bf16(float f) { return from_bf16(to_bf16(f));
 void cast_to_bf16(ConstVec src, Bf16Vec dst);
 void widen_bf16(ConstBf16Vec src, Vec dst);
 void round_through_bf16(ConstVec src, Vec dst);  // dst = round_bf16(src); dst may be src
+// The cast on the host execution space, for offloaded shards (fsdp.offload = params).
+void cast_to_bf16_on_host(ConstPinnedVec src, PinnedBf16Vec dst);
 
 }  // namespace fsdp

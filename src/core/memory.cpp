@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/check.hpp"
 #include "core/shared_arena.hpp"
 
 namespace fsdp {
@@ -219,6 +220,8 @@ void BufferCache::release_all() {
 TrackedBuffer::TrackedBuffer(MemoryTracker& t, const std::string& label, std::int64_t n,
                              MemCategory c, MemSpace s, Dtype d, Fill f)
     : label_(label), n_(n), cat_(c), space_(s), dtype_(d) {
+  // Host memory is core/host_buffer.hpp's: a TrackedBuffer's view is always device memory.
+  if (s != MemSpace::Device) fatal("TrackedBuffer " + label + " asked for host memory");
   const std::int64_t words = d == Dtype::BF16 ? (n + 1) / 2 : n;
   t.on_alloc(c, s, words * 4, label);
   try {

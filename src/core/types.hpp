@@ -27,6 +27,14 @@ using DeviceSpace = ExecSpace::memory_space;
 #endif
 using HostSpace = Kokkos::HostSpace;
 using HostExecSpace = Kokkos::DefaultHostExecutionSpace;
+// Where fsdp.offload keeps what it moves off the device: page-locked host memory on a GPU, so
+// the copies to and from the device run asynchronously on the copy engines (core/host_copy.hpp).
+// On a CPU it is plain host memory; the space-check build then keeps it apart from its "device".
+#if defined(KOKKOS_ENABLE_CUDA)
+using PinnedSpace = Kokkos::CudaHostPinnedSpace;
+#else
+using PinnedSpace = Kokkos::HostSpace;
+#endif
 using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
 
 // Owning buffers.
@@ -53,6 +61,14 @@ using ConstAtt3 = Kokkos::View<const float***, Kokkos::LayoutRight, DeviceSpace,
 using HostVec = Kokkos::View<float*, HostSpace, Unmanaged>;
 using HostConstVec = Kokkos::View<const float*, HostSpace, Unmanaged>;
 using HostConstTokens = Kokkos::View<const int32_t*, HostSpace, Unmanaged>;
+
+// Offloaded state (fsdp.offload): host kernels (the host optimizer) work on these; device
+// kernels take Vec, so handing them a host buffer does not compile where the spaces differ.
+using PinnedVec = Kokkos::View<float*, Kokkos::LayoutRight, PinnedSpace, Unmanaged>;
+using ConstPinnedVec = Kokkos::View<const float*, Kokkos::LayoutRight, PinnedSpace, Unmanaged>;
+using PinnedBf16Vec = Kokkos::View<std::uint16_t*, Kokkos::LayoutRight, PinnedSpace, Unmanaged>;
+using ConstPinnedBf16Vec =
+    Kokkos::View<const std::uint16_t*, Kokkos::LayoutRight, PinnedSpace, Unmanaged>;
 
 inline Vec subvec(const Vec& v, std::size_t offset, std::size_t n) {
   return Vec(v.data() + offset, n);

@@ -18,6 +18,7 @@
 #include <cmath>
 
 #include "core/bf16.hpp"
+#include "core/host_copy.hpp"
 #include "fsdp/canonical_tree.hpp"
 #include "fsdp/engine.hpp"
 
@@ -139,15 +140,26 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
     if (!shards_grads(setup_.strategy) && !su.grad_full.allocated())
       su.grad_full =
           TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded, MemCategory::Grads);
-    const Vec dst = state_->grad_shard(int(u));
+    const ShardVec dst = state_->grad_shard(int(u));
+    // An offloaded gradient shard (fsdp.offload = params) is assembled on the device and goes
+    // down whole.
+    TrackedBuffer assembled;
+    if (dst.in_host_memory())
+      assembled = TrackedBuffer(tracker_, su.layout->name + "::tree_shard", dst.size(),
+                                MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
+    const Vec out = dst.in_host_memory() ? assembled.vec() : dst.device();
     if (R == 1) {
-      divide_into(dst, *sum, float(G));
+      divide_into(out, *sum, float(G));
     } else {
       TrackedBuffer mine(tracker_, su.layout->name + "::tree_slice", slice,
                          MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
       divide_into(mine.vec(), *sum, float(G));
       FSDP_COMM_SITE("deterministic all_gather " + su.layout->name);
-      rep.all_gather(mine.cvec(), dst);
+      rep.all_gather(mine.cvec(), out);
+    }
+    if (dst.in_host_memory()) {
+      host_copy::to_host(dst.host(), assembled.cvec());
+      host_copy::wait_copies();
     }
     got[u].clear();
     if (shards_grads(setup_.strategy)) su.grad_full.reset();
@@ -168,15 +180,14 @@ double Engine::deterministic_norm2() {
   std::vector<double> partial(nblocks, 0.0);
   for (std::size_t u = 0; u < units.size(); ++u) {
     const auto& su = units[u];
-    const Vec g = state_->grad_shard(int(u));
-    auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), g);
+    const std::vector<float> host = state_->grad_shard(int(u)).values();
     const std::int64_t b0 = su.shard_begin / kNormBlock;
     const std::int64_t owned = su.shard / kNormBlock;
     const std::int64_t count = (su.numel + kNormBlock - 1) / kNormBlock;
     for (std::int64_t b = 0; b < owned && b0 + b < count; ++b) {
       double s = 0.0;
       for (std::int64_t i = b * kNormBlock; i < (b + 1) * kNormBlock; ++i)
-        s += double(host(i)) * double(host(i));
+        s += double(host[std::size_t(i)]) * double(host[std::size_t(i)]);
       partial[first_block[u] + b0 + b] = s;
     }
   }

@@ -30,7 +30,7 @@ Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker&
                                              setup_.prefetch, shards_params(setup_.strategy),
                                              comm_times_, widener_.get());
   reduce_ = std::make_unique<ReducePipeline>(*state_, tracker, trace, setup_.prefetch, comm_times_);
-  optimizer_ = std::make_unique<ShardedOptimizer>(*state_, cfg_.train);
+  optimizer_ = std::make_unique<ShardedOptimizer>(*state_, cfg_.train, tracker_);
 }
 
 Engine::~Engine() = default;

@@ -28,6 +28,7 @@ struct StepResult {
   double lr = 0.0;
   double compute_s = 0.0, comm_exposed_s = 0.0, comm_total_s = 0.0, optimizer_s = 0.0;
   double gather_bytes = 0.0, reduce_bytes = 0.0;  // parameter all-gathers, gradient reductions
+  double offload_bytes = 0.0;  // fsdp.offload: copied between the device and host memory
   bool skipped = false;        // non-finite loss or gradients and train.on_nonfinite = skip_step
   std::string nonfinite_unit;  // the first unit whose gradients are not finite, if any
 };
@@ -61,9 +62,9 @@ class Engine {
   std::int64_t padded_params() const { return state_->padded_params(); }
   std::int64_t largest_unit() const { return state_->largest_unit(); }
   std::vector<float> full_params(int u) { return state_->full_params(u); }
-  Vec param_shard(int u) { return state_->param_shard(u); }
-  Vec exp_avg_shard(int u) { return state_->exp_avg_shard(u); }
-  Vec exp_avg_sq_shard(int u) { return state_->exp_avg_sq_shard(u); }
+  ShardVec param_shard(int u) { return state_->param_shard(u); }
+  ShardVec exp_avg_shard(int u) { return state_->exp_avg_shard(u); }
+  ShardVec exp_avg_sq_shard(int u) { return state_->exp_avg_sq_shard(u); }
   bool writes_shard() const { return state_->writes_shard(); }
   void sync_full_params() { state_->sync_full_params(); }
   int optimizer_steps() const { return state_->optimizer_steps(); }

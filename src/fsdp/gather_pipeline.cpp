@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/check.hpp"
+#include "core/host_copy.hpp"
 
 namespace fsdp {
 
@@ -44,16 +45,35 @@ void GatherPipeline::issue(int u) {
                               bf16 ? Dtype::BF16 : Dtype::F32, Fill::None);
   if (faults::skip_gather(su.layout->name, world_rank())) return;
   FSDP_COMM_SITE("all_gather " + su.layout->name);
-  // bf16: the cast of this rank's shard goes straight into its block, gathered in place.
+  // bf16: the cast of this rank's shard goes straight into its block, gathered in place. An
+  // offloaded shard (fsdp.offload = params) comes up into that block, cast on the host first
+  // under bf16 (half the bytes over PCIe), and is gathered in place too.
   const Bf16Vec own(su.gathered.bf16().data() + su.shard_begin, bf16 ? su.shard : 0);
-  if (bf16) cast_to_bf16(su.params.cvec(), own);
+  const Vec own_f32(su.gathered.data() + su.shard_begin, bf16 ? 0 : su.shard);
+  const ShardVec shard = su.params.view();
+  const bool offloaded = shard.in_host_memory();
+  if (offloaded) {
+    if (bf16) {
+      // Kept until the gather is waited for: by then the copy out of it is done.
+      su.upload = HostBuffer(tracker_, su.layout->name + "::param_upload_bf16", su.shard,
+                             MemCategory::CommBuffers, Dtype::BF16, Fill::None);
+      cast_to_bf16_on_host(shard.host(), su.upload.bf16());
+      host_copy::to_device(own, ConstPinnedBf16Vec(su.upload.bf16().data(), su.shard));
+    } else {
+      host_copy::to_device(own_f32, shard.host());
+    }
+  } else if (bf16) {
+    cast_to_bf16(shard.device(), own);
+  }
   // A CPU transport may move the data inside the issue call (and wait there for late peers):
   // that time is communication the compute did not overlap.
   const double t0 = now_s();
   if (bf16)
     su.gather = comm_.iall_gather(ConstBf16Vec(own.data(), su.shard), su.gathered.bf16());
+  else if (offloaded)
+    su.gather = comm_.iall_gather(ConstVec(own_f32.data(), su.shard), su.gathered.vec());
   else
-    su.gather = comm_.iall_gather(su.params.cvec(), su.gathered.vec());
+    su.gather = comm_.iall_gather(ConstVec(shard.device()), su.gathered.vec());
   times_.exposed_s += now_s() - t0;
   times_.gather_bytes += double(su.gather.bytes());
   su.gather_in_flight = true;
@@ -63,7 +83,7 @@ UnitParams GatherPipeline::all_gather(int stage) {
   const int u = window_.unit(stage);
   ShardedUnit& su = units_[u];
   if (!sharded_) {
-    const ConstVec full(su.params.data(), su.padded);
+    const ConstVec full(su.params.device().data(), su.padded);
     if (widener_) return UnitParams::rounded(full, *su.layout, *widener_);
     return full;
   }
@@ -73,6 +93,7 @@ UnitParams GatherPipeline::all_gather(int stage) {
     su.gather.wait();
     const double t1 = now_s();
     su.gather_in_flight = false;
+    su.upload.reset();
     times_.exposed_s += t1 - t0;
     times_.total_s += su.gather.completion_time() - su.gather.issue_time();
     if (trace_.enabled()) trace_.add("wait all_gather " + su.layout->name, "wait", t0, t1, 0);
@@ -98,6 +119,7 @@ void GatherPipeline::finish() {
       su.gather.wait();
       su.gather_in_flight = false;
     }
+    su.upload.reset();
     su.gathered.reset();
   }
 }

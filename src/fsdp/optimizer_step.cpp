@@ -4,14 +4,57 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/host_copy.hpp"
 #include "optim/adamw.hpp"
 #include "optim/lr_schedule.hpp"
 
 namespace fsdp {
+namespace {
+
+double shard_sum_squares(const ShardVec& g) {
+  if (g.in_host_memory()) return optim::sum_squares_in<HostExecSpace>(ConstPinnedVec(g.host()));
+  return optim::sum_squares(g.device());
+}
+
+std::int64_t largest_shard(const std::vector<ShardedUnit>& units) {
+  std::int64_t n = 0;
+  for (const ShardedUnit& su : units) n = std::max(n, su.shard);
+  return n;
+}
+
+// AdamW over unit su's tensors (weight decay per tensor), on views of its shard that all live
+// where Exec runs.
+template <class Exec, class V>
+void update_unit(const ShardedUnit& su, const V& p, const V& g, const V& m, const V& v,
+                 const optim::AdamWStep& s, bool zero_grads) {
+  const std::int64_t b = su.shard_begin, e = std::min(su.shard_begin + su.shard, su.numel);
+  for (const auto& t : su.layout->tensors) {
+    const std::int64_t lo = std::max(b, t.offset), hi = std::min(e, t.offset + t.numel);
+    if (lo >= hi) continue;
+    const std::int64_t o = lo - b, n = hi - lo;
+    const auto in = [&](const V& x) { return V(x.data() + o, n); };
+    optim::adamw_update_in<Exec>(in(p), in(g), in(m), in(v), s, t.decay, zero_grads);
+  }
+}
+
+}  // namespace
+
+ShardedOptimizer::ShardedOptimizer(ShardedState& state, const TrainConfig& train,
+                                   MemoryTracker& tracker)
+    : state_(state), train_(train) {
+  // offload = optimizer: the device's parameter and gradient shards come down through two
+  // staging sets, so one unit's copies overlap the host's update of the one before.
+  if (state.setup().offload != Offload::Optimizer) return;
+  const std::int64_t n = largest_shard(state.units());
+  for (Staging& s : staging_) {
+    s.params = HostBuffer(tracker, "optimizer_staging::params", n, MemCategory::CommBuffers);
+    s.grads = HostBuffer(tracker, "optimizer_staging::grads", n, MemCategory::CommBuffers);
+  }
+}
 
 double ShardedOptimizer::norm2() {
   double n2 = 0.0;
-  for (int u = 0; u < int(state_.units().size()); ++u) n2 += optim::sum_squares(state_.grad_shard(u));
+  for (int u = 0; u < int(state_.units().size()); ++u) n2 += shard_sum_squares(state_.grad_shard(u));
   return state_.shard_comm().all_reduce_sum(n2);
 }
 
@@ -19,7 +62,7 @@ std::string ShardedOptimizer::first_nonfinite_unit() {
   std::vector<ShardedUnit>& units = state_.units();
   std::vector<double> bad(units.size(), 0.0);
   for (std::size_t u = 0; u < units.size(); ++u)
-    bad[u] = std::isfinite(optim::sum_squares(state_.grad_shard(int(u)))) ? 0.0 : 1.0;
+    bad[u] = std::isfinite(shard_sum_squares(state_.grad_shard(int(u)))) ? 0.0 : 1.0;
   state_.shard_comm().all_reduce_sum(bad.data(), int(bad.size()));
   for (std::size_t u = 0; u < units.size(); ++u)
     if (bad[u] > 0.0) return units[u].layout->name;
@@ -52,20 +95,70 @@ OptimizerResult ShardedOptimizer::step(int step, double norm2, double loss, bool
   s.weight_decay = float(train_.weight_decay);
   s.t = state_.next_optimizer_step();
   s.grad_scale = (clip > 0.0 && r.grad_norm > clip) ? float(clip / (r.grad_norm + 1e-6)) : 1.f;
-  for (int u = 0; u < int(state_.units().size()); ++u) {
-    ShardedUnit& su = state_.units()[std::size_t(u)];
-    const Vec p = state_.param_shard(u), g = state_.grad_shard(u);
-    const std::int64_t b = su.shard_begin, e = std::min(su.shard_begin + su.shard, su.numel);
-    for (const auto& t : su.layout->tensors) {
-      const std::int64_t lo = std::max(b, t.offset), hi = std::min(e, t.offset + t.numel);
-      if (lo >= hi) continue;
-      const std::int64_t o = lo - b, n = hi - lo;
-      optim::adamw_update(subvec(p, o, n), subvec(g, o, n), su.exp_avg.vec(o, n),
-                          su.exp_avg_sq.vec(o, n), s, t.decay, zero_full_grads);
-    }
-    updated(u);
+  switch (state_.setup().offload) {
+    case Offload::None:
+      step_on_device(s, zero_full_grads, updated);
+      break;
+    case Offload::Params:
+      step_on_host(s, updated);
+      break;
+    case Offload::Optimizer:
+      step_staged(s, zero_full_grads, updated);
+      break;
   }
   return r;
+}
+
+void ShardedOptimizer::step_on_device(const optim::AdamWStep& s, bool zero_grads,
+                                      const std::function<void(int)>& updated) {
+  for (int u = 0; u < int(state_.units().size()); ++u) {
+    const ShardedUnit& su = state_.units()[std::size_t(u)];
+    update_unit<ExecSpace, Vec>(su, state_.param_shard(u).device(), state_.grad_shard(u).device(),
+                                su.exp_avg.device(), su.exp_avg_sq.device(), s, zero_grads);
+    updated(u);
+  }
+}
+
+void ShardedOptimizer::step_on_host(const optim::AdamWStep& s,
+                                    const std::function<void(int)>& updated) {
+  // offload = params: shards, gradients and moments are all in host memory already.
+  for (int u = 0; u < int(state_.units().size()); ++u) {
+    const ShardedUnit& su = state_.units()[std::size_t(u)];
+    update_unit<HostExecSpace, PinnedVec>(su, state_.param_shard(u).host(),
+                                          state_.grad_shard(u).host(), su.exp_avg.host(),
+                                          su.exp_avg_sq.host(), s, false);
+    updated(u);
+  }
+}
+
+void ShardedOptimizer::step_staged(const optim::AdamWStep& s, bool zero_grads,
+                                   const std::function<void(int)>& updated) {
+  // offload = optimizer: unit u's parameter and gradient shards come down into staging set
+  // u % 2 while the host updates unit u - 1, and the updated parameters go back up. Each wait
+  // covers unit u's down copies and unit u - 1's up copy (one stream, in issue order), which
+  // frees set (u + 1) % 2 for unit u + 1 and lets unit u - 1's next gathers start.
+  const int U = int(state_.units().size());
+  const auto down = [&](int u) {
+    const ShardedUnit& su = state_.units()[std::size_t(u)];
+    const Staging& st = staging_[std::size_t(u % 2)];
+    host_copy::to_host(st.params.vec(0, su.shard), state_.param_shard(u).device());
+    host_copy::to_host(st.grads.vec(0, su.shard), state_.grad_shard(u).device());
+  };
+  if (U > 0) down(0);
+  for (int u = 0; u < U; ++u) {
+    host_copy::wait_copies();
+    if (u > 0) updated(u - 1);
+    if (u + 1 < U) down(u + 1);
+    const ShardedUnit& su = state_.units()[std::size_t(u)];
+    const Staging& st = staging_[std::size_t(u % 2)];
+    update_unit<HostExecSpace, PinnedVec>(su, st.params.vec(0, su.shard), st.grads.vec(0, su.shard),
+                                          su.exp_avg.host(), su.exp_avg_sq.host(), s, false);
+    const Vec p = state_.param_shard(u).device();
+    host_copy::to_device(p, ConstPinnedVec(st.params.vec(0, su.shard)));
+    if (zero_grads) Kokkos::deep_copy(ExecSpace(), state_.grad_shard(u).device(), 0.f);
+  }
+  host_copy::wait_copies();
+  if (U > 0) updated(U - 1);
 }
 
 }  // namespace fsdp

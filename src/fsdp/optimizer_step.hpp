@@ -8,7 +8,9 @@
 #include <string>
 
 #include "config/run_config.hpp"
+#include "core/host_buffer.hpp"
 #include "fsdp/sharded_state.hpp"
+#include "optim/adamw.hpp"
 
 namespace fsdp {
 
@@ -26,7 +28,7 @@ struct OptimizerResult {
 
 class ShardedOptimizer {
  public:
-  ShardedOptimizer(ShardedState& state, const TrainConfig& train) : state_(state), train_(train) {}
+  ShardedOptimizer(ShardedState& state, const TrainConfig& train, MemoryTracker& tracker);
 
   // The squared global gradient norm: per-shard sums of squares, all-reduced.
   double norm2();
@@ -39,9 +41,20 @@ class ShardedOptimizer {
 
  private:
   std::string first_nonfinite_unit();
+  // Where AdamW runs, by fsdp.offload: none, params (everything is on the host already),
+  // optimizer (the device's shards go through host staging).
+  void step_on_device(const optim::AdamWStep& s, bool zero_grads,
+                      const std::function<void(int)>& updated);
+  void step_on_host(const optim::AdamWStep& s, const std::function<void(int)>& updated);
+  void step_staged(const optim::AdamWStep& s, bool zero_grads,
+                   const std::function<void(int)>& updated);
 
+  struct Staging {
+    HostBuffer params, grads;  // the largest unit's shard each
+  };
   ShardedState& state_;
   const TrainConfig& train_;
+  Staging staging_[2];  // offload = optimizer only
 };
 
 }  // namespace fsdp

@@ -5,6 +5,7 @@
 
 #include "comm/safety.hpp"
 #include "core/bf16.hpp"
+#include "core/host_copy.hpp"
 
 namespace fsdp {
 namespace {
@@ -14,6 +15,12 @@ void accumulate_into(const Vec& dst, const ConstVec& src) {
   Kokkos::parallel_for(
       "engine::accumulate_grad_shard", Kokkos::RangePolicy<ExecSpace>(0, dst.extent(0)),
       KOKKOS_LAMBDA(const int64_t i) { dst(i) += src(i); });
+}
+
+void accumulate_on_host(const PinnedVec& dst, const ConstPinnedVec& src) {
+  Kokkos::parallel_for(
+      "engine::accumulate_grad_shard_on_host", Kokkos::RangePolicy<HostExecSpace>(0, dst.extent(0)),
+      [=](const int64_t i) { dst(i) += src(i); });
 }
 
 }  // namespace
@@ -81,12 +88,15 @@ void ReducePipeline::reduce_scatter(int u) {
   const double t0 = now_s();
   FSDP_COMM_SITE("reduce " + su.layout->name);
   Pending pr = cast_for_send(u);
-  pr.direct = shards_grads(state_.strategy()) && fresh_[std::size_t(u)];
+  pr.first = shards_grads(state_.strategy()) && fresh_[std::size_t(u)];
+  // An offloaded gradient shard (fsdp.offload = params) is host memory: the collective lands
+  // on the device and the result goes down in land().
+  pr.direct = pr.first && !su.grad_shard.in_host_memory();
   fresh_[std::size_t(u)] = 0;
   if (!pr.direct)
     pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.shard,
                             MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
-  const Vec recv = pr.direct ? su.grad_shard.vec() : pr.recv.vec();
+  const Vec recv = pr.direct ? su.grad_shard.device() : pr.recv.vec();
   comm::Communicator& shard = state_.shard_comm();
   if (bf16_)
     pr.handle = shard.ireduce_scatter(pr.send.cbf16(), recv, comm::ReduceOp::Avg);
@@ -123,7 +133,7 @@ void ReducePipeline::land(Pending& pr) {
     return;
   }
   pr.send.reset();
-  const Vec reduced = pr.direct ? su.grad_shard.vec() : pr.recv.vec();
+  const Vec reduced = pr.direct ? su.grad_shard.device() : pr.recv.vec();
   comm::Communicator& rep = state_.replicate_comm();
   if (rep.size() > 1) {  // hybrid: the replicas' shards are averaged too
     if (bf16_)
@@ -135,21 +145,38 @@ void ReducePipeline::land(Pending& pr) {
     su.grad_full.reset();
     return;
   }
-  const Vec dst = state_.grad_shard(pr.unit);
+  const ShardVec dst = state_.grad_shard(pr.unit);
   const ConstVec src = pr.recv.cvec();
-  if (shards_grads(state_.strategy())) {
-    accumulate_into(dst, src);
-    su.grad_full.reset();
+  if (dst.in_host_memory()) {
+    land_on_host(pr, dst.host());
+  } else if (shards_grads(state_.strategy())) {
+    accumulate_into(dst.device(), src);
   } else {
-    Kokkos::deep_copy(dst, src);  // zero1: the reduced shard lands in its slice of the full grads
+    Kokkos::deep_copy(dst.device(), src);  // zero1: the reduced shard lands in its slice of the full grads
   }
+  if (shards_grads(state_.strategy())) su.grad_full.reset();
+}
+
+void ReducePipeline::land_on_host(Pending& pr, const PinnedVec& dst) {
+  ShardedUnit& su = units_[std::size_t(pr.unit)];
+  // The step's first reduction goes down into the shard as it is; later ones (sharded
+  // accumulation) through a staging buffer, added on the host in the order the device would.
+  if (pr.first) {
+    host_copy::to_host(dst, pr.recv.cvec());
+    return;
+  }
+  HostBuffer down(tracker_, su.layout->name + "::grad_download", su.shard,
+                  MemCategory::CommBuffers, Dtype::F32, Fill::None);
+  host_copy::to_host(down.vec(), pr.recv.cvec());
+  host_copy::wait_copies();
+  accumulate_on_host(dst, down.cvec());
 }
 
 void ReducePipeline::finish_step() {
   drain(0);
   for (std::size_t u = 0; u < units_.size(); ++u)  // a unit no reduction reached (none today)
-    if (shards_grads(state_.strategy()) && fresh_[u])
-      Kokkos::deep_copy(units_[u].grad_shard.vec(), 0.f);
+    if (shards_grads(state_.strategy()) && fresh_[u]) units_[u].grad_shard.view().fill(0.f);
+  host_copy::wait_copies();  // the optimizer reads offloaded gradient shards on the host
 }
 
 void ReducePipeline::finish_bf16_all_reduce(comm::Communicator& c, TrackedBuffer& send,

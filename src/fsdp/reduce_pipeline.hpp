@@ -38,9 +38,11 @@ class ReducePipeline {
     TrackedBuffer recv;
     TrackedBuffer send;   // fsdp.reduce_dtype = bf16: the cast of the unit's gradients
     bool direct = false;  // reduced straight into the gradient shard (recv unused)
+    bool first = false;   // the step's first reduction into the shard: nothing to add to
   };
   Pending cast_for_send(int u);  // under bf16, the cast the collective sends
   void land(Pending& p);
+  void land_on_host(Pending& p, const PinnedVec& dst);  // fsdp.offload = params
   // The second half of a bf16 all-reduce whose reduce-scatter of `send` into `block` is done:
   // round the averaged block to bf16, all-gather it into `send`, widen into `out`.
   static void finish_bf16_all_reduce(comm::Communicator& c, TrackedBuffer& send,

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/bf16.hpp"
+#include "core/host_copy.hpp"
 
 namespace fsdp {
 ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>& layouts,
@@ -12,9 +13,9 @@ ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>&
     : setup_(setup), shard_(shard), replicate_(replicate), tracker_(tracker) {
   const Strategy strategy = setup.strategy;
   const int nshard = shard.size(), r = shard.rank();
-  // Offload keeps what the optimizer owns in host memory; the optimizer step runs there. On a
-  // CPU build host and device share one RAM, but the tracker accounts the spaces separately, so
-  // the device saving is measured here and real on a GPU.
+  // Offload keeps what the optimizer owns in (pinned) host memory; the optimizer step runs
+  // there (fsdp/optimizer_step.cpp). On a CPU build both spaces are the one RAM, and the copies
+  // between them are real all the same, so the path a GPU takes is the path tested here.
   const MemSpace optim_space = setup.offload == Offload::None ? MemSpace::Device : MemSpace::Host;
   const MemSpace param_space = setup.offload == Offload::Params ? MemSpace::Host : MemSpace::Device;
   units_.resize(layouts.size());
@@ -31,22 +32,23 @@ ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>&
     std::vector<float> full(su.padded, 0.f);
     gpt2_init_unit(*su.layout, full.data(), seed, setup.model.n_layer);
     if (shards_params(strategy)) {
-      su.params = TrackedBuffer(tracker, name + "::param_shard", su.shard, MemCategory::ParamShard,
-                                param_space);
-      Kokkos::deep_copy(su.params.vec(), HostConstVec(full.data() + su.shard_begin, su.shard));
+      su.params = ShardBuffer(tracker, name + "::param_shard", su.shard, MemCategory::ParamShard,
+                              param_space);
+      su.params.view().copy_from(full.data() + su.shard_begin);
     } else {
-      su.params = TrackedBuffer(tracker, name + "::params", su.padded, MemCategory::ParamShard);
-      Kokkos::deep_copy(su.params.vec(), HostConstVec(full.data(), su.padded));
+      su.params = ShardBuffer(tracker, name + "::params", su.padded, MemCategory::ParamShard,
+                              MemSpace::Device);
+      su.params.view().copy_from(full.data());
     }
     if (shards_grads(strategy))
       su.grad_shard =
-          TrackedBuffer(tracker, name + "::grad_shard", su.shard, MemCategory::Grads, param_space);
+          ShardBuffer(tracker, name + "::grad_shard", su.shard, MemCategory::Grads, param_space);
     else
       su.grad_full = TrackedBuffer(tracker, name + "::grads", su.padded, MemCategory::Grads);
-    su.exp_avg = TrackedBuffer(tracker, name + "::exp_avg", su.shard, MemCategory::OptimizerState,
-                               optim_space);
-    su.exp_avg_sq = TrackedBuffer(tracker, name + "::exp_avg_sq", su.shard,
-                                  MemCategory::OptimizerState, optim_space);
+    su.exp_avg = ShardBuffer(tracker, name + "::exp_avg", su.shard, MemCategory::OptimizerState,
+                             optim_space);
+    su.exp_avg_sq = ShardBuffer(tracker, name + "::exp_avg_sq", su.shard,
+                                MemCategory::OptimizerState, optim_space);
   }
 }
 
@@ -62,16 +64,16 @@ std::int64_t ShardedState::largest_unit() const {
   return n;
 }
 
-Vec ShardedState::param_shard(int u) {
+ShardVec ShardedState::param_shard(int u) {
   ShardedUnit& su = units_[std::size_t(u)];
-  if (shards_params(setup_.strategy)) return su.params.vec();
-  return su.params.vec(su.shard_begin, su.shard);
+  if (shards_params(setup_.strategy)) return su.params.view();
+  return su.params.view(su.shard_begin, su.shard);
 }
 
-Vec ShardedState::grad_shard(int u) {
+ShardVec ShardedState::grad_shard(int u) {
   ShardedUnit& su = units_[std::size_t(u)];
-  if (shards_grads(setup_.strategy)) return su.grad_shard.vec();
-  return su.grad_full.vec(su.shard_begin, su.shard);
+  if (shards_grads(setup_.strategy)) return su.grad_shard.view();
+  return ShardVec::on_device(su.grad_full.vec(su.shard_begin, su.shard));
 }
 
 std::vector<UnitShard> ShardedState::unit_shards() {
@@ -89,10 +91,14 @@ std::vector<float> ShardedState::full_params(int u) {
   std::vector<float> out(su.padded);
   if (shards_params(setup_.strategy)) {
     FlatView full("sharded_state::full_params", su.padded);
-    shard_.all_gather(su.params.cvec(), Vec(full.data(), su.padded));
+    const Vec own(full.data() + su.shard_begin, su.shard);
+    const ShardVec p = su.params.view();
+    if (p.in_host_memory()) host_copy::to_device(own, p.host());
+    else Kokkos::deep_copy(own, p.device());
+    shard_.all_gather(ConstVec(own.data(), su.shard), Vec(full.data(), su.padded));
     Kokkos::deep_copy(HostVec(out.data(), su.padded), full);
   } else {
-    Kokkos::deep_copy(HostVec(out.data(), su.padded), su.params.vec());
+    su.params.view().copy_to(out.data());
   }
   out.resize(su.numel);
   return out;
@@ -108,19 +114,19 @@ void ShardedState::sync_full_params() {
       TrackedBuffer full(tracker_, su.layout->name + "::param_gather_bf16", su.padded,
                          MemCategory::CommBuffers, MemSpace::Device, Dtype::BF16);
       const Bf16Vec own(full.bf16().data() + su.shard_begin, su.shard);
-      cast_to_bf16(param_shard(u), own);
+      cast_to_bf16(param_shard(u).device(), own);
       shard_.all_gather(ConstBf16Vec(own.data(), su.shard), full.bf16());
       const std::int64_t end = su.shard_begin + su.shard;
       widen_bf16(ConstBf16Vec(full.bf16().data(), su.shard_begin),
-                 su.params.vec(0, su.shard_begin));
+                 subvec(su.params.device(), 0, std::size_t(su.shard_begin)));
       widen_bf16(ConstBf16Vec(full.bf16().data() + end, su.padded - end),
-                 su.params.vec(end, su.padded - end));
+                 subvec(su.params.device(), std::size_t(end), std::size_t(su.padded - end)));
       continue;
     }
     TrackedBuffer tmp(tracker_, su.layout->name + "::param_gather_send", su.shard,
                       MemCategory::CommBuffers);
-    Kokkos::deep_copy(tmp.vec(), param_shard(u));
-    shard_.all_gather(tmp.cvec(), su.params.vec());
+    Kokkos::deep_copy(tmp.vec(), param_shard(u).device());
+    shard_.all_gather(tmp.cvec(), su.params.device());
   }
 }
 

@@ -36,10 +36,10 @@ class ShardedState : public CheckpointedState {
   // What this rank owns of unit u: flat elements [shard_begin, shard_begin + shard) of the
   // padded unit (a view into the full buffer where the strategy keeps one), its gradient and
   // AdamW's two moments.
-  Vec param_shard(int u);
-  Vec grad_shard(int u);
-  Vec exp_avg_shard(int u) { return units_[std::size_t(u)].exp_avg.vec(); }
-  Vec exp_avg_sq_shard(int u) { return units_[std::size_t(u)].exp_avg_sq.vec(); }
+  ShardVec param_shard(int u);
+  ShardVec grad_shard(int u);
+  ShardVec exp_avg_shard(int u) { return units_[std::size_t(u)].exp_avg.view(); }
+  ShardVec exp_avg_sq_shard(int u) { return units_[std::size_t(u)].exp_avg_sq.view(); }
   // Whether this rank is the one copy of its shard that writes it (replicas hold the same bytes).
   bool writes_shard() const override { return replicate_.rank() == 0; }
   // Copies of the full (unpadded) parameters of unit u, gathered (tests and checkpoints).

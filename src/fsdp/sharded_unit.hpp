@@ -7,6 +7,7 @@
 
 #include "comm/communicator.hpp"
 #include "core/memory.hpp"
+#include "core/shard_buffer.hpp"
 #include "model/gpt2_layout.hpp"
 
 namespace fsdp {
@@ -18,13 +19,16 @@ struct ShardedUnit {
   std::int64_t shard = 0;        // padded / shard-group size (= padded without sharding)
   std::int64_t shard_begin = 0;  // first flat element this rank owns
 
-  TrackedBuffer params;      // persistent: the full buffer, or the shard (zero3, hybrid)
+  // In host memory where fsdp.offload puts them (core/shard_buffer.hpp): the moments with any
+  // offload, the parameter and gradient shards with offload = params.
+  ShardBuffer params;        // persistent: the full buffer, or the shard (zero3, hybrid)
   TrackedBuffer gathered;    // zero3/hybrid: the transient full parameters
   TrackedBuffer grad_full;   // full gradients: persistent (ddp, zero1) or transient
-  TrackedBuffer grad_shard;  // zero2/zero3/hybrid: the reduced gradient shard
-  TrackedBuffer exp_avg, exp_avg_sq;
+  ShardBuffer grad_shard;    // zero2/zero3/hybrid: the reduced gradient shard
+  ShardBuffer exp_avg, exp_avg_sq;
 
   comm::Handle gather;  // the in-flight all-gather into `gathered`
+  HostBuffer upload;    // offload = params under bf16: the shard's cast, until the gather lands
   bool gather_in_flight = false;
 };
 

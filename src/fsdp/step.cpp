@@ -6,6 +6,7 @@
 // with gradient accumulation over micro-batches and deterministic mode's tree sums around it.
 #include <algorithm>
 
+#include "core/host_copy.hpp"
 #include "core/faults.hpp"
 #include "fsdp/engine.hpp"
 #include "fsdp/schedule.hpp"
@@ -68,7 +69,7 @@ void Engine::zero_grads() {
   grad_zeroed_.resize(units.size(), 0);
   for (std::size_t u = 0; u < units.size(); ++u) {
     ShardedUnit& su = units[u];
-    if (su.grad_shard.allocated() && setup_.deterministic) Kokkos::deep_copy(su.grad_shard.vec(), 0.f);
+    if (su.grad_shard.allocated() && setup_.deterministic) su.grad_shard.view().fill(0.f);
     if (!shards_grads(setup_.strategy)) {
       if (grad_zeroed_[u]) {  // the last optimizer step zeroed this rank's part already
         const std::int64_t end = su.shard_begin + su.shard;
@@ -85,6 +86,7 @@ void Engine::zero_grads() {
 StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load) {
   StepResult r;
   comm_times_.clear();
+  host_copy::take_bytes_moved();  // what an evaluation or a checkpoint moved is not the step's
   const double t_start = now_s();
   // Gradient shards are not zeroed: the step's first reduction into each one overwrites it.
   reduce_->begin_step(/*direct=*/!setup_.deterministic);
@@ -105,6 +107,7 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
   r.comm_total_s = comm_times_.total_s;
   r.gather_bytes = comm_times_.gather_bytes;
   r.reduce_bytes = comm_times_.reduce_bytes;
+  r.offload_bytes = host_copy::take_bytes_moved();
   r.compute_s = (t_opt - t_start) - r.comm_exposed_s;
   return r;
 }
@@ -139,8 +142,7 @@ void Engine::inject_fault(int step) {
   if (unit.empty() || state_->shard_comm().rank() != 0) return;
   for (int u = 0; u < int(state_->units().size()); ++u)
     if (state_->units()[std::size_t(u)].layout->name == unit) {
-      const Vec g = state_->grad_shard(u);
-      Kokkos::deep_copy(Kokkos::subview(g, 0), std::nanf(""));
+      state_->grad_shard(u).sub(0, 1).fill(std::nanf(""));
     }
 }
 

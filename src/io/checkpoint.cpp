@@ -64,7 +64,7 @@ std::vector<FlatRange> hash_ranges(const ShardMap& m, const UnitShard& su, const
   return r;
 }
 
-Vec part_shard(const UnitShard& su, Part p) {
+ShardVec part_shard(const UnitShard& su, Part p) {
   switch (p) {
     case Part::Params:
       return su.params;
@@ -247,8 +247,8 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
     h5::Group g{FSDP_H5_ID(
         H5Gcreate2(file.get(), ckpt::group_path(p), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT))};
     for (const UnitShard& su : shards) {
-      // On a host build this is the shard itself; on a GPU build, a host copy of it.
-      const auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), part_shard(su, p));
+      // A host copy of the shard, wherever it lives (the device, or offloaded host memory).
+      const std::vector<float> host = part_shard(su, p).values();
       std::vector<DistributedArray> arrays;
       for (const TensorSpec& t : su.layout->tensors) {
         const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
@@ -363,9 +363,8 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
     for (const UnitShard& su : shards) {
       watch.emplace("reading checkpoint " + path + ": " + ckpt::group_path(p) + "/" +
                     su.layout->name);
-      const Vec shard = part_shard(su, p);
-      const auto host = Kokkos::create_mirror_view(HostSpace(), shard);
-      Kokkos::deep_copy(host, 0.f);  // the padding beyond the unit's numel stays 0
+      const ShardVec shard = part_shard(su, p);
+      std::vector<float> host(std::size_t(shard.size()), 0.f);  // the padding stays 0
       std::vector<DistributedArray> arrays;
       for (const TensorSpec& t : su.layout->tensors) {
         const FlatRange mine = slice(su, pos, t);
@@ -387,7 +386,7 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
         stored[k].d.reset();
       }
       fail_together(err);
-      Kokkos::deep_copy(shard, host);
+      shard.copy_from(host.data());
     }
   stored.clear();
   file.reset();  // read-only: nothing to flush

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/types.hpp"
+#include "core/shard_buffer.hpp"
 #include "model/gpt2_layout.hpp"
 
 namespace fsdp {
@@ -17,7 +17,7 @@ namespace fsdp {
 struct UnitShard {
   const UnitLayout* layout = nullptr;
   std::int64_t shard_begin = 0, shard = 0;
-  Vec params, exp_avg, exp_avg_sq;
+  ShardVec params, exp_avg, exp_avg_sq;  // in host memory where fsdp.offload put them
 };
 
 class CheckpointedState {

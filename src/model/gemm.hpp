@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Row-major matrix products through KokkosBlas::gemm (vendor BLAS underneath: OpenBLAS here,
-// cuBLAS on GPUs). C = alpha * op(A) * op(B) + beta * C with 'N' or 'T' per operand.
+// Row-major matrix products: KokkosBlas::gemm on CPUs (OpenBLAS underneath), cuBLAS on GPUs
+// (model/cublas_gemm.hpp). C = alpha * op(A) * op(B) + beta * C with 'N' or 'T' per operand.
 #pragma once
-#include <KokkosBlas3_gemm.hpp>
-
 #include "core/space_check.hpp"
-#include "core/types.hpp"
+#include "core/types.hpp"  // Kokkos' macros, KOKKOS_ENABLE_CUDA among them
+
+#if defined(KOKKOS_ENABLE_CUDA)
+#include "model/cublas_gemm.hpp"
+#else
+#include <KokkosBlas3_gemm.hpp>
+#endif
 
 namespace fsdp::kernels {
 
@@ -25,6 +29,8 @@ inline void gemm(const char* ta, const char* tb, float alpha, const ConstMat& a,
   const HostMat hm(c.data(), c.extent(0), c.stride(0));
   KokkosBlas::gemm(ta, tb, alpha, host(a), host(b), beta,
                    Kokkos::subview(hm, Kokkos::ALL, std::make_pair(std::size_t(0), c.extent(1))));
+#elif defined(KOKKOS_ENABLE_CUDA)
+  cublas_gemm(ta, tb, alpha, a, b, beta, c);
 #else
   KokkosBlas::gemm(ta, tb, alpha, a, b, beta, c);  // KokkosBlas names its own profiling region
 #endif

@@ -30,14 +30,16 @@ KOKKOS_INLINE_FUNCTION float adamw_element(float p, float grad, float& m, float&
 
 // zero_grad: also leave g zeroed for the next step's accumulation. Writing the zeros while the
 // line is in cache from the read saves a separate fill pass over the gradients (a full read for
-// ownership and write-back of them).
-inline void adamw_update(const Vec& p, const Vec& g, const Vec& m, const Vec& v,
-                         const AdamWStep& s, bool decay, bool zero_grad) {
+// ownership and write-back of them). Exec and the views' space go together: the device with
+// Vec, the host execution space with the offloaded PinnedVec (fsdp.offload).
+template <class Exec, class V>
+void adamw_update_in(const V& p, const V& g, const V& m, const V& v, const AdamWStep& s,
+                     bool decay, bool zero_grad) {
   const float b1 = s.beta1, b2 = s.beta2, eps = s.eps, lr = s.lr, scale = s.grad_scale;
   const float wd = decay ? s.weight_decay : 0.f;
   const float c1 = 1.f / (1.f - std::pow(b1, static_cast<float>(s.t)));
   const float c2 = 1.f / (1.f - std::pow(b2, static_cast<float>(s.t)));
-  const Kokkos::RangePolicy<ExecSpace> all(0, p.extent(0));
+  const Kokkos::RangePolicy<Exec> all(0, p.extent(0));
   if (zero_grad)
     Kokkos::parallel_for(
         "adamw::update", all, KOKKOS_LAMBDA(const int64_t i) {
@@ -51,15 +53,21 @@ inline void adamw_update(const Vec& p, const Vec& g, const Vec& m, const Vec& v,
         });
 }
 
+inline void adamw_update(const Vec& p, const Vec& g, const Vec& m, const Vec& v,
+                         const AdamWStep& s, bool decay, bool zero_grad) {
+  adamw_update_in<ExecSpace>(p, g, m, v, s, decay, zero_grad);
+}
+
 // Sum of squares in double, in a fixed order: the partial the global norm is built from.
 // Chunks of 4096 values, each summed in lanes, are combined by the reduction (in chunk order on
 // the host backends).
-inline double sum_squares(const ConstVec& g) {
+template <class Exec, class V>
+double sum_squares_in(const V& g) {
   constexpr std::int64_t chunk = 4096;
   const std::int64_t n = g.extent(0);
   double s = 0.0;
   Kokkos::parallel_reduce(
-      "adamw::sum_squares", Kokkos::RangePolicy<ExecSpace>(0, (n + chunk - 1) / chunk),
+      "adamw::sum_squares", Kokkos::RangePolicy<Exec>(0, (n + chunk - 1) / chunk),
       KOKKOS_LAMBDA(const int64_t c, double& acc) {
         const std::int64_t b = c * chunk;
         const int len = static_cast<int>(n - b < chunk ? n - b : chunk);
@@ -71,5 +79,7 @@ inline double sum_squares(const ConstVec& g) {
       s);
   return s;
 }
+
+inline double sum_squares(const ConstVec& g) { return sum_squares_in<ExecSpace>(g); }
 
 }  // namespace fsdp::optim

@@ -49,6 +49,7 @@ class Replay {
     in_flight_.assign(U, false);
     gather_handle_.assign(U, -1);
     staging_.assign(U, 0.0);
+    upload_.assign(U, 0.0);
     grad_full_.assign(U, false);
     fresh_.assign(U, false);
   }
@@ -135,6 +136,13 @@ class Replay {
       // AdamW's exp_avg and exp_avg_sq over the shard.
       allocate(C::OptimizerState, optim_space, b_.optimizer * S, ui);
     }
+    // ShardedOptimizer: offload = optimizer stages fp32 parameter and gradient shards through
+    // two host sets, each sized to the largest shard.
+    if (s_.offload == Offload::Optimizer) {
+      double largest = 0.0;
+      for (std::int64_t n : shard_) largest = std::max(largest, double(n));
+      allocate(C::CommBuffers, kHost, 2 * 2 * 4 * largest, -1);
+    }
   }
 
   // ---- GatherPipeline -----------------------------------------------------------------------
@@ -146,7 +154,15 @@ class Replay {
     // An offloaded shard comes up over PCIe before it is gathered (free on a CPU build, where
     // host and device share one memory). A bf16 gather sends a bf16 cast of the fp32 shard,
     // staged in a device buffer until the gather completes.
-    if (s_.offload == Offload::Params) after = issue(Coll::HostToDevice, Group::Pcie, 4 * S, u);
+    // Under bf16 the shard is cast on the host first, into a host buffer kept until the
+    // gather lands, and half the bytes come up.
+    if (s_.offload == Offload::Params) {
+      if (s_.precision == Precision::BF16) {
+        upload_[u] = b_.param * S;
+        allocate(C::CommBuffers, kHost, upload_[u], u);
+      }
+      after = issue(Coll::HostToDevice, Group::Pcie, b_.param * S, u);
+    }
     if (s_.precision == Precision::BF16) {
       staging_[u] = b_.param * S;
       allocate(C::CommBuffers, kDev, staging_[u], u);
@@ -175,10 +191,16 @@ class Replay {
       in_flight_[u] = false;
       if (staging_[u] > 0) deallocate(C::CommBuffers, kDev, staging_[u], u);
       staging_[u] = 0;
+      drop_upload(u);
     }
     window_.prefetch(
         stage, [&](int v) { return bool(gathered_[std::size_t(v)]); },
         [&](int v) { issue_gather(v); });
+  }
+
+  void drop_upload(int u) {
+    if (upload_[std::size_t(u)] > 0) deallocate(C::CommBuffers, kHost, upload_[std::size_t(u)], u);
+    upload_[std::size_t(u)] = 0;
   }
 
   void release(int stage, bool keep = false) {
@@ -196,6 +218,7 @@ class Replay {
         if (staging_[u] > 0) deallocate(C::CommBuffers, kDev, staging_[u], int(u));
         staging_[u] = 0;
       }
+      drop_upload(int(u));
       if (gathered_[u]) {
         deallocate(C::GatheredParams, kDev, b_.param * double(padded_[u]), int(u));
         gathered_[u] = false;
@@ -208,6 +231,7 @@ class Replay {
     int unit;
     int handle;
     double recv_bytes;
+    bool first = false;  // the step's first reduction into the unit's gradient shard
   };
 
   void begin_unit_backward(int u) {
@@ -229,8 +253,10 @@ class Replay {
     if (strategy_ == Strategy::DDP) {
       p.handle = issue(Coll::AllReduce, Group::Replicate, wire, u);
     } else {
-      // The step's first reduction into a gradient shard lands in it directly (no buffer).
-      const bool direct = shards_grads(strategy_) && fresh_[u];
+      // The step's first reduction into a gradient shard lands in it directly (no buffer),
+      // unless the shard is in host memory (offload = params).
+      p.first = shards_grads(strategy_) && fresh_[u];
+      const bool direct = p.first && s_.offload != Offload::Params;
       fresh_[u] = false;
       p.recv_bytes = direct ? 0.0 : b_.grad * double(shard_[u]);
       if (!direct) allocate(C::CommBuffers, kDev, p.recv_bytes, u);
@@ -249,9 +275,13 @@ class Replay {
       const double S = double(shard_[p.unit]);
       if (s_.replicate_group() > 1)
         blocking(Coll::AllReduce, Group::Replicate, wire_bytes() * S, p.unit);
-      // offload = params: the reduced shard is added into the gradient shard on the host.
-      if (s_.offload == Offload::Params && shards_grads(strategy_))
+      // offload = params: the reduced shard goes down into the gradient shard on the host;
+      // a later one of the step through a host buffer, added there.
+      if (s_.offload == Offload::Params && shards_grads(strategy_)) {
+        if (!p.first) allocate(C::CommBuffers, kHost, b_.grad * S, p.unit);
         blocking(Coll::DeviceToHost, Group::Pcie, b_.grad * S, p.unit);
+        if (!p.first) deallocate(C::CommBuffers, kHost, b_.grad * S, p.unit);
+      }
       if (shards_grads(strategy_)) {
         deallocate(C::Grads, kDev, b_.grad * double(padded_[p.unit]), p.unit);
         grad_full_[p.unit] = false;
@@ -379,12 +409,18 @@ class Replay {
         allocate(C::Grads, kDev, b_.grad * double(padded_[u]), int(u));
         grad_full_[u] = true;
       }
+      // offload = params: the shard is assembled on the device and goes down whole.
+      const bool down = s_.offload == Offload::Params && shards_grads(strategy_);
+      const double assembled = 4.0 * double(shard_[u]);
+      if (down) allocate(C::CommBuffers, kDev, assembled, int(u));
       if (R > 1) {
         allocate(C::CommBuffers, kDev, P / N, int(u));
         blocking(Coll::AllGather, Group::Replicate, P / S, int(u));
         deallocate(C::CommBuffers, kDev, P / N, int(u));
       }
+      if (down) blocking(Coll::DeviceToHost, Group::Pcie, assembled, int(u));
       deallocate(C::CommBuffers, kDev, P * rounds, int(u));
+      if (down) deallocate(C::CommBuffers, kDev, assembled, int(u));
     }
   }
 
@@ -436,6 +472,7 @@ class Replay {
   std::vector<bool> fresh_;  // per unit: no reduction has reached its gradient shard this step
   std::vector<int> gather_handle_;
   std::vector<double> staging_;
+  std::vector<double> upload_;  // offload = params under bf16: the host cast, per unit
   std::vector<int> sched_;
   GatherWindow window_;
   bool carry_ = false;         // the step's first gathers were issued by the last optimizer

@@ -107,9 +107,8 @@ void init_weights(const std::string& path, Engine& engine, Checkpointer& checkpo
 
   for (int u = 0; u < int(engine.units().size()); ++u) {
     const ShardedUnit& su = engine.units()[std::size_t(u)];
-    const Vec shard = engine.param_shard(u);
-    const auto host = Kokkos::create_mirror_view(HostSpace(), shard);
-    Kokkos::deep_copy(host, 0.f);  // the padding past the unit's tensors stays 0
+    const ShardVec shard = engine.param_shard(u);
+    std::vector<float> host(std::size_t(shard.size()), 0.f);  // the padding stays 0
     const h5::FlatRange mine{su.shard_begin, su.shard_begin + su.shard};
     for (const TensorSpec& t : su.layout->tensors) {
       const h5::FlatRange r = h5::intersect(mine, {t.offset, t.offset + t.numel});
@@ -120,7 +119,7 @@ void init_weights(const std::string& path, Engine& engine, Checkpointer& checkpo
         err = e.what();
       }
     }
-    Kokkos::deep_copy(shard, host);
+    shard.copy_from(host.data());
   }
   err = agree_on_error(world, err);
   if (!err.empty()) throw WeightsError(err);

@@ -161,7 +161,8 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
     c->set_check_collectives(cfg_.debug.check_collectives);
   if (!opts_.trace_path.empty() || opts_.trace_in_memory) trace_.enable(opts_.trace_path, rank_);
   engine_ = std::make_unique<Engine>(cfg_, groups_, tracker_, trace_);
-  faults::touch_device_on_host(engine_->param_shard(0).data());
+  if (const ShardVec p0 = engine_->param_shard(0); !p0.in_host_memory())
+    faults::touch_device_on_host(p0.device().data());
   // A training run may be asked for a checkpoint at any step (a preemption signal), so its
   // directory is made, checked and locked now whatever checkpoint.every is.
   checkpointer_ = std::make_unique<Checkpointer>(
@@ -266,11 +267,12 @@ void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_
     const double eta = (cfg_.train.steps - step - 1) * step_s;
     std::printf(
         "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | MFU %5.1f%% | "
-        "mem %s | comm %.1f/%.1f ms exposed/total | ETA %s\n",
+        "mem %s | comm %.1f/%.1f ms exposed/total | ETA %s%s\n",
         step + 1, cfg_.train.steps, r.loss, r.lr, r.grad_norm, tok_s, 100.0 * mfu,
         format_bytes(tracker_.peak_total()).c_str(),
         1e3 * r.comm_exposed_s, 1e3 * r.comm_total_s,
-        format_duration(eta).c_str());
+        format_duration(eta).c_str(),
+        r.offload_bytes > 0 ? (" | offload " + format_bytes(std::int64_t(r.offload_bytes)) + " host<->device").c_str() : "");
     std::fflush(stdout);
   }
   if (metrics_) {
@@ -285,6 +287,7 @@ void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_
                      {"comm_exposed_s", r.comm_exposed_s},
                      {"comm_total_s", r.comm_total_s},
                      {"optimizer_s", r.optimizer_s},
+                     {"offload_bytes", r.offload_bytes},
                      {"mem_peak_device_bytes", tracker_.peak_total(MemSpace::Device)},
                      {"mem_peak_host_bytes", tracker_.peak_total(MemSpace::Host)}};
     nlohmann::json cats;

@@ -57,6 +57,14 @@ run "zero2, sharded accumulation" 3 --set fsdp.strategy=zero2 --set fsdp.accumul
 run "hybrid, shard groups of 2" 4 --set fsdp.strategy=hybrid --set fsdp.shard_group_size=2 --set train.micro_batch_size=2
 run "offload optimizer" 2 --set fsdp.offload=optimizer
 run "offload params, sublayer units" 2 --set fsdp.offload=params --set fsdp.unit=sublayer
+# Offload copies (core/host_copy.hpp): the full gradients a staged update zeroes on the device,
+# the host cast a bf16 gather uploads, the later reductions of a step added on the host, and a
+# deterministic shard assembled on the device and sent down.
+run "offload optimizer, zero1" 2 --set fsdp.strategy=zero1 --set fsdp.offload=optimizer
+run "offload params, bf16, sharded accumulation" 2 --set fsdp.offload=params \
+  --set fsdp.mixed_precision=bf16 --set fsdp.accumulate=sharded --set train.batch_size=12 --set train.micro_batch_size=2
+run "offload params, deterministic hybrid" 4 --set fsdp.offload=params --set fsdp.strategy=hybrid \
+  --set fsdp.shard_group_size=2 --set train.deterministic=true --set train.micro_batch_size=2
 run "bf16 parameters and reductions" 2 --set fsdp.mixed_precision=bf16 --set fsdp.reduce_dtype=bf16
 run "deterministic" 2 --set train.deterministic=true
 

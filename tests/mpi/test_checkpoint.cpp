@@ -77,7 +77,7 @@ struct Shards {
 };
 Shards shards(Engine& e) {
   Shards s;
-  auto copy = [](Vec x) { return std::vector<float>(x.data(), x.data() + x.extent(0)); };
+  auto copy = [](const ShardVec& x) { return x.values(); };
   for (int u = 0; u < int(e.units().size()); ++u) {
     s.p.push_back(copy(e.param_shard(u)));
     s.m.push_back(copy(e.exp_avg_shard(u)));

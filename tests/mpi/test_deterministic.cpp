@@ -18,16 +18,14 @@ namespace {
 
 // The whole model state in flat order (the first numel elements of each unit): every shard of
 // the first shard group, which holds each element once, gathered as bytes.
-std::vector<float> gather_state(Trainer& t, MPI_Comm comm, Vec (Engine::*part)(int)) {
+std::vector<float> gather_state(Trainer& t, MPI_Comm comm, ShardVec (Engine::*part)(int)) {
   Engine& e = t.engine();
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   const bool first_group = rank < e.shard_group_size();
   std::vector<float> all;
   for (int u = 0; u < int(e.units().size()); ++u) {
-    const Vec shard = (e.*part)(u);
-    std::vector<float> mine(first_group ? shard.extent(0) : 0);
-    Kokkos::deep_copy(HostVec(mine.data(), mine.size()), first_group ? shard : Vec());
+    std::vector<float> mine = first_group ? (e.*part)(u).values() : std::vector<float>();
     int n = int(mine.size()), size = 0;
     MPI_Comm_size(comm, &size);
     std::vector<int> counts(static_cast<std::size_t>(size)),

@@ -19,9 +19,8 @@ Snapshot snapshot(Engine& e) {
   Snapshot s;
   for (std::size_t u = 0; u < e.units().size(); ++u) {
     s.params.push_back(e.full_params(int(u)));
-    const Vec m = e.exp_avg_shard(int(u)), v = e.exp_avg_sq_shard(int(u));
-    s.m.emplace_back(m.data(), m.data() + m.extent(0));
-    s.v.emplace_back(v.data(), v.data() + v.extent(0));
+    s.m.push_back(e.exp_avg_shard(int(u)).values());
+    s.v.push_back(e.exp_avg_sq_shard(int(u)).values());
   }
   s.steps = e.optimizer_steps();
   return s;

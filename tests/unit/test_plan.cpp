@@ -448,14 +448,21 @@ TEST_CASE("offload moves model states to the host as the engine does", "[plan]")
   const MemoryPlan par = plan_memory(s);
   const std::int64_t shard = none.padded_params / 8;
   // As tests/mpi/test_memory_features.cpp measures: 8 bytes per owned parameter for the
-  // optimizer state, 16 with the parameter and gradient shards.
+  // optimizer state, 16 with the parameter and gradient shards; offload = optimizer adds two
+  // host staging sets (parameters and gradients) of the largest unit's shard.
   REQUIRE(opt.device(C::OptimizerState) == 0);
-  REQUIRE(opt.host_total() == 8 * shard);
+  REQUIRE(opt.host(C::OptimizerState) == 8 * shard);
+  REQUIRE(opt.host_total() == 8 * shard + opt.host(C::CommBuffers));
+  REQUIRE(opt.host(C::CommBuffers) > 0);
+  REQUIRE(opt.host(C::CommBuffers) <= 16 * shard);
   REQUIRE(none.device_total() - opt.device_total() == 8 * shard);
   REQUIRE(par.host(C::ParamShard) == 4 * shard);
   REQUIRE(par.host(C::Grads) == 4 * shard);
   REQUIRE(par.host_total() == 16 * shard);
-  REQUIRE(none.device_total() - par.device_total() == 16 * shard);
+  // Less the device buffer a reduce-scatter lands in before its result goes down to the
+  // host: one unit's shard per reduction in flight (two here; no unit holds a third of them).
+  REQUIRE(none.device_total() - par.device_total() < 16 * shard);
+  REQUIRE(none.device_total() - par.device_total() > 16 * shard - 2 * 4 * (shard / 3));
   const TimePlan t = plan_time(s, machine_preset("a100"));
   REQUIRE(t.step_s > 0.0);
   REQUIRE(t.offload_exposed_s > 0.0);

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+#include "core/host_copy.hpp"
+
+namespace fsdp::host_copy {
+namespace {
+
+double g_bytes = 0.0;
+
+template <class Dst, class Src>
+void copy(const Dst& dst, const Src& src) {
+  g_bytes += double(src.extent(0)) * double(sizeof(typename Src::value_type));
+  Kokkos::deep_copy(ExecSpace(), dst, src);
+}
+
+}  // namespace
+
+void to_device(const Vec& dst, const ConstPinnedVec& src) { copy(dst, src); }
+void to_device(const Bf16Vec& dst, const ConstPinnedBf16Vec& src) { copy(dst, src); }
+void to_host(const PinnedVec& dst, const ConstVec& src) { copy(dst, src); }
+void wait_copies() { ExecSpace().fence(); }
+
+double take_bytes_moved() {
+  const double b = g_bytes;
+  g_bytes = 0.0;
+  return b;
+}
+
+}  // namespace fsdp::host_copy
