@@ -62,7 +62,9 @@ if [ "$DRY" != 1 ]; then
     case ":$LIBS:" in *":$found:"*) ;; *) LIBS=$LIBS:$found ;; esac
   done <"$B/lib/FROM_NODE"
 fi
-export LD_LIBRARY_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Only fsdp's programs see the bundle's libraries: its libstdc++ is older than a newer node's,
+# which PyTorch needs.
+FSDP_ENV=(env LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 # Open MPI, relocated: every directory it would look under /usr for, under the bundle.
 M=$B/mpi
 export OPAL_PREFIX=$M OPAL_EXEC_PREFIX=$M OPAL_BINDIR=$M/bin OPAL_LIBDIR=$B/lib \
@@ -74,7 +76,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 # One node, no network: shared memory and loopback only.
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-MPIRUN=("$M/bin/mpirun" --bind-to none)
+MPIRUN=("${FSDP_ENV[@]}" "$M/bin/mpirun" --bind-to none)
 
 GPUX=$B/gpu
 [ "$DRY" = 1 ] && GPUX=$B/cpu
@@ -90,7 +92,7 @@ fi
 train() {
   local name=$1
   shift
-  timeout 600 "$@" --metrics "$RES/$name.jsonl" >"$RES/$name.log" 2>&1
+  timeout 600 "${FSDP_ENV[@]}" "$@" --metrics "$RES/$name.jsonl" >"$RES/$name.log" 2>&1
 }
 # compare A B TOL [FIRST]: every step's loss in A's metrics within relative TOL of B's.
 compare() {
@@ -157,7 +159,7 @@ if train gpu_ckpt "$TRAIN" "${S50[@]}" --set train.steps=25 --set checkpoint.eve
     fail "4a GPU checkpoint resumed on the GPU: not bitwise ($r)"
   fi
   first=$(ls "$CK"/step_*.h5 2>/dev/null | sort | head -1)
-  if "$B/cpu/fsdp-ckpt" verify "$first" >"$RES/cpu_verify.log" 2>&1 &&
+  if "${FSDP_ENV[@]}" "$B/cpu/fsdp-ckpt" verify "$first" >"$RES/cpu_verify.log" 2>&1 &&
     train cpu_resume "$CPUTRAIN" "${S50[@]}" --set train.steps=30 --set checkpoint.dir="$U/ck_cpu" \
       --resume "$first"; then
     r=$(compare cpu_resume gpu_fp32 1e-4 26) && pass "4b the CPU build reads the GPU checkpoint: $r" ||

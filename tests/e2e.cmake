@@ -2,6 +2,8 @@
 fsdp_add_e2e_test(e2e_bad_input bad_input.sh)
 fsdp_add_e2e_test(e2e_comm_backend comm_backend.sh)
 fsdp_add_e2e_test(e2e_space_check space_check.sh)
+fsdp_add_e2e_test(e2e_device_bundle device_bundle.sh)
+set_property(TEST e2e_device_bundle PROPERTY SKIP_RETURN_CODE 77)
 fsdp_add_e2e_test(e2e_train_converges train_converges.sh)
 fsdp_add_e2e_test(e2e_collective_faults collective_faults.sh)
 fsdp_add_e2e_test(e2e_deterministic_ckpt deterministic_ckpt.sh)

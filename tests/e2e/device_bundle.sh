@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The device check's bundle is self-contained: jobscripts/device_bundle.sh packs the CPU build
+# (standing in for the GPU build), and jobscripts/device_check.sh's dry run then trains from it
+# in a mount namespace where this machine's Open MPI, PMIx, HDF5, OpenBLAS, Kokkos and the other
+# libraries the build links are hidden, as on a GPU node that has none of them. The checks that
+# need no GPU must pass: CPU against CPU, bf16 against fp32, a checkpoint resumed bitwise and
+# read back, and zero3 at 2 ranks through the bundle's own mpirun.
+#   tests/e2e/device_bundle.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+BUILD=$1
+SRC=$2
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAILED: $*"; fails=$((fails + 1)); }
+
+if ! unshare -m true 2>/dev/null; then
+  echo "skipped: unshare -m is not permitted here (the hidden-library namespace needs it)"
+  exit 77
+fi
+
+if FSDP_DEVICE_BUNDLE_DRY=1 "$SRC/jobscripts/device_bundle.sh" "$BUILD" "$BUILD" "$WORK/b.tar.xz" >"$WORK/bundle.log" 2>&1; then
+  ok "$(tail -1 "$WORK/bundle.log")"
+else
+  bad "device_bundle.sh failed:"
+  tail -5 "$WORK/bundle.log"
+  exit 1
+fi
+
+# Everything the builds load from the system, bar the C library: what a bare node lacks.
+hide_libs() {
+  local dir=/usr/lib/x86_64-linux-gnu
+  for d in $dir/openmpi $dir/pmix2 $dir/openblas-pthread /usr/share/openmpi /etc/openmpi; do
+    [ -d "$d" ] && mount -t tmpfs none "$d"
+  done
+  for f in $dir/lib{mpi,open-rte,open-pal,hdf5_openmpi,pmix,hwloc,kokkos,trilinos_kokkos,tomlplusplus,xxhash,openblas,blas,lapack,gfortran,sz,curl}*.so* \
+    /usr/bin/mpirun /usr/bin/orterun /usr/bin/orted; do
+    [ -f "$f" ] && [ ! -L "$f" ] && mount --bind /dev/null "$f"
+  done
+  return 0
+}
+export -f hide_libs
+
+unshare -m bash -c '
+  set -e
+  hide_libs
+  # The namespace really lacks them: the system build can no longer start.
+  if "$0"/fsdp-train --help >/dev/null 2>&1; then echo "the libraries were not hidden"; exit 3; fi
+  cd "$1" && OUT="$2/out" FSDP_DEVICE_CHECK_DRY=1 bash jobscripts/device_check.sh "$2/b.tar.xz"
+' "$BUILD" "$SRC" "$WORK" >"$WORK/check.log" 2>&1
+rc=$?
+sed 's/^/    /' "$WORK/out/summary.txt" 2>/dev/null || tail -20 "$WORK/check.log"
+[ $rc = 3 ] && bad "hiding the system libraries did not stop the system build"
+[ $rc = 0 ] && ok "the dry device check passed from the bundle alone" || bad "the dry device check failed (exit $rc)"
+for want in "PASS 2 " "PASS 3 " "PASS 4a " "PASS 4b " "PASS 5 " "NOT RUN 1 " "NOT RUN 6 "; do
+  grep -q "device_check: $want" "$WORK/out/summary.txt" 2>/dev/null || bad "summary has no '$want' line"
+done
+[ $fails = 0 ] && echo "all device bundle checks passed" || echo "$fails device bundle check(s) failed"
+[ $fails = 0 ]
