@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// A row-major product as the column-major call that computes it (cuBLAS, Fortran BLAS): the
+// same memory read as transposes, so C^T = op(B)^T op(A)^T, with the operands swapped. CUDA-free
+// and Kokkos-free, so that the GPU build's argument mapping is tested on a CPU against a
+// column-major BLAS (tests/unit/test_colmajor_gemm.cpp).
+#pragma once
+#include <cstddef>
+
+namespace fsdp::kernels {
+
+// A row-major matrix: rows x cols elements, `stride` elements between rows (a window of a
+// wider matrix keeps its parent's).
+struct RowMajor {
+  const void* data;
+  std::size_t rows, cols, stride;
+};
+
+struct ColMajorCall {
+  bool trans_first, trans_second;  // the column-major op() of its first and second operand
+  int m, n, k;
+  const void* first;
+  int ld_first;
+  const void* second;
+  int ld_second;
+  void* out;
+  int ld_out;
+};
+
+// Row-major c = op(a) op(b), with op = transpose where ta / tb. Throws std::invalid_argument
+// naming the three shapes when they do not fit together.
+ColMajorCall colmajor_call(bool ta, bool tb, const RowMajor& a, const RowMajor& b, const RowMajor& c);
+
+}  // namespace fsdp::kernels
