@@ -59,6 +59,7 @@ struct FsdpConfig {
   std::string offload = "none";          // none | optimizer | params
   std::string mixed_precision = "fp32";  // fp32 | bf16
   std::string reduce_dtype = "fp32";     // fp32 | bf16
+  std::string gemm_dtype = "auto";       // auto | fp32 | bf16: the GEMMs' inputs under bf16
   std::string accumulate = "unsharded";  // unsharded | sharded
 };
 

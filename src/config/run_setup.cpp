@@ -130,6 +130,9 @@ void RunSetup::validate() const {
     fail("fsdp.shard_group_size: " + std::to_string(s) + " does not divide the number of ranks (" +
          std::to_string(ranks) + ")");
   if (prefetch < 0) fail("fsdp.prefetch must be >= 0");
+  if (bf16_gemms_asked && precision != Precision::BF16)
+    fail("fsdp.gemm_dtype = bf16 needs fsdp.mixed_precision = bf16: with fp32 the parameters "
+         "are gathered as fp32 and there are no bf16 weights to multiply");
 }
 
 RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes) {
@@ -146,6 +149,16 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes) {
   s.offload = parse_offload(cfg.fsdp.offload);
   s.precision = parse_precision(cfg.fsdp.mixed_precision);
   s.reduce_bf16 = cfg.fsdp.reduce_dtype == "bf16";
+  // auto: tensor cores where there are some. A CPU build's bf16 GEMMs are a widening reference
+  // until oneDNN's land (docs/gpu.md), slower than its fp32 ones.
+#if defined(FSDP_ENABLE_CUDA)
+  constexpr bool gpu_build = true;
+#else
+  constexpr bool gpu_build = false;
+#endif
+  const std::string& g = cfg.fsdp.gemm_dtype;
+  s.bf16_gemms = s.precision == Precision::BF16 && (g == "bf16" || (g == "auto" && gpu_build));
+  s.bf16_gemms_asked = g == "bf16";
   s.activation_checkpointing = cfg.model.activation_checkpointing == "blocks";
   s.accumulate_sharded = cfg.fsdp.accumulate == "sharded";
   s.micro_batch = cfg.train.micro_batch_size;

@@ -55,6 +55,10 @@ struct RunSetup {
   Offload offload = Offload::None;
   Precision precision = Precision::FP32;
   bool reduce_bf16 = false;  // fsdp.reduce_dtype = bf16
+  // fsdp.gemm_dtype resolved: the linear layers' and LM head's GEMMs take bf16 weights and
+  // activations and accumulate in fp32 (model/bf16_gemm.hpp).
+  bool bf16_gemms = false;
+  bool bf16_gemms_asked = false;  // fsdp.gemm_dtype = bf16 itself, for validate()
   bool activation_checkpointing = false;
   bool accumulate_sharded = false;  // fsdp.accumulate = sharded
   int micro_batch = 1;              // sequences per forward+backward on one rank

@@ -158,6 +158,10 @@ std::vector<KeySpec> build_schema() {
             "dtype of gathered parameters and compute"),
       entry("fsdp", "reduce_dtype", &R::fsdp, &F::reduce_dtype, one_of({"fp32", "bf16"}),
             "dtype of the gradient reduce-scatter"),
+      entry("fsdp", "gemm_dtype", &R::fsdp, &F::gemm_dtype, one_of({"auto", "fp32", "bf16"}),
+            "with mixed_precision = bf16: the GEMMs' inputs; bf16 = bf16 weights and activations "
+            "with fp32 accumulation (tensor cores), fp32 = weights widened to fp32; auto = bf16 "
+            "on GPUs, fp32 on CPUs"),
       entry("fsdp", "accumulate", &R::fsdp, &F::accumulate, one_of({"unsharded", "sharded"}),
             "micro-batch grads summed in a full buffer, or reduce-scattered each micro-batch"),
 

@@ -52,6 +52,8 @@ using ConstTokens = Kokkos::View<const int32_t*, Kokkos::LayoutRight, DeviceSpac
 using Bf16Vec = Kokkos::View<std::uint16_t*, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
 using ConstBf16Vec =
     Kokkos::View<const std::uint16_t*, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
+using ConstBf16Mat =
+    Kokkos::View<const std::uint16_t**, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
 // Attention's per-head score blocks (B*H, T, T).
 using Att3 = Kokkos::View<float***, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
 using ConstAtt3 = Kokkos::View<const float***, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;

@@ -26,6 +26,7 @@ Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker&
                                           *groups.replicate, tracker, cfg.train.seed);
   if (setup_.precision == Precision::BF16)
     widener_ = std::make_unique<ParamWidener>(tracker, model_->units());
+  if (setup_.bf16_gemms) model_->use_bf16_gemms(tracker);
   gather_ = std::make_unique<GatherPipeline>(state_->units(), *groups.shard, tracker, trace,
                                              setup_.prefetch, shards_params(setup_.strategy),
                                              comm_times_, widener_.get());

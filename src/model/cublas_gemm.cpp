@@ -48,24 +48,43 @@ RowMajor row_major(const M& m) {
   return {m.data(), m.extent(0), m.extent(1), m.stride(0)};
 }
 
+// The column-major call for row-major c = op(a) op(b), or a fatal naming the shapes.
+template <class A, class B>
+ColMajorCall mapped(const char* ta, const char* tb, const A& a, const B& b, const Mat& c) {
+  try {
+    return colmajor_call(transposed(ta), transposed(tb), row_major(a), row_major(b), row_major(c));
+  } catch (const std::invalid_argument& e) {
+    fatal(e.what());
+  }
+}
+
+cublasOperation_t op(bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
 }  // namespace
 
 void cublas_gemm(const char* ta, const char* tb, float alpha, const ConstMat& a, const ConstMat& b,
                  float beta, const Mat& c) {
   if (c.extent(0) == 0 || c.extent(1) == 0) return;
-  ColMajorCall call;
-  try {
-    call = colmajor_call(transposed(ta), transposed(tb), row_major(a), row_major(b), row_major(c));
-  } catch (const std::invalid_argument& e) {
-    fatal(e.what());
-  }
-  const auto op = [](bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; };
+  const ColMajorCall call = mapped(ta, tb, a, b, c);
   Kokkos::Profiling::pushRegion("cublas::sgemm");
   check(cublasSgemm(handle(), op(call.trans_first), op(call.trans_second), call.m, call.n, call.k,
                     &alpha, static_cast<const float*>(call.first), call.ld_first,
                     static_cast<const float*>(call.second), call.ld_second, &beta,
                     static_cast<float*>(call.out), call.ld_out),
         "cublasSgemm");
+  Kokkos::Profiling::popRegion();
+}
+
+void cublas_gemm_bf16(const char* ta, const char* tb, float alpha, const ConstBf16Mat& a,
+                      const ConstBf16Mat& b, float beta, const Mat& c) {
+  if (c.extent(0) == 0 || c.extent(1) == 0) return;
+  const ColMajorCall call = mapped(ta, tb, a, b, c);
+  Kokkos::Profiling::pushRegion("cublas::gemm_bf16");
+  check(cublasGemmEx(handle(), op(call.trans_first), op(call.trans_second), call.m, call.n, call.k,
+                     &alpha, call.first, CUDA_R_16BF, call.ld_first, call.second, CUDA_R_16BF,
+                     call.ld_second, &beta, call.out, CUDA_R_32F, call.ld_out, CUBLAS_COMPUTE_32F,
+                     CUBLAS_GEMM_DEFAULT),
+        "cublasGemmEx (bf16)");
   Kokkos::Profiling::popRegion();
 }
 

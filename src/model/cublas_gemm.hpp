@@ -11,5 +11,8 @@ namespace fsdp::kernels {
 // of a wider matrix keeps its row stride. fp32 in and out, fp32 arithmetic (no TF32).
 void cublas_gemm(const char* ta, const char* tb, float alpha, const ConstMat& a, const ConstMat& b,
                  float beta, const Mat& c);
+// The same with bf16 A and B (tensor cores), fp32 accumulation and fp32 C.
+void cublas_gemm_bf16(const char* ta, const char* tb, float alpha, const ConstBf16Mat& a,
+                      const ConstBf16Mat& b, float beta, const Mat& c);
 
 }  // namespace fsdp::kernels

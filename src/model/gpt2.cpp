@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "model/gpt2.hpp"
 
+#include <algorithm>
+
 #include "model/attention.hpp"
 #include "model/cross_entropy.hpp"
 #include "model/embedding.hpp"
@@ -101,6 +103,30 @@ void Gpt2::embed_forward(const UnitParams& emb) {
                        emb.table(std::int64_t(V_) * C_, T_, C_), T_);
 }
 
+void Gpt2::use_bf16_gemms(MemoryTracker& tracker) {
+  const std::int64_t BT = std::int64_t(B_) * T_;
+  // The largest linear operand (B*T x 4C), or one row of the head's logits if that is larger.
+  bf16_ = std::make_unique<k::Bf16Gemms>(tracker, std::max(BT * 4 * C_, std::int64_t(V_)));
+}
+
+void Gpt2::linear_fwd(const Mat& out, const ConstMat& inp, const UnitParams& p, std::int64_t w_off,
+                      std::int64_t bias_off, int ic, int oc) {
+  if (!bf16_) {
+    if (bias_off >= 0) k::linear_forward(out, inp, p.weight(w_off, ic, oc), p.vec(bias_off, oc));
+    else k::linear_forward_no_bias(out, inp, p.weight(w_off, ic, oc));
+    return;
+  }
+  if (bias_off >= 0) k::linear_bias_init(out, p.vec(bias_off, oc));
+  bf16_->forward(out, inp, p.weight_bf16(w_off, ic, oc), bias_off >= 0 ? 1.f : 0.f);
+}
+
+void Gpt2::linear_bwd(const Mat& dinp, const Mat& dw, const Vec& db, const ConstMat& dout,
+                      const ConstMat& inp, const UnitParams& p, std::int64_t w_off, int ic, int oc) {
+  if (!bf16_) return k::linear_backward(dinp, dw, db, dout, inp, p.weight(w_off, ic, oc));
+  bf16_->backward(dinp, dw, dout, inp, p.weight_bf16(w_off, ic, oc));
+  k::linear_bias_grad(db, dout);
+}
+
 Vec Gpt2::res2_of(int l) { return mid_.empty() ? acts(l).res2.vec() : mid_[std::size_t(l)].vec(); }
 
 void Gpt2::attn_compute(int l, const UnitParams& p, BlockActivations& a, const Vec& res2_out) {
@@ -109,13 +135,12 @@ void Gpt2::attn_compute(int l, const UnitParams& p, BlockActivations& a, const V
   const ConstMat x_in = cm(residual_[l], BT, C);
   k::layernorm_forward(m(a.ln1, BT, C), a.ln1_mean.vec(), a.ln1_rstd.vec(), x_in, p.vec(o.ln1_w, C),
                        p.vec(o.ln1_b, C));
-  k::linear_forward(m(a.qkv, BT, 3 * C), cm(a.ln1, BT, C), p.weight(o.attn_w, C, 3 * C),
-                    p.vec(o.attn_b, 3 * C));
+  linear_fwd(m(a.qkv, BT, 3 * C), cm(a.ln1, BT, C), p, o.attn_w, o.attn_b, C, 3 * C);
   k::attention_forward(m(a.atty, BT, C), Att3(a.att.data(), B_ * H_, T_, T_),
                        cm(a.qkv, BT, 3 * C), B_, T_, H_);
   // The projections' biases are added by the kernels that read their outputs (the residual
   // adds, the GELU): one pass less over each output.
-  k::linear_forward_no_bias(m(tmp_, BT, C), cm(a.atty, BT, C), p.weight(o.proj_w, C, C));
+  linear_fwd(m(tmp_, BT, C), cm(a.atty, BT, C), p, o.proj_w, -1, C, C);
   k::residual_bias_forward(res2_out, residual_[l].cvec(), tmp_.cvec(), p.vec(o.proj_b, C));
 }
 
@@ -125,10 +150,9 @@ void Gpt2::mlp_compute(int l, const UnitParams& p, BlockActivations& a, const Ve
   const Vec res2 = res2_of(l);
   k::layernorm_forward(m(a.ln2, BT, C), a.ln2_mean.vec(), a.ln2_rstd.vec(),
                        ConstMat(res2.data(), BT, C), p.vec(o.ln2_w, C), p.vec(o.ln2_b, C));
-  k::linear_forward_no_bias(m(a.fch, BT, 4 * C), cm(a.ln2, BT, C), p.weight(o.fc_w, C, 4 * C));
+  linear_fwd(m(a.fch, BT, 4 * C), cm(a.ln2, BT, C), p, o.fc_w, -1, C, 4 * C);
   k::gelu_bias_forward(a.fch_gelu.vec(), a.fch.vec(), p.vec(o.fc_b, 4 * C));
-  k::linear_forward_no_bias(m(tmp_, BT, C), cm(a.fch_gelu, BT, 4 * C),
-                            p.weight(o.fcproj_w, 4 * C, C));
+  linear_fwd(m(tmp_, BT, C), cm(a.fch_gelu, BT, 4 * C), p, o.fcproj_w, -1, 4 * C, C);
   k::residual_bias_forward(x_out, ConstVec(res2.data(), res2.extent(0)), tmp_.cvec(),
                            p.vec(o.fcproj_b, C));
 }
@@ -158,7 +182,10 @@ void Gpt2::lnf_forward(const UnitParams& p) {
 
 double Gpt2::head_forward(const UnitParams& emb) {
   const int BT = B_ * T_;
-  k::gemm("N", "T", 1.f, cm(lnf_, BT, C_), emb.weight(0, V_, C_), 0.f, m(logits_, BT, V_));
+  if (bf16_)
+    bf16_->head_forward(m(logits_, BT, V_), cm(lnf_, BT, C_), emb.weight_bf16(0, V_, C_));
+  else
+    k::gemm("N", "T", 1.f, cm(lnf_, BT, C_), emb.weight(0, V_, C_), 0.f, m(logits_, BT, V_));
   k::cross_entropy_forward(losses_.vec(), cm(logits_, BT, V_), targets_);
   auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), losses_.vec());
   double sum = 0.0;  // in token order: the reported loss is deterministic
@@ -184,6 +211,11 @@ void Gpt2::head_backward(const UnitParams& emb, Vec emb_grad, float dloss) {
   const int BT = B_ * T_;
   k::cross_entropy_backward(m(logits_, BT, V_), targets_, dloss / BT);
   // lnf output gradient goes to d_ln_; wte receives the head's share of its gradient.
+  if (bf16_) {
+    bf16_->head_backward(m(d_ln_, BT, C_), gm(emb_grad, 0, V_, C_), cm(logits_, BT, V_),
+                         cm(lnf_, BT, C_), emb.weight_bf16(0, V_, C_));
+    return;
+  }
   k::gemm("N", "N", 1.f, cm(logits_, BT, V_), emb.weight(0, V_, C_), 0.f, m(d_ln_, BT, C_));
   k::gemm("T", "N", 1.f, cm(logits_, BT, V_), cm(lnf_, BT, C_), 1.f, gm(emb_grad, 0, V_, C_));
 }
@@ -202,11 +234,11 @@ void Gpt2::mlp_grads(int l, const UnitParams& p, Vec g) {
   BlockActivations& a = acts(l);
   const ConstMat dout(dres_out_.data(), BT, C);
   const Vec res2 = res2_of(l);
-  k::linear_backward(m(d_fchg_, BT, 4 * C), gm(g, o.fcproj_w, 4 * C, C), gv(g, o.fcproj_b, C), dout,
-                     cm(a.fch_gelu, BT, 4 * C), p.weight(o.fcproj_w, 4 * C, C));
+  linear_bwd(m(d_fchg_, BT, 4 * C), gm(g, o.fcproj_w, 4 * C, C), gv(g, o.fcproj_b, C), dout,
+             cm(a.fch_gelu, BT, 4 * C), p, o.fcproj_w, 4 * C, C);
   k::gelu_backward(d_fch_.vec(), a.fch.cvec(), d_fchg_.cvec());
-  k::linear_backward(m(d_ln_, BT, C), gm(g, o.fc_w, C, 4 * C), gv(g, o.fc_b, 4 * C),
-                     cm(d_fch_, BT, 4 * C), cm(a.ln2, BT, C), p.weight(o.fc_w, C, 4 * C));
+  linear_bwd(m(d_ln_, BT, C), gm(g, o.fc_w, C, 4 * C), gv(g, o.fc_b, 4 * C), cm(d_fch_, BT, 4 * C),
+             cm(a.ln2, BT, C), p, o.fc_w, C, 4 * C);
   k::layernorm_backward(m(d_tmp_, BT, C), gv(g, o.ln2_w, C), gv(g, o.ln2_b, C), cm(d_ln_, BT, C),
                         ConstMat(res2.data(), BT, C), p.vec(o.ln2_w, C), a.ln2_mean.cvec(),
                         a.ln2_rstd.cvec());
@@ -218,13 +250,13 @@ void Gpt2::attn_grads(int l, const UnitParams& p, Vec g) {
   const auto& o = off_;
   BlockActivations& a = acts(l);
   const Vec dx_in = dres_out_.data() == dres_a_.data() ? dres_b_.vec() : dres_a_.vec();
-  k::linear_backward(m(d_atty_, BT, C), gm(g, o.proj_w, C, C), gv(g, o.proj_b, C),
-                     cm(d_tmp_, BT, C), cm(a.atty, BT, C), p.weight(o.proj_w, C, C));
+  linear_bwd(m(d_atty_, BT, C), gm(g, o.proj_w, C, C), gv(g, o.proj_b, C), cm(d_tmp_, BT, C),
+             cm(a.atty, BT, C), p, o.proj_w, C, C);
   k::attention_backward(m(d_qkv_, BT, 3 * C), cm(d_atty_, BT, C),
                         ConstAtt3(a.att.data(), B_ * H_, T_, T_), cm(a.qkv, BT, 3 * C), B_, T_,
                         H_, att_work_.vec());
-  k::linear_backward(m(d_ln_, BT, C), gm(g, o.attn_w, C, 3 * C), gv(g, o.attn_b, 3 * C),
-                     cm(d_qkv_, BT, 3 * C), cm(a.ln1, BT, C), p.weight(o.attn_w, C, 3 * C));
+  linear_bwd(m(d_ln_, BT, C), gm(g, o.attn_w, C, 3 * C), gv(g, o.attn_b, 3 * C),
+             cm(d_qkv_, BT, 3 * C), cm(a.ln1, BT, C), p, o.attn_w, C, 3 * C);
   k::layernorm_backward(Mat(dx_in.data(), BT, C), gv(g, o.ln1_w, C), gv(g, o.ln1_b, C),
                         cm(d_ln_, BT, C), cm(residual_[l], BT, C), p.vec(o.ln1_w, C),
                         a.ln1_mean.cvec(), a.ln1_rstd.cvec());

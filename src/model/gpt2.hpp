@@ -8,6 +8,7 @@
 
 #include "config/run_config.hpp"
 #include "core/memory.hpp"
+#include "model/bf16_gemm.hpp"
 #include "model/gpt2_layout.hpp"
 #include "model/unit_params.hpp"
 
@@ -59,7 +60,19 @@ class Gpt2 {
   // Unit u's backward (not the head), whatever kind of unit it is.
   void backward_unit(int u, const UnitParams& p, Vec g);
 
+  // fsdp.gemm_dtype = bf16: the linear layers and the tied head take bf16 weights and
+  // activations (model/bf16_gemm.hpp). Needs units bound as bf16 (UnitParams::from_bf16 or
+  // rounded); allocates the casts' scratch.
+  void use_bf16_gemms(MemoryTracker& tracker);
+  bool bf16_gemms() const { return bf16_ != nullptr; }
+
  private:
+  // The linear layers' GEMMs with weight w_off [ic, oc] of p, in fp32 or bf16 inputs.
+  // bias_off < 0: no bias (the consumer adds it).
+  void linear_fwd(const Mat& out, const ConstMat& inp, const UnitParams& p, std::int64_t w_off,
+                  std::int64_t bias_off, int ic, int oc);
+  void linear_bwd(const Mat& dinp, const Mat& dw, const Vec& db, const ConstMat& dout,
+                  const ConstMat& inp, const UnitParams& p, std::int64_t w_off, int ic, int oc);
   // The block's two residual sub-layers. attn_compute reads residual l and writes res2_out;
   // mlp_compute reads res2_of(l) and writes x_out. p is the unit holding the sub-layer.
   void attn_compute(int l, const UnitParams& p, BlockActivations& a, const Vec& res2_out);
@@ -83,6 +96,7 @@ class Gpt2 {
   TrackedBuffer tmp_, dres_a_, dres_b_, d_ln_, d_tmp_, d_qkv_, d_atty_, d_fch_, d_fchg_,
       att_work_;  // one head's attention score gradients
   Vec dres_out_;
+  std::unique_ptr<kernels::Bf16Gemms> bf16_;
   std::vector<double> seq_losses_;  // the gradient of the current top of the residual stream
 };
 

@@ -10,13 +10,18 @@
 
 namespace fsdp::kernels {
 
-inline void linear_forward(const Mat& out, const ConstMat& inp, const ConstMat& w,
-                           const ConstVec& b) {
+// out's rows = b: what a GEMM with beta = 1 then adds the product to.
+inline void linear_bias_init(const Mat& out, const ConstVec& b) {
   const int N = out.extent(0), OC = out.extent(1);
   Kokkos::parallel_for(
       "linear::bias", Kokkos::RangePolicy<ExecSpace>(0, N), KOKKOS_LAMBDA(const int i) {
         for (int o = 0; o < OC; ++o) out(i, o) = b(o);
       });
+}
+
+inline void linear_forward(const Mat& out, const ConstMat& inp, const ConstMat& w,
+                           const ConstVec& b) {
+  linear_bias_init(out, b);
   gemm("N", "N", 1.f, inp, w, 1.f, out);
 }
 
@@ -26,11 +31,9 @@ inline void linear_forward_no_bias(const Mat& out, const ConstMat& inp, const Co
   gemm("N", "N", 1.f, inp, w, 0.f, out);
 }
 
-inline void linear_backward(const Mat& dinp, const Mat& dw, const Vec& db, const ConstMat& dout,
-                            const ConstMat& inp, const ConstMat& w) {
+// db += the column sums of dout.
+inline void linear_bias_grad(const Vec& db, const ConstMat& dout) {
   const int N = dout.extent(0), OC = dout.extent(1);
-  gemm("N", "T", 1.f, dout, w, 0.f, dinp);
-  gemm("T", "N", 1.f, inp, dout, 1.f, dw);
   // A block of output channels per thread, rows in order: deterministic without atomics. On a
   // CPU a 128-channel block is a contiguous, vectorized read of each row; on a GPU one channel
   // per thread makes neighbouring threads read neighbouring addresses.
@@ -46,6 +49,13 @@ inline void linear_backward(const Mat& dinp, const Mat& dw, const Vec& db, const
         }
         for (int o = 0; o < no; ++o) db(o0 + o) += acc[o];
       });
+}
+
+inline void linear_backward(const Mat& dinp, const Mat& dw, const Vec& db, const ConstMat& dout,
+                            const ConstMat& inp, const ConstMat& w) {
+  gemm("N", "T", 1.f, dout, w, 0.f, dinp);
+  gemm("T", "N", 1.f, inp, dout, 1.f, dw);
+  linear_bias_grad(db, dout);
 }
 
 }  // namespace fsdp::kernels

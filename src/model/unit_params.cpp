@@ -72,6 +72,15 @@ ConstMat UnitParams::weight(std::int64_t off, std::int64_t rows, std::int64_t co
   return ConstMat(widener_->slot(), rows, cols);
 }
 
+ConstBf16Mat UnitParams::weight_bf16(std::int64_t off, std::int64_t rows, std::int64_t cols) const {
+  if (!widener_) fatal("a bf16 GEMM was handed fp32 parameters (fsdp.gemm_dtype = bf16 needs bf16 units)");
+  if (bf16_.data()) return ConstBf16Mat(bf16_.data() + off, rows, cols);
+  const std::int64_t n = rows * cols;
+  const Bf16Vec dst(reinterpret_cast<std::uint16_t*>(widener_->slot()), n);
+  cast_to_bf16(ConstVec(f32_.data() + off, n), dst);
+  return ConstBf16Mat(dst.data(), rows, cols);
+}
+
 ConstVec UnitParams::vec(std::int64_t off, std::int64_t n) const {
   if (!widener_) return ConstVec(f32_.data() + off, n);
   return ConstVec(small_at(off, n), n);

@@ -42,6 +42,10 @@ class UnitParams {
 
   // A GEMM weight at flat offset `off`. Under bf16 it is valid until the next weight() call.
   ConstMat weight(std::int64_t off, std::int64_t rows, std::int64_t cols) const;
+  // The same weight as bf16 for a bf16 GEMM (fsdp.gemm_dtype = bf16): the gathered bf16 unit
+  // itself, or a float unit's weight cast into the widening slot (valid until the next
+  // weight() or weight_bf16() call). Fatal for a plain fp32 unit.
+  ConstBf16Mat weight_bf16(std::int64_t off, std::int64_t rows, std::int64_t cols) const;
   // Any other tensor (or a part of one).
   ConstVec vec(std::int64_t off, std::int64_t n) const;
   ConstMat table(std::int64_t off, std::int64_t rows, std::int64_t cols) const;

@@ -18,6 +18,7 @@
 #include "core/exit_codes.hpp"
 #include "io/agree.hpp"
 #include "io/output_path.hpp"
+#include "model/bf16_gemm.hpp"
 #include "model/gemm.hpp"
 #include "train/init_weights.hpp"
 #include "train/sample.hpp"
@@ -192,7 +193,7 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   // MFU's denominator: the deck's figure, else a known GPU's data-sheet peak for the precision
   // the GEMMs run in, else a measured GEMM (a CPU, or a GPU not in the table).
   const DeviceInfo device = this_device();
-  const bool bf16 = cfg_.fsdp.mixed_precision == "bf16";
+  const bool bf16 = engine_->state().setup().bf16_gemms;
   const double sheet = device.gpu ? datasheet_peak_tflops(device.name, bf16) : 0.0;
   peak_flops_ = t.peak_tflops > 0 ? t.peak_tflops * 1e12
                 : sheet > 0     ? sheet * 1e12
@@ -203,6 +204,12 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
                 t.peak_tflops > 0 ? "train.peak_tflops"
                 : sheet > 0       ? (bf16 ? "data sheet, bf16 dense" : "data sheet, fp32")
                                   : "a measured fp32 GEMM");
+  if (rank_ == 0 && opts_.log)
+    std::printf("fsdp-train: GEMMs: %s\n",
+                bf16 ? kernels::gemm_bf16_path()
+                : cfg_.fsdp.mixed_precision == "bf16"
+                    ? "fp32, bf16 weights widened (fsdp.gemm_dtype = bf16 runs them in bf16)"
+                    : "fp32");
   // Every rank uses rank 0's peak so MFU does not depend on which rank measured what.
   peak_flops_ = groups_.world->all_reduce_max(rank_ == 0 ? peak_flops_ : 0.0);
 }

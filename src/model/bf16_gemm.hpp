@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// GEMMs with bf16 inputs and fp32 products, accumulation and output (fsdp.gemm_dtype = bf16):
+// cuBLAS's tensor-core GEMM on GPUs. On CPUs the same call is a reference that widens both
+// inputs to fp32 and runs the fp32 GEMM, which gives the tensor cores' arithmetic (a product of
+// two bf16 values is exact in fp32) in another summation order, and no speed-up.
+//
+// Bf16Gemms is what the model's linear layers and tied LM head call in that mode: weights come
+// as bf16 (the gathered bf16 unit itself, no widening), activations and their gradients are
+// cast into two scratch matrices as each GEMM reads them; LayerNorm, softmax, GELU, the loss and
+// the bias sums stay fp32.
+#pragma once
+#include <cstdint>
+
+#include "core/memory.hpp"
+#include "core/types.hpp"
+
+namespace fsdp::kernels {
+
+// C = alpha * op(A) * op(B) + beta * C on row-major views, 'N' or 'T' per operand.
+void gemm_bf16(const char* ta, const char* tb, float alpha, const ConstBf16Mat& a,
+               const ConstBf16Mat& b, float beta, const Mat& c);
+// Which implementation gemm_bf16 is in this build, for the start-up log.
+const char* gemm_bf16_path();
+
+class Bf16Gemms {
+ public:
+  // `elements`: the largest activation a linear layer reads or writes (B*T x 4C).
+  Bf16Gemms(MemoryTracker& tracker, std::int64_t elements);
+
+  // out = inp @ w + beta * out (beta = 1 after linear_bias_init).
+  void forward(const Mat& out, const ConstMat& inp, const ConstBf16Mat& w, float beta);
+  // dinp = dout @ w^T; dw += inp^T @ dout.
+  void backward(const Mat& dinp, const Mat& dw, const ConstMat& dout, const ConstMat& inp,
+                const ConstBf16Mat& w);
+  // The tied head, wte [V, C]: logits = x @ wte^T, and backward dx = dlogits @ wte,
+  // dwte += dlogits^T @ x, in row chunks whose cast fits the scratch (dlogits is B*T x V).
+  void head_forward(const Mat& logits, const ConstMat& x, const ConstBf16Mat& wte);
+  void head_backward(const Mat& dx, const Mat& dwte, const ConstMat& dlogits, const ConstMat& x,
+                     const ConstBf16Mat& wte);
+
+ private:
+  ConstBf16Mat cast(const TrackedBuffer& into, const float* rows, std::int64_t n, std::int64_t cols);
+  TrackedBuffer first_, second_;
+  std::int64_t elements_;
+};
+
+}  // namespace fsdp::kernels
