@@ -15,6 +15,7 @@
 //  - The step loss is the same tree over the G micro-batch losses.
 // The price, per unit: max_cover(G, N) all-to-alls of the unit's gradient (against one
 // reduce-scatter), and max_cover + log2(G/N) + 1 gradient sets at the peak (README).
+#include <algorithm>
 #include <cmath>
 
 #include "core/bf16.hpp"
@@ -33,6 +34,22 @@ void add_into(const Vec& a, const ConstVec& b) {
 
 // A division, not a multiply by 1/d, as deterministic mode always did: the recorded runs
 // (tests/golden) keep their bits.
+// out[b] = the sum of squares of g's block b, b < n, each summed in element order in double:
+// the same bits wherever it runs; only the n sums come to the host.
+template <class Exec, class Space, class V>
+void block_sums(const V& g, std::int64_t n, double* out) {
+  if (n <= 0) return;
+  Kokkos::View<double*, Space> sums("deterministic::block_sums", n);
+  Kokkos::parallel_for(
+      "deterministic::norm_blocks", Kokkos::RangePolicy<Exec>(0, n), KOKKOS_LAMBDA(const std::int64_t b) {
+        double s = 0.0;
+        for (std::int64_t i = b * kNormBlock; i < (b + 1) * kNormBlock; ++i)
+          s += double(g(i)) * double(g(i));
+        sums(b) = s;
+      });
+  Kokkos::deep_copy(Kokkos::View<double*, HostSpace, Unmanaged>(out, n), sums);
+}
+
 void divide_into(const Vec& dst, const ConstVec& src, float d) {
   Kokkos::parallel_for(
       "deterministic::mean", Kokkos::RangePolicy<ExecSpace>(0, src.extent(0)),
@@ -180,16 +197,13 @@ double Engine::deterministic_norm2() {
   std::vector<double> partial(nblocks, 0.0);
   for (std::size_t u = 0; u < units.size(); ++u) {
     const auto& su = units[u];
-    const std::vector<float> host = state_->grad_shard(int(u)).values();
     const std::int64_t b0 = su.shard_begin / kNormBlock;
-    const std::int64_t owned = su.shard / kNormBlock;
     const std::int64_t count = (su.numel + kNormBlock - 1) / kNormBlock;
-    for (std::int64_t b = 0; b < owned && b0 + b < count; ++b) {
-      double s = 0.0;
-      for (std::int64_t i = b * kNormBlock; i < (b + 1) * kNormBlock; ++i)
-        s += double(host[std::size_t(i)]) * double(host[std::size_t(i)]);
-      partial[first_block[u] + b0 + b] = s;
-    }
+    const std::int64_t owned = std::max<std::int64_t>(0, std::min(su.shard / kNormBlock, count - b0));
+    const ShardVec g = state_->grad_shard(int(u));
+    double* out = partial.data() + first_block[u] + b0;
+    if (g.in_host_memory()) block_sums<HostExecSpace, PinnedSpace>(ConstPinnedVec(g.host()), owned, out);
+    else block_sums<ExecSpace, DeviceSpace>(ConstVec(g.device()), owned, out);
   }
   // Every block has one owner and zeros elsewhere: the rank-ordered sum is exact.
   if (state_->shard_group_size() > 1)

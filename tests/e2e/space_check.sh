@@ -67,6 +67,8 @@ run "offload params, deterministic hybrid" 4 --set fsdp.offload=params --set fsd
   --set fsdp.shard_group_size=2 --set train.deterministic=true --set train.micro_batch_size=2
 run "bf16 parameters and reductions" 2 --set fsdp.mixed_precision=bf16 --set fsdp.reduce_dtype=bf16
 run "deterministic" 2 --set train.deterministic=true
+run "bf16 GEMMs, ddp" 2 --set fsdp.strategy=ddp --set fsdp.mixed_precision=bf16 --set fsdp.gemm_dtype=bf16
+run "bf16 GEMMs, zero3 with sub-layer units" 2 --set fsdp.mixed_precision=bf16 --set fsdp.gemm_dtype=bf16 --set fsdp.unit=sublayer
 
 # A checkpoint the checked build writes is read back by both builds, with the same next steps.
 rm -rf "$WORK/ck"
