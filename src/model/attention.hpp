@@ -12,6 +12,7 @@
 
 #include "core/math.hpp"
 #include "core/types.hpp"
+#include "model/attention_batched.hpp"
 #include "model/gemm.hpp"
 
 namespace fsdp::kernels {
@@ -31,8 +32,16 @@ struct CausalBlocks {
 // 32 and 64 rows tie at T = 128 and 32 rows win at T = 64.
 inline CausalBlocks causal_blocks(int T) { return {T, T < 2 ? 1 : std::min(64, (T + 1) / 2)}; }
 
-// Floats of work space attention_backward needs.
-inline std::int64_t attention_work_size(int T) { return std::int64_t(T) * T; }
+// Floats of work space attention_backward needs: one head's score gradients here, a whole
+// sequence's on a GPU (attention_batched.hpp).
+inline std::int64_t attention_work_size(int T, int H) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  return std::int64_t(H) * T * T;
+#else
+  (void)H;
+  return std::int64_t(T) * T;
+#endif
+}
 
 namespace detail {
 using Range = Kokkos::pair<int, int>;
@@ -45,8 +54,8 @@ inline Mat window(const Mat& m, int r0, int r1, int c0, int n) {
 }
 }  // namespace detail
 
-inline void attention_forward(const Mat& out, const Att3& att, const ConstMat& qkv, int B, int T,
-                              int H) {
+inline void attention_forward_blocked(const Mat& out, const Att3& att, const ConstMat& qkv, int B,
+                                      int T, int H) {
   using detail::window;
   const int C = out.extent(1), D = C / H;
   const float scale = 1.f / kmath::sqrt(static_cast<float>(D));
@@ -79,8 +88,8 @@ inline void attention_forward(const Mat& out, const Att3& att, const ConstMat& q
     }
 }
 
-inline void attention_backward(const Mat& dqkv, const ConstMat& dout, const ConstAtt3& att,
-                               const ConstMat& qkv, int B, int T, int H, const Vec& work) {
+inline void attention_backward_blocked(const Mat& dqkv, const ConstMat& dout, const ConstAtt3& att,
+                                       const ConstMat& qkv, int B, int T, int H, const Vec& work) {
   using detail::window;
   const int C = dout.extent(1), D = C / H;
   const float scale = 1.f / kmath::sqrt(static_cast<float>(D));
@@ -121,11 +130,31 @@ inline void attention_backward(const Mat& dqkv, const ConstMat& dout, const Cons
     }
 }
 
+// A CPU takes the causal blocks one head at a time (cache-sized, and 3/4 of the square's work);
+// a GPU takes every head at once (attention_batched.hpp).
+inline void attention_forward(const Mat& out, const Att3& att, const ConstMat& qkv, int B, int T,
+                              int H) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  attention_forward_batched(out, att, qkv, B, T, H);
+#else
+  attention_forward_blocked(out, att, qkv, B, T, H);
+#endif
+}
+
+inline void attention_backward(const Mat& dqkv, const ConstMat& dout, const ConstAtt3& att,
+                               const ConstMat& qkv, int B, int T, int H, const Vec& work) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  attention_backward_batched(dqkv, dout, att, qkv, B, T, H, work);
+#else
+  attention_backward_blocked(dqkv, dout, att, qkv, B, T, H, work);
+#endif
+}
+
 // The signature of the per-head kernel this replaced, for tests and one-off calls: it allocates
 // its own untracked work space (the model passes tracked work space) and ignores `scratch`.
 inline void attention_backward(const Mat& dqkv, const Mat& /*scratch*/, const ConstMat& dout,
                                const ConstAtt3& att, const ConstMat& qkv, int B, int T, int H) {
-  FlatView work("attention::work", attention_work_size(T));
+  FlatView work("attention::work", attention_work_size(T, H));
   attention_backward(dqkv, dout, att, qkv, B, T, H, Vec(work.data(), work.extent(0)));
 }
 

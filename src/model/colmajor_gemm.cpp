@@ -28,4 +28,10 @@ ColMajorCall colmajor_call(bool ta, bool tb, const RowMajor& a, const RowMajor& 
           a.data,       leading(a),  const_cast<void*>(c.data), leading(c)};
 }
 
+ColMajorBatch colmajor_batch(bool ta, bool tb, const RowMajor& a, long long a_step,
+                             const RowMajor& b, long long b_step, const RowMajor& c,
+                             long long c_step) {
+  return {colmajor_call(ta, tb, a, b, c), b_step, a_step, c_step};
+}
+
 }  // namespace fsdp::kernels

@@ -30,4 +30,14 @@ struct ColMajorCall {
 // naming the three shapes when they do not fit together.
 ColMajorCall colmajor_call(bool ta, bool tb, const RowMajor& a, const RowMajor& b, const RowMajor& c);
 
+// A strided batch of such products (cublasSgemmStridedBatched): the call, and each column-major
+// operand's step between problems, which follows its row-major operand (first = B, second = A).
+struct ColMajorBatch {
+  ColMajorCall call;
+  long long step_first, step_second, step_out;
+};
+ColMajorBatch colmajor_batch(bool ta, bool tb, const RowMajor& a, long long a_step,
+                             const RowMajor& b, long long b_step, const RowMajor& c,
+                             long long c_step);
+
 }  // namespace fsdp::kernels

@@ -75,6 +75,30 @@ void cublas_gemm(const char* ta, const char* tb, float alpha, const ConstMat& a,
   Kokkos::Profiling::popRegion();
 }
 
+void cublas_gemm_strided_batched(const char* ta, const char* tb, float alpha, const Strided& a,
+                                 const Strided& b, float beta, const Strided& c, int count) {
+  if (count == 0 || c.rows == 0 || c.cols == 0) return;
+  const auto rm = [](const Strided& s) {
+    return RowMajor{s.data, std::size_t(s.rows), std::size_t(s.cols), std::size_t(s.ld)};
+  };
+  ColMajorBatch batch;
+  try {
+    batch = colmajor_batch(transposed(ta), transposed(tb), rm(a), a.step, rm(b), b.step, rm(c), c.step);
+  } catch (const std::invalid_argument& e) {
+    fatal(e.what());
+  }
+  const ColMajorCall& call = batch.call;
+  Kokkos::Profiling::pushRegion("cublas::sgemm_strided_batched");
+  check(cublasSgemmStridedBatched(handle(), op(call.trans_first), op(call.trans_second), call.m,
+                                  call.n, call.k, &alpha, static_cast<const float*>(call.first),
+                                  call.ld_first, batch.step_first,
+                                  static_cast<const float*>(call.second), call.ld_second,
+                                  batch.step_second, &beta, static_cast<float*>(call.out),
+                                  call.ld_out, batch.step_out, count),
+        "cublasSgemmStridedBatched");
+  Kokkos::Profiling::popRegion();
+}
+
 void cublas_gemm_bf16(const char* ta, const char* tb, float alpha, const ConstBf16Mat& a,
                       const ConstBf16Mat& b, float beta, const Mat& c) {
   if (c.extent(0) == 0 || c.extent(1) == 0) return;

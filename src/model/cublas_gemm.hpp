@@ -4,6 +4,7 @@
 // sm_90), which a GPU build then ships for one call; the CPU build keeps KokkosBlas (OpenBLAS).
 #pragma once
 #include "core/types.hpp"
+#include "model/batched_gemm.hpp"
 
 namespace fsdp::kernels {
 
@@ -11,6 +12,9 @@ namespace fsdp::kernels {
 // of a wider matrix keeps its row stride. fp32 in and out, fp32 arithmetic (no TF32).
 void cublas_gemm(const char* ta, const char* tb, float alpha, const ConstMat& a, const ConstMat& b,
                  float beta, const Mat& c);
+// count products at fixed strides (model/batched_gemm.hpp), one cublasSgemmStridedBatched.
+void cublas_gemm_strided_batched(const char* ta, const char* tb, float alpha, const Strided& a,
+                                 const Strided& b, float beta, const Strided& c, int count);
 // The same with bf16 A and B (tensor cores), fp32 accumulation and fp32 C.
 void cublas_gemm_bf16(const char* ta, const char* tb, float alpha, const ConstBf16Mat& a,
                       const ConstBf16Mat& b, float beta, const Mat& c);

@@ -75,7 +75,7 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, Unit
   d_atty_ = TrackedBuffer(tracker, "gpt2::d_atty", BTC, MC::Activations);
   d_fch_ = TrackedBuffer(tracker, "gpt2::d_fch", 4 * BTC, MC::Activations);
   d_fchg_ = TrackedBuffer(tracker, "gpt2::d_fch_gelu", 4 * BTC, MC::Activations);
-  att_work_ = TrackedBuffer(tracker, "gpt2::att_work", k::attention_work_size(T_), MC::Activations);
+  att_work_ = TrackedBuffer(tracker, "gpt2::att_work", k::attention_work_size(T_, H_), MC::Activations);
 }
 
 void Gpt2::set_batch(const std::int32_t* inputs, const std::int32_t* targets) {

@@ -94,7 +94,7 @@ class Gpt2 {
   std::vector<TrackedBuffer> mid_;  // checkpointed sub-layers: each block's res2
   TrackedBuffer lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
   TrackedBuffer tmp_, dres_a_, dres_b_, d_ln_, d_tmp_, d_qkv_, d_atty_, d_fch_, d_fchg_,
-      att_work_;  // one head's attention score gradients
+      att_work_;  // attention score gradients: a head's (CPU), a sequence's (GPU)
   Vec dres_out_;
   std::unique_ptr<kernels::Bf16Gemms> bf16_;
   std::vector<double> seq_losses_;  // the gradient of the current top of the residual stream

@@ -64,6 +64,39 @@ TEST_CASE("the column-major call computes the row-major product", "[gemm]") {
     for (std::size_t j = N; j < c.stride; ++j) REQUIRE(c.v[i * c.stride + j] == c0.v[i * c.stride + j]);
 }
 
+TEST_CASE("a strided batch of column-major calls computes each row-major product", "[gemm]") {
+  // Three problems side by side, as attention's heads lie in the qkv matrix: A_i and B_i are
+  // column blocks of wider matrices, C_i squares one after the other.
+  std::mt19937 g(3);
+  const bool ta = GENERATE(false, true), tb = GENERATE(false, true);
+  const std::size_t M = 4, N = 5, K = 3, count = 3;
+  // Each operand's block shape, and a parent that holds all three blocks in a row.
+  const std::size_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+  const Matrix a = random_matrix(ar, ac * count, 0, g), b = random_matrix(br, bc * count, 0, g);
+  Matrix c = random_matrix(count * M, N, 0, g);
+  const auto batch = fsdp::kernels::colmajor_batch(
+      ta, tb, {a.v.data(), ar, ac, a.stride}, (long long)ac, {b.v.data(), br, bc, b.stride},
+      (long long)bc, {c.v.data(), M, N, c.stride}, (long long)(M * N));
+  // cublasSgemmStridedBatched's meaning, through Fortran sgemm one problem at a time.
+  const auto& k = batch.call;
+  const char opf = k.trans_first ? 'T' : 'N', ops = k.trans_second ? 'T' : 'N';
+  const float one = 1.f, zero = 0.f;
+  for (std::size_t i = 0; i < count; ++i)
+    sgemm_(&opf, &ops, &k.m, &k.n, &k.k, &one,
+           static_cast<const float*>(k.first) + i * batch.step_first, &k.ld_first,
+           static_cast<const float*>(k.second) + i * batch.step_second, &k.ld_second, &zero,
+           static_cast<float*>(k.out) + i * batch.step_out, &k.ld_out);
+  for (std::size_t i = 0; i < count; ++i)
+    for (std::size_t r = 0; r < M; ++r)
+      for (std::size_t j = 0; j < N; ++j) {
+        double want = 0.0;
+        for (std::size_t l = 0; l < K; ++l)
+          want += double(ta ? a.at(l, i * ac + r) : a.at(r, i * ac + l)) *
+                  double(tb ? b.at(j, i * bc + l) : b.at(l, i * bc + j));
+        REQUIRE(std::abs(double(c.at(i * M + r, j)) - want) < 1e-5);
+      }
+}
+
 TEST_CASE("mismatched gemm shapes are refused with all three", "[gemm]") {
   std::vector<float> x(64);
   const RowMajor a{x.data(), 3, 4, 4}, b{x.data(), 5, 6, 6}, c{x.data(), 3, 6, 6};
