@@ -5,6 +5,7 @@
 #include "model/gemm.hpp"
 
 namespace fsdp::kernels {
+#if !defined(KOKKOS_ENABLE_CUDA)
 namespace {
 
 // Operand i as the window of a wider row-major matrix that it is.
@@ -14,6 +15,7 @@ ConstMat window(const Strided& s, int i) {
 }
 
 }  // namespace
+#endif
 
 void gemm_strided_batched(const char* ta, const char* tb, float alpha, const Strided& a,
                           const Strided& b, float beta, const Strided& c, int count) {
