@@ -6,14 +6,9 @@
 #include <cstdint>
 
 #include "core/types.hpp"
+#include "model/colmajor_gemm.hpp"
 
 namespace fsdp::kernels {
-
-// Operand i of a batch: rows x cols at data + i * step, rows `ld` elements apart.
-struct Strided {
-  const float* data;
-  std::int64_t rows, cols, ld, step;
-};
 
 // C_i = alpha * op(A_i) * op(B_i) + beta * C_i for i < count.
 void gemm_strided_batched(const char* ta, const char* tb, float alpha, const Strided& a,

@@ -5,6 +5,7 @@
 // column-major BLAS (tests/unit/test_colmajor_gemm.cpp).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 namespace fsdp::kernels {
 
@@ -13,6 +14,13 @@ namespace fsdp::kernels {
 struct RowMajor {
   const void* data;
   std::size_t rows, cols, stride;
+};
+
+// Operand i of a strided batch (model/batched_gemm.hpp): rows x cols at data + i * step, rows
+// `ld` elements apart.
+struct Strided {
+  const float* data;
+  std::int64_t rows, cols, ld, step;
 };
 
 struct ColMajorCall {

@@ -4,7 +4,7 @@
 // sm_90), which a GPU build then ships for one call; the CPU build keeps KokkosBlas (OpenBLAS).
 #pragma once
 #include "core/types.hpp"
-#include "model/batched_gemm.hpp"
+#include "model/colmajor_gemm.hpp"
 
 namespace fsdp::kernels {
 
