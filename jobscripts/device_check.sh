@@ -6,8 +6,8 @@
 #
 #   bash jobscripts/device_check.sh [ARCHIVE]     (default .device-bundle/fsdp-device.tar.xz)
 #
-# Checks, each one line PASS/FAIL/NOT RUN in summary.txt (in $OUT when set, else
-# ./device-check-out), with every run's log beside it:
+# Checks, each one line PASS/FAIL/NOT RUN in summary.txt, with every run's log and metrics in
+# logs.tar.gz beside it (two files: in $OUT when set, else ./device-check-out):
 #   1 the GPU tests: test_device_select at 1 and 2 ranks, test_nccl at 1 rank (NCCL) and at
 #     2 ranks sharing the GPU (the MPI path); a GPU test that skips itself fails here
 #   2 the default deck, 50 steps, fp32 on the GPU against the CPU build: every step's loss
@@ -24,10 +24,11 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ARCHIVE=${1:-$ROOT/.device-bundle/fsdp-device.tar.xz}
-RES=${OUT:-$ROOT/device-check-out}
+DEST=${OUT:-$ROOT/device-check-out}
 DRY=${FSDP_DEVICE_CHECK_DRY:-0}
-mkdir -p "$RES"
-SUMMARY=$RES/summary.txt
+mkdir -p "$DEST"
+RES=$(mktemp -d /tmp/fsdp-device-logs.XXXXXX)  # packed into $DEST/logs.tar.gz at the end
+SUMMARY=$DEST/summary.txt
 : >"$SUMMARY"
 say() { echo "device_check: $*" | tee -a "$SUMMARY"; }
 die() { say "FAILED to start: $*"; exit 1; }
@@ -220,6 +221,8 @@ PY
   fi
 fi
 
-rm -rf "$U"
 say "$FAILS check(s) failed"
+cp "$SUMMARY" "$RES/"
+tar -C "$RES" -czf "$DEST/logs.tar.gz" .
+rm -rf "$U" "$RES"
 [ "$FAILS" = 0 ]

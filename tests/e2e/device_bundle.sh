@@ -57,5 +57,12 @@ sed 's/^/    /' "$WORK/out/summary.txt" 2>/dev/null || tail -20 "$WORK/check.log
 for want in "PASS 2 " "PASS 3 " "PASS 4a " "PASS 4b " "PASS 5 " "NOT RUN 1 " "NOT RUN 6 "; do
   grep -q "device_check: $want" "$WORK/out/summary.txt" 2>/dev/null || bad "summary has no '$want' line"
 done
+# What comes back from a device run: at most 8 files; the logs travel as one archive.
+files=$(find "$WORK/out" -type f | wc -l)
+if [ -f "$WORK/out/logs.tar.gz" ] && [ "$files" -le 8 ]; then
+  ok "the check leaves $files files (summary and logs archive)"
+else
+  bad "the check leaves $files files in its output folder, or no logs.tar.gz"
+fi
 [ $fails = 0 ] && echo "all device bundle checks passed" || echo "$fails device bundle check(s) failed"
 [ $fails = 0 ]
