@@ -178,6 +178,8 @@ std::pair<int, int> unsafe_non_ascii(const std::string& text) {
         } else if (!value && c == '=') {  // ends a key; in a value it is a bare character
           value = true;
           bare = false;
+        } else if (!value && c == '.') {  // a dotted key's next part may be quoted: a."b c"
+          bare = false;
         } else if (!bare && value && (c == '[' || c == '{')) {
           nest += c == '[' ? 'a' : 't';
           value = c == '[';

@@ -17,6 +17,7 @@ TEST_CASE("config: non-ASCII outside strings and comments is a one-line error, n
       "x =[2toi[model.\"\"\"\xc2\xa7\"\"\"\n"s,             // ... and inside an array
       "[data]\ntrain = \"\"\"\\\n  \xc2\xa7\"\"\"\n"s,      // after a line-ending backslash
       "[data]\ntrain = \"\"\"a\"\"\"\" \xc2\xa7\"\n"s,      // after a closing \"\"\" plus a quote
+      "ry.\"=\" \xc2\xa7\""s,                                // after a quoted part of a dotted key
   };
   for (const std::string& deck : bad) {
     CAPTURE(deck);
