@@ -176,7 +176,8 @@ void ReducePipeline::finish_step() {
   drain(0);
   for (std::size_t u = 0; u < units_.size(); ++u)  // a unit no reduction reached (none today)
     if (shards_grads(state_.strategy()) && fresh_[u]) units_[u].grad_shard.view().fill(0.f);
-  host_copy::wait_copies();  // the optimizer reads offloaded gradient shards on the host
+  // The optimizer reads offloaded gradient shards on the host; without offload nothing waits.
+  if (!units_.empty() && units_.front().grad_shard.in_host_memory()) host_copy::wait_copies();
 }
 
 void ReducePipeline::finish_bf16_all_reduce(comm::Communicator& c, TrackedBuffer& send,
