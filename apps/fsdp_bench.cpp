@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // fsdp-bench: micro-benchmarks that print nccl-tests-style tables, one subcommand each
-// (comm: our collectives beside raw MPI; machine: the rates fsdp-plan reads).
+// (comm: our collectives beside raw MPI; machine: the rates fsdp-plan reads; gemm: a deck's
+// GEMM shapes per library).
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +10,7 @@
 #include "core/kokkos_session.hpp"
 #include "bench/bench_machine.hpp"
 #include "bench/bench_comm.hpp"
+#include "bench/gemm_bench.hpp"
 #include "core/blas_setup.hpp"
 #include "comm/mpi_session.hpp"
 #include "config/parse_everywhere.hpp"
@@ -73,6 +75,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   machine->add_option("--calibrate", machine_options.calibrate,
                       "a run deck: measure gemm_efficiency on its model's forward and backward");
+  fsdp::bench::GemmBenchOptions gemm_options;
+  CLI::App* gemm = app.add_subcommand(
+      "gemm", "the rate of every bf16 GEMM shape of a deck, per library (one rank)");
+  gemm->add_option("--config", gemm_options.config, "the run deck")->required();
+  gemm->add_option("--set", gemm_options.sets, "a deck override, section.key=value");
+  gemm->add_option("--iters", gemm_options.iters, "timed calls per figure")->capture_default_str();
   if (const int rc = fsdp::parse_everywhere(app, [&] { app.parse(argc, argv); }, MPI_COMM_WORLD,
                                              "fsdp-bench", fsdp::exit_code::kBadConfig);
       rc >= 0)
@@ -81,5 +89,6 @@ int main(int argc, char** argv) {
   fsdp::KokkosSession kokkos(argc, argv);  // after parsing: --help is ours alone
   if (comm->parsed()) return fsdp::comm::run_comm_bench(MPI_COMM_WORLD, comm_options);
   if (machine->parsed()) return fsdp::bench::run_machine_bench(MPI_COMM_WORLD, machine_options);
+  if (gemm->parsed()) return fsdp::bench::run_gemm_bench(MPI_COMM_WORLD, gemm_options);
   return 0;
 }

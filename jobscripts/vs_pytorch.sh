@@ -4,8 +4,10 @@
 # benchmark shapes, measured side by side: the two alternate PAIRS times and each pair gives a
 # ratio; prints every pair and the median ratio. Both get one thread per process and OpenBLAS's
 # best kernel for this CPU (fsdp chooses it itself; PyTorch is given OPENBLAS_CORETYPE).
-#   jobscripts/vs_pytorch.sh small|124m|ddp2|ddp2-global8
-# Environment: PAIRS (5), FSDP_BUILD.
+#   jobscripts/vs_pytorch.sh small|124m|ddp2|ddp2-global8 [bf16]
+# bf16: fsdp with bf16 parameters and bf16 GEMMs (fsdp.gemm_dtype = bf16) against PyTorch under
+# torch.autocast("cpu", dtype=torch.bfloat16), each on its own best bf16 path for this CPU.
+# Environment: PAIRS (5), FSDP_BUILD, TORCH_BF16_STEPS (4: PyTorch's steps in bf16 mode).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FSDP_BUILD:-$ROOT/build}
@@ -38,10 +40,20 @@ case "${1:-}" in
     ours=(mpirun --oversubscribe -np 2 "$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml"
           --set train.micro_batch_size=4 --set train.steps=30)
     theirs=("${TORCH[@]}" "${small[@]}" --batch 4 --steps 20 --ddp 2) ;;
-  *) echo "usage: $0 small|124m|ddp2|ddp2-global8" >&2; exit 2 ;;
+  *) echo "usage: $0 small|124m|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
 esac
 extra=()
 [ -n "${STRATEGY:-}" ] && extra=(--set fsdp.strategy="$STRATEGY")
+case "${2:-fp32}" in
+  fp32) ;;
+  bf16)
+    extra+=(--set fsdp.mixed_precision=bf16 --set fsdp.gemm_dtype=bf16)
+    # PyTorch's bf16 on a CPU without bf16 matmul kernels (AVX2 only) runs ~18x slower than its
+    # fp32: fewer steps keep a pair within minutes (the first step is never timed).
+    theirs+=(--precision bf16 --steps "${TORCH_BF16_STEPS:-4}") ;;
+  *) echo "usage: $0 small|124m|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
+esac
+"${ours[@]}" "${extra[@]}" --set train.steps=2 --set train.peak_tflops=1 2>&1 | grep -m1 "GEMMs:" || true
 
 ratios=()
 for i in $(seq "$PAIRS"); do

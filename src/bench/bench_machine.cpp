@@ -13,6 +13,7 @@
 
 #include "comm/process_groups.hpp"
 #include "config/load_config.hpp"
+#include "model/bf16_gemm.hpp"
 #include "core/check.hpp"
 #include "fsdp/schedule.hpp"
 #include "io/trace.hpp"
@@ -186,7 +187,10 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
   }
   c.barrier();
   m.peak_flops_fp32 = c.all_reduce_sum(measure_gemm_flops()) / n;  // all ranks at once
-  m.peak_flops_bf16 = m.peak_flops_fp32;  // a CPU build computes bf16 in float
+  // Where the bf16 GEMMs widen to fp32 (a CPU without bf16 kernels), they run at the fp32 rate.
+  m.peak_flops_bf16 = kernels::gemm_bf16_computes()
+                          ? c.all_reduce_sum(measure_gemm_flops(true)) / n
+                          : m.peak_flops_fp32;
   m.gemm_efficiency = 1.0;
   c.barrier();
   m.mem_bandwidth = c.all_reduce_sum(triad_bandwidth()) / n;

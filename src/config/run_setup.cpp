@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "model/bf16_gemm.hpp"
+
 namespace fsdp {
 
 Strategy parse_strategy(const std::string& s) {
@@ -149,15 +151,11 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes) {
   s.offload = parse_offload(cfg.fsdp.offload);
   s.precision = parse_precision(cfg.fsdp.mixed_precision);
   s.reduce_bf16 = cfg.fsdp.reduce_dtype == "bf16";
-  // auto: tensor cores where there are some. A CPU build's bf16 GEMMs are a widening reference
-  // until oneDNN's land (docs/gpu.md), slower than its fp32 ones.
-#if defined(FSDP_ENABLE_CUDA)
-  constexpr bool gpu_build = true;
-#else
-  constexpr bool gpu_build = false;
-#endif
+  // auto: bf16 GEMMs where the hardware computes them (tensor cores; oneDNN's AMX or AVX512-BF16
+  // kernels), else fp32 GEMMs on the widened weights: widening per GEMM is slower than fp32.
   const std::string& g = cfg.fsdp.gemm_dtype;
-  s.bf16_gemms = s.precision == Precision::BF16 && (g == "bf16" || (g == "auto" && gpu_build));
+  s.bf16_gemms = s.precision == Precision::BF16 &&
+                 (g == "bf16" || (g == "auto" && kernels::gemm_bf16_computes()));
   s.bf16_gemms_asked = g == "bf16";
   s.activation_checkpointing = cfg.model.activation_checkpointing == "blocks";
   s.accumulate_sharded = cfg.fsdp.accumulate == "sharded";

@@ -8,44 +8,91 @@
 #include "core/check.hpp"
 #include "model/cublas_gemm.hpp"
 #include "model/gemm.hpp"
+#include "model/gemm_paths.hpp"
+#include "model/onednn_matmul.hpp"
 
 namespace fsdp::kernels {
+
+namespace {
+
+gemm_paths::Shape shape_of(const char* ta, const char* tb, const ConstBf16Mat& a, const Mat& c) {
+  return {*ta, *tb, std::int64_t(c.extent(0)), std::int64_t(c.extent(1)),
+          std::int64_t(*ta == 'N' ? a.extent(1) : a.extent(0)), true};
+}
+
+}  // namespace
 
 #if !defined(KOKKOS_ENABLE_CUDA)
 namespace {
 
-// The reference's widened operand: a fresh fp32 copy (a reference, so no cache).
-FlatView widened(const ConstBf16Mat& m, const char* which) {
-  if (m.extent(0) > 1 && m.stride(0) != m.extent(1))
-    fatal(std::string("gemm_bf16 (reference): operand ") + which +
-          " is a window of a wider matrix; the reference takes whole matrices");
-  const std::int64_t n = std::int64_t(m.extent(0)) * std::int64_t(m.extent(1));
-  FlatView out(Kokkos::view_alloc(Kokkos::WithoutInitializing, "gemm_bf16::widened"), n);
-  widen_bf16(ConstBf16Vec(m.data(), n), Vec(out.data(), n));
-  return out;
+// A row-major operand's row stride (a one-row view may carry any stride).
+std::int64_t ld(const ConstBf16Mat& m) {
+  return m.extent(0) > 1 ? std::int64_t(m.stride(0)) : std::int64_t(m.extent(1));
 }
+
+// Where oneDNN has no bf16 kernel: both operands widened into scratch that grows to the largest
+// operand seen (the tied head's weights, V x C) and stays, then the fp32 GEMM.
+ConstMat widened(const ConstBf16Mat& m, FlatView& scratch, const char* which) {
+  if (m.extent(0) > 1 && m.stride(0) != m.extent(1))
+    fatal(std::string("gemm_bf16 (widening): operand ") + which +
+          " is a window of a wider matrix; the widening path takes whole matrices");
+  const std::int64_t n = std::int64_t(m.extent(0)) * std::int64_t(m.extent(1));
+  if (std::int64_t(scratch.extent(0)) < n)
+    scratch = FlatView(Kokkos::view_alloc(Kokkos::WithoutInitializing, "gemm_bf16::widened"), n);
+  widen_bf16(ConstBf16Vec(m.data(), n), Vec(scratch.data(), n));
+  return ConstMat(scratch.data(), m.extent(0), m.extent(1));
+}
+
+bool use_onednn() { return onednn::support(onednn::Inputs::BF16).fast; }
 
 }  // namespace
 
 void gemm_bf16(const char* ta, const char* tb, float alpha, const ConstBf16Mat& a,
                const ConstBf16Mat& b, float beta, const Mat& c) {
-  Kokkos::Profiling::pushRegion("gemm_bf16::widened_reference");
-  const FlatView wa = widened(a, "A"), wb = widened(b, "B");
-  gemm(ta, tb, alpha, ConstMat(wa.data(), a.extent(0), a.extent(1)),
-       ConstMat(wb.data(), b.extent(0), b.extent(1)), beta, c);
+  const gemm_paths::Shape shape = shape_of(ta, tb, a, c);
+  if (use_onednn()) {
+    static const std::string& path =
+        gemm_paths::intern("oneDNN " + onednn::support(onednn::Inputs::BF16).impl);
+    const gemm_paths::Scope logged(shape, path);
+#if defined(FSDP_SPACE_CHECK)
+    const space_check::KernelScope on_device;  // oneDNN reads the emulated device's memory
+#endif
+    onednn::matmul(onednn::Inputs::BF16, shape.ta, shape.tb, shape.M, shape.N, shape.K, alpha,
+                   a.data(), ld(a), b.data(), ld(b), beta, c.data(), std::int64_t(c.stride(0)));
+    return;
+  }
+  static const std::string& path = gemm_paths::intern("widened to fp32, " + gemm_paths::fp32_path());
+  const gemm_paths::Scope logged(shape, path);
+  Kokkos::Profiling::pushRegion("gemm_bf16::widened");
+  static FlatView first, second;
+  static const bool hooked = [] {  // a View must not outlive Kokkos::finalize
+    Kokkos::push_finalize_hook([] { first = second = FlatView(); });
+    return true;
+  }();
+  (void)hooked;
+  const ConstMat wa = widened(a, first, "A"), wb = widened(b, second, "B");
+  gemm(ta, tb, alpha, wa, wb, beta, c);  // inside this call's Scope: logged as the bf16 call
   Kokkos::Profiling::popRegion();
 }
 
-const char* gemm_bf16_path() {
-  return "bf16 inputs, fp32 accumulation: the widening reference (fp32 GEMMs on this CPU)";
+bool gemm_bf16_computes() { return use_onednn(); }
+
+std::string gemm_bf16_path() {
+  const onednn::Support& s = onednn::support(onednn::Inputs::BF16);
+  if (s.fast) return "bf16 inputs, fp32 accumulation: oneDNN matmul " + s.impl;
+  return "bf16 inputs, fp32 accumulation: widened to fp32 (oneDNN bf16 matmul: " + s.impl + ")";
 }
 #else
 void gemm_bf16(const char* ta, const char* tb, float alpha, const ConstBf16Mat& a,
                const ConstBf16Mat& b, float beta, const Mat& c) {
+  static const std::string& path = gemm_paths::intern("cuBLAS GemmEx bf16 tensor cores");
+  const gemm_paths::Scope logged(shape_of(ta, tb, a, c), path);
   cublas_gemm_bf16(ta, tb, alpha, a, b, beta, c);
 }
 
-const char* gemm_bf16_path() { return "bf16 inputs, fp32 accumulation: cuBLAS tensor cores"; }
+bool gemm_bf16_computes() { return true; }
+
+std::string gemm_bf16_path() { return "bf16 inputs, fp32 accumulation: cuBLAS tensor cores"; }
 #endif
 
 Bf16Gemms::Bf16Gemms(MemoryTracker& tracker, std::int64_t elements)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // GEMMs with bf16 inputs and fp32 products, accumulation and output (fsdp.gemm_dtype = bf16):
-// cuBLAS's tensor-core GEMM on GPUs. On CPUs the same call is a reference that widens both
-// inputs to fp32 and runs the fp32 GEMM, which gives the tensor cores' arithmetic (a product of
-// two bf16 values is exact in fp32) in another summation order, and no speed-up.
+// cuBLAS's tensor-core GEMM on GPUs; oneDNN's matmul on CPUs that have bf16 kernels (AMX,
+// AVX512-BF16). Elsewhere the same call widens both inputs to fp32 and runs the fp32 GEMM: the
+// same arithmetic (a product of two bf16 values is exact in fp32) in another summation order,
+// and no speed-up.
 //
 // Bf16Gemms is what the model's linear layers and tied LM head call in that mode: weights come
 // as bf16 (the gathered bf16 unit itself, no widening), activations and their gradients are
@@ -10,6 +11,7 @@
 // the bias sums stay fp32.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "core/memory.hpp"
 #include "core/types.hpp"
@@ -19,8 +21,11 @@ namespace fsdp::kernels {
 // C = alpha * op(A) * op(B) + beta * C on row-major views, 'N' or 'T' per operand.
 void gemm_bf16(const char* ta, const char* tb, float alpha, const ConstBf16Mat& a,
                const ConstBf16Mat& b, float beta, const Mat& c);
-// Which implementation gemm_bf16 is in this build, for the start-up log.
-const char* gemm_bf16_path();
+// Which implementation gemm_bf16 runs here, for the start-up log.
+std::string gemm_bf16_path();
+// Whether gemm_bf16 computes in bf16 here (tensor cores, or oneDNN's bf16 kernels) rather than
+// widening: what fsdp.gemm_dtype = auto chooses by.
+bool gemm_bf16_computes();
 
 class Bf16Gemms {
  public:

@@ -4,6 +4,7 @@
 #pragma once
 #include "core/space_check.hpp"
 #include "core/types.hpp"  // Kokkos' macros, KOKKOS_ENABLE_CUDA among them
+#include "model/gemm_paths.hpp"
 
 #if defined(KOKKOS_ENABLE_CUDA)
 #include "model/cublas_gemm.hpp"
@@ -15,6 +16,10 @@ namespace fsdp::kernels {
 
 inline void gemm(const char* ta, const char* tb, float alpha, const ConstMat& a, const ConstMat& b,
                  float beta, const Mat& c) {
+  const gemm_paths::Scope logged(
+      {*ta, *tb, std::int64_t(c.extent(0)), std::int64_t(c.extent(1)),
+       std::int64_t(*ta == 'N' ? a.extent(1) : a.extent(0)), false},
+      gemm_paths::fp32_path());
 #if defined(FSDP_SPACE_CHECK)
   // The emulated device is host memory underneath: hand the vendor BLAS the same bytes as host
   // Views (the same OpenBLAS call, so the same bits as the plain CPU build), as a device kernel.

@@ -147,6 +147,10 @@ Report make_report(const RunConfig& cfg, const PlanOptions& o) {
     nodes = ranks > rpn && ranks % rpn == 0 ? ranks / rpn : 1;
   }
   Setup base = setup_from_config(cfg, ranks, nodes);
+  // fsdp.gemm_dtype = auto follows the machine planned for, not the one planning: a GPU (device
+  // memory behind a host link) runs bf16 GEMMs on its tensor cores; a CPU machine as this host.
+  if (base.precision == Precision::BF16 && cfg.fsdp.gemm_dtype == "auto" && machine.pcie_bandwidth > 0)
+    base.bf16_gemms = true;
   if (params > 0) base.model = shape_for_params(params, base.model, aspect, head_dim);
   std::int64_t budget = cfg.memory.device_budget;
   if (!budget_text.empty()) {

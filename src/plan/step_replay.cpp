@@ -113,6 +113,14 @@ class Replay {
              double(b_.activation) *
                  double(activation_elements(s_.model, s_.micro_batch, s_.activation_checkpointing)),
              -1);
+    // Gpt2::use_bf16_gemms: the two bf16 casts of a GEMM's activation operands, each the largest
+    // linear operand (B*T x 4C) or one row of the head's logits.
+    if (s_.bf16_gemms) {
+      const double BT = double(s_.micro_batch) * s_.model.block_size;
+      const double cast = 2.0 * std::max(BT * 4 * s_.model.n_embd, double(s_.model.vocab_size));
+      allocate(C::Activations, kDev, cast, -1);
+      allocate(C::Activations, kDev, cast, -1);
+    }
     const MemSpace optim_space = offload_ ? kHost : kDev;
     const MemSpace param_space = s_.offload == Offload::Params ? kHost : kDev;
     for (std::size_t u = 0; u < numel_.size(); ++u) {

@@ -92,7 +92,7 @@ double emulated_seconds(const Setup& s, const Machine& m, Coll op, Group g, doub
 
 TimePlan plan_time(const Setup& s, const Machine& m) {
   const std::vector<StepEvent> events = replay_step(s);
-  const bool bf16 = s.precision == Precision::BF16;
+  const bool bf16 = s.bf16_gemms;  // the GEMMs run at the bf16 rate only when they are bf16
   TimePlan r;
   r.peak_flops = m.peak_flops(bf16);
   r.achieved_flops = r.peak_flops * m.gemm_efficiency;
@@ -204,7 +204,7 @@ std::vector<std::string> time_assumptions(const Setup& s, const Machine& m) {
     std::snprintf(buf, sizeof buf, *unit ? "%.4g %s" : "%.4g", v, unit);
     return std::string(buf);
   };
-  const bool bf16 = s.precision == Precision::BF16;
+  const bool bf16 = s.bf16_gemms;  // the GEMMs run at the bf16 rate only when they are bf16
   a.push_back("machine " + m.name + ": " + m.notes);
   a.push_back("compute at " + fmt(m.peak_flops(bf16) * m.gemm_efficiency / 1e12, "TFLOP/s") +
               " per rank (" + (bf16 ? "bf16" : "fp32") + " peak " +

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "comm/safety.hpp"
+#include "core/bf16.hpp"
 #include "comm/training_groups.hpp"
 #include "core/check.hpp"
 #include "core/device_info.hpp"
@@ -20,6 +21,7 @@
 #include "io/output_path.hpp"
 #include "model/bf16_gemm.hpp"
 #include "model/gemm.hpp"
+#include "model/gemm_paths.hpp"
 #include "train/init_weights.hpp"
 #include "train/sample.hpp"
 #include "train/signals.hpp"
@@ -61,19 +63,29 @@ std::unique_ptr<TokenFile> load_everywhere(const std::string& path, const RunCon
 
 }  // namespace
 
-double measure_gemm_flops() {
+double measure_gemm_flops(bool bf16) {
   const int n = 1024;
   FlatView a("peak::a", n * n), b("peak::b", n * n), c("peak::c", n * n);
+  Kokkos::View<std::uint16_t*, DeviceSpace> ha("peak::a_bf16", n * n), hb("peak::b_bf16", n * n);
   Kokkos::deep_copy(a, 1.f);
   Kokkos::deep_copy(b, 0.5f);
+  cast_to_bf16(ConstVec(a.data(), n * n), Bf16Vec(ha.data(), n * n));
+  cast_to_bf16(ConstVec(b.data(), n * n), Bf16Vec(hb.data(), n * n));
   const ConstMat A(a.data(), n, n), B(b.data(), n, n);
+  const ConstBf16Mat HA(ha.data(), n, n), HB(hb.data(), n, n);
   const Mat C(c.data(), n, n);
-  kernels::gemm("N", "N", 1.f, A, B, 0.f, C);  // warm-up
+  auto run = [&] {
+    if (bf16)
+      kernels::gemm_bf16("N", "N", 1.f, HA, HB, 0.f, C);
+    else
+      kernels::gemm("N", "N", 1.f, A, B, 0.f, C);
+  };
+  run();  // warm-up
   double best = 1e30;
   for (int rep = 0; rep < 5; ++rep) {
     ExecSpace().fence();
     const double t0 = now_s();
-    kernels::gemm("N", "N", 1.f, A, B, 0.f, C);
+    run();
     ExecSpace().fence();
     best = std::min(best, now_s() - t0);
   }
@@ -197,18 +209,21 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   const double sheet = device.gpu ? datasheet_peak_tflops(device.name, bf16) : 0.0;
   peak_flops_ = t.peak_tflops > 0 ? t.peak_tflops * 1e12
                 : sheet > 0     ? sheet * 1e12
-                                : measure_gemm_flops();
+                                : measure_gemm_flops(bf16 && kernels::gemm_bf16_computes());
   if (rank_ == 0 && opts_.log)
     std::printf("fsdp-train: device %s; MFU against %.3g TFLOP/s (%s)\n", describe(device).c_str(),
                 peak_flops_ / 1e12,
                 t.peak_tflops > 0 ? "train.peak_tflops"
                 : sheet > 0       ? (bf16 ? "data sheet, bf16 dense" : "data sheet, fp32")
-                                  : "a measured fp32 GEMM");
+                                  : bf16 && kernels::gemm_bf16_computes() ? "a measured bf16 GEMM"
+                                                                  : "a measured fp32 GEMM");
   if (rank_ == 0 && opts_.log)
     std::printf("fsdp-train: GEMMs: %s\n",
-                bf16 ? kernels::gemm_bf16_path()
+                bf16 ? kernels::gemm_bf16_path().c_str()
                 : cfg_.fsdp.mixed_precision == "bf16"
-                    ? "fp32, bf16 weights widened (fsdp.gemm_dtype = bf16 runs them in bf16)"
+                    ? ("fp32 on the widened bf16 weights; " + kernels::gemm_bf16_path() +
+                       (cfg_.fsdp.gemm_dtype == "auto" ? ", so auto chose fp32" : ""))
+                          .c_str()
                     : "fp32");
   // Every rank uses rank 0's peak so MFU does not depend on which rank measured what.
   peak_flops_ = groups_.world->all_reduce_max(rank_ == 0 ? peak_flops_ : 0.0);
@@ -326,6 +341,7 @@ TrainSummary Trainer::run() {
                   start_step_, cfg_.train.steps);
     return sum;
   }
+  kernels::gemm_paths::reset();  // the MFU probe's GEMMs are not the model's
   for (int step = start_step_; step < cfg_.train.steps; ++step) {
     auto load = [&](int j, Gpt2& m) {
       train_sampler_->fill(step, std::int64_t(rank_) * per_rank_batch_ + std::int64_t(j) * B, B,
@@ -335,7 +351,10 @@ TrainSummary Trainer::run() {
     faults::stall(step, rank_);
     groups_.world->barrier();  // time the step as the slowest rank sees it
     const double t0 = now_s();
-    if (opts_.profile && step == 1) profile::enable();  // step 0 is a warm-up
+    if (opts_.profile && step == 1) {  // step 0 is a warm-up
+      profile::enable();
+      kernels::gemm_paths::reset();
+    }
     engine_->set_prefetch_next_step(cfg_.fsdp.prefetch_across_steps && cfg_.fsdp.prefetch > 0 &&
                                     step + 1 < cfg_.train.steps);
     const StepResult r = engine_->train_step(step, n_micro_, load);
@@ -350,6 +369,9 @@ TrainSummary Trainer::run() {
     sum.grad_norms.push_back(r.grad_norm);
     sum.last = r;
     log_step(step, r, dt, tok_s);
+    if (step == start_step_ && rank_ == 0 && opts_.log)
+      std::printf("fsdp-train: GEMM paths in step %d (rank 0; per shape, op(A) M x K times op(B) "
+                  "K x N):\n%s", step + 1, kernels::gemm_paths::table(0, "  ").c_str());
     const bool last = step + 1 == cfg_.train.steps;
     if ((cfg_.eval.every > 0 && (step + 1) % cfg_.eval.every == 0) || last) {
       const double ev = evaluate();
@@ -404,6 +426,9 @@ TrainSummary Trainer::run() {
   if (opts_.profile && rank_ == 0 && profile::enabled())
     std::printf("per-kernel time, steps 2..%d (rank 0):\n%s", cfg_.train.steps,
                 profile::report(cfg_.train.steps - 1).c_str());
+  if (opts_.profile && rank_ == 0 && profile::enabled())
+    std::printf("GEMMs by shape, steps 2..%d (rank 0):\n%s", cfg_.train.steps,
+                kernels::gemm_paths::table(cfg_.train.steps - 1, "  ").c_str());
   trace_.write();
   return sum;
 }

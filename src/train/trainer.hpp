@@ -107,6 +107,6 @@ class Trainer {
 };
 
 // FLOP/s of one rank's float GEMM, measured on a 1024^3 product (MFU's denominator).
-double measure_gemm_flops();
+double measure_gemm_flops(bool bf16 = false);
 
 }  // namespace fsdp
