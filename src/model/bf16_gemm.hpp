@@ -27,6 +27,13 @@ std::string gemm_bf16_path();
 // widening: what fsdp.gemm_dtype = auto chooses by.
 bool gemm_bf16_computes();
 
+// The elements of each cast scratch matrix for a model with B*T rows, C channels and V tokens
+// (the planner counts the same): the largest linear operand (B*T x 4C), or the head's backward
+// chunk of dlogits, at least 512 rows (all of them below that) so its GEMMs keep a full M and K.
+inline std::int64_t bf16_gemm_scratch_elements(std::int64_t BT, std::int64_t C, std::int64_t V) {
+  return BT * 4 * C > V * (BT < 512 ? BT : 512) ? BT * 4 * C : V * (BT < 512 ? BT : 512);
+}
+
 class Bf16Gemms {
  public:
   // `elements`: the largest activation a linear layer reads or writes (B*T x 4C).

@@ -105,8 +105,7 @@ void Gpt2::embed_forward(const UnitParams& emb) {
 
 void Gpt2::use_bf16_gemms(MemoryTracker& tracker) {
   const std::int64_t BT = std::int64_t(B_) * T_;
-  // The largest linear operand (B*T x 4C), or one row of the head's logits if that is larger.
-  bf16_ = std::make_unique<k::Bf16Gemms>(tracker, std::max(BT * 4 * C_, std::int64_t(V_)));
+  bf16_ = std::make_unique<k::Bf16Gemms>(tracker, k::bf16_gemm_scratch_elements(BT, C_, V_));
 }
 
 void Gpt2::linear_fwd(const Mat& out, const ConstMat& inp, const UnitParams& p, std::int64_t w_off,

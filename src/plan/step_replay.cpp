@@ -7,6 +7,7 @@
 #include "fsdp/canonical_tree.hpp"
 #include "fsdp/gather_window.hpp"
 #include "fsdp/schedule.hpp"
+#include "model/bf16_gemm.hpp"
 
 #include <algorithm>
 
@@ -113,11 +114,11 @@ class Replay {
              double(b_.activation) *
                  double(activation_elements(s_.model, s_.micro_batch, s_.activation_checkpointing)),
              -1);
-    // Gpt2::use_bf16_gemms: the two bf16 casts of a GEMM's activation operands, each the largest
-    // linear operand (B*T x 4C) or one row of the head's logits.
+    // Gpt2::use_bf16_gemms: the two bf16 casts of a GEMM's activation operands.
     if (s_.bf16_gemms) {
-      const double BT = double(s_.micro_batch) * s_.model.block_size;
-      const double cast = 2.0 * std::max(BT * 4 * s_.model.n_embd, double(s_.model.vocab_size));
+      const double cast = 2.0 * double(kernels::bf16_gemm_scratch_elements(
+                                    std::int64_t(s_.micro_batch) * s_.model.block_size,
+                                    s_.model.n_embd, s_.model.vocab_size));
       allocate(C::Activations, kDev, cast, -1);
       allocate(C::Activations, kDev, cast, -1);
     }
