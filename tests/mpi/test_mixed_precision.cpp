@@ -77,7 +77,7 @@ TEST_CASE("bf16 training follows the fp32 loss curve", "[bf16]") {
     return m / double(w);
   };
   // Over 80 steps the bf16 curve is within 2% of fp32's. Later, as the model memorises the
-  // small corpus, it trails fp32's by up to 3.5% (1 rank) and 4.7% (3 ranks), where two fp32
+  // small corpus, it trails fp32's by up to 3.5% (1 rank) and 3.9% (3 ranks), where two fp32
   // runs that differ only in summation order part by 1.2-1.4% and two fp32 seeds by 4.6%
   // (docs/bf16.md, "Loss curves"): the longer run is bounded by the seeds' spread.
   double worst = 0.0, worst_early = 0.0;
@@ -90,7 +90,7 @@ TEST_CASE("bf16 training follows the fp32 loss curve", "[bf16]") {
                 << "difference of the 10-step mean loss " << worst_early << " to step 80, "
                 << worst << " in all; final losses " << fp32.losses.back() << " (fp32) vs "
                 << bf16.losses.back() << " (bf16)");
-  CHECK(worst_early < (long_run ? 0.025 : 0.02));
+  CHECK(worst_early < 0.02);
   CHECK(worst < (long_run ? 0.05 : 0.02));
   CHECK(worst > 1e-6);  // the casts really happen
   // The run learned (a cast that broke the parameters would stall far above this).
