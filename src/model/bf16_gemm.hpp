@@ -10,6 +10,7 @@
 // cast into two scratch matrices as each GEMM reads them; LayerNorm, softmax, GELU, the loss and
 // the bias sums stay fp32.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -31,7 +32,7 @@ bool gemm_bf16_computes();
 // (the planner counts the same): the largest linear operand (B*T x 4C), or the head's backward
 // chunk of dlogits, at least 512 rows (all of them below that) so its GEMMs keep a full M and K.
 inline std::int64_t bf16_gemm_scratch_elements(std::int64_t BT, std::int64_t C, std::int64_t V) {
-  return BT * 4 * C > V * (BT < 512 ? BT : 512) ? BT * 4 * C : V * (BT < 512 ? BT : 512);
+  return std::max(BT * 4 * C, V * std::min<std::int64_t>(BT, 512));
 }
 
 class Bf16Gemms {

@@ -66,11 +66,14 @@ std::unique_ptr<TokenFile> load_everywhere(const std::string& path, const RunCon
 double measure_gemm_flops(bool bf16) {
   const int n = 1024;
   FlatView a("peak::a", n * n), b("peak::b", n * n), c("peak::c", n * n);
-  Kokkos::View<std::uint16_t*, DeviceSpace> ha("peak::a_bf16", n * n), hb("peak::b_bf16", n * n);
+  Kokkos::View<std::uint16_t*, DeviceSpace> ha("peak::a_bf16", bf16 ? n * n : 0),
+      hb("peak::b_bf16", bf16 ? n * n : 0);
   Kokkos::deep_copy(a, 1.f);
   Kokkos::deep_copy(b, 0.5f);
-  cast_to_bf16(ConstVec(a.data(), n * n), Bf16Vec(ha.data(), n * n));
-  cast_to_bf16(ConstVec(b.data(), n * n), Bf16Vec(hb.data(), n * n));
+  if (bf16) {
+    cast_to_bf16(ConstVec(a.data(), n * n), Bf16Vec(ha.data(), n * n));
+    cast_to_bf16(ConstVec(b.data(), n * n), Bf16Vec(hb.data(), n * n));
+  }
   const ConstMat A(a.data(), n, n), B(b.data(), n, n);
   const ConstBf16Mat HA(ha.data(), n, n), HB(hb.data(), n, n);
   const Mat C(c.data(), n, n);
