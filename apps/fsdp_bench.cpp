@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // fsdp-bench: micro-benchmarks that print nccl-tests-style tables, one subcommand each
 // (comm: our collectives beside raw MPI; machine: the rates fsdp-plan reads; gemm: a deck's
-// GEMM shapes per library).
+// GEMM shapes per library; attention: the fused kernel beside the materialised one).
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +11,7 @@
 #include "bench/bench_machine.hpp"
 #include "bench/bench_comm.hpp"
 #include "bench/gemm_bench.hpp"
+#include "bench/attention_bench.hpp"
 #include "core/blas_setup.hpp"
 #include "comm/mpi_session.hpp"
 #include "config/parse_everywhere.hpp"
@@ -81,6 +82,19 @@ int main(int argc, char** argv) {
   gemm->add_option("--config", gemm_options.config, "the run deck")->required();
   gemm->add_option("--set", gemm_options.sets, "a deck override, section.key=value");
   gemm->add_option("--iters", gemm_options.iters, "timed calls per figure")->capture_default_str();
+  fsdp::bench::AttentionBenchOptions attn_options;
+  CLI::App* attn = app.add_subcommand(
+      "attention", "causal attention forward and backward: fused beside materialised (one rank)");
+  attn->add_option("--batch", attn_options.batch, "sequences B")->capture_default_str();
+  attn->add_option("--heads", attn_options.heads, "query heads H")->capture_default_str();
+  attn->add_option("--kv-heads", attn_options.kv_heads, "key/value heads (0: H)")
+      ->capture_default_str();
+  attn->add_option("--head-dim", attn_options.head_dim, "head size D")->capture_default_str();
+  attn->add_option("--seq", attn_options.seq_lens, "sequence lengths T")->capture_default_str();
+  attn->add_option("--path", attn_options.path, "both | fused | materialized")
+      ->check(CLI::IsMember({"both", "fused", "materialized"}))
+      ->capture_default_str();
+  attn->add_option("--iters", attn_options.iters, "timed calls per figure")->capture_default_str();
   if (const int rc = fsdp::parse_everywhere(app, [&] { app.parse(argc, argv); }, MPI_COMM_WORLD,
                                              "fsdp-bench", fsdp::exit_code::kBadConfig);
       rc >= 0)
@@ -90,5 +104,6 @@ int main(int argc, char** argv) {
   if (comm->parsed()) return fsdp::comm::run_comm_bench(MPI_COMM_WORLD, comm_options);
   if (machine->parsed()) return fsdp::bench::run_machine_bench(MPI_COMM_WORLD, machine_options);
   if (gemm->parsed()) return fsdp::bench::run_gemm_bench(MPI_COMM_WORLD, gemm_options);
+  if (attn->parsed()) return fsdp::bench::run_attention_bench(MPI_COMM_WORLD, attn_options);
   return 0;
 }

@@ -16,6 +16,7 @@ struct ModelConfig {
   int n_positions = 0;  // rows of the position table (wpe); 0 = block_size
   int positions() const { return n_positions > 0 ? n_positions : block_size; }
   std::string activation_checkpointing = "none";  // none | blocks
+  std::string attention = "auto";                 // auto | fused | materialized
 };
 
 struct TrainConfig {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "model/attention_path.hpp"
 #include "model/bf16_gemm.hpp"
 
 namespace fsdp {
@@ -61,6 +62,7 @@ ModelShape shape_of(const ModelConfig& m) {
   s.vocab_size = m.vocab_size;
   s.block_size = m.block_size;
   s.n_positions = m.n_positions;
+  s.fused_attention = resolve_attention(m.attention, m.block_size) == AttentionPath::Fused;
   return s;
 }
 

@@ -34,6 +34,7 @@ struct ModelShape {
   int block_size = 64;
   int n_positions = 0;  // rows of wpe; 0 = block_size
   bool sublayer_units = false;  // fsdp.unit = sublayer: each block is two units
+  bool fused_attention = false;  // model.attention resolved (model/attention_path.hpp)
   int positions() const { return n_positions > 0 ? n_positions : block_size; }
 };
 ModelShape shape_of(const ModelConfig& m);

@@ -94,6 +94,9 @@ std::vector<KeySpec> build_schema() {
             "rows of the position table wpe (GPT-2: 1024); 0 = block_size; >= block_size"),
       entry("model", "activation_checkpointing", &R::model, &M::activation_checkpointing,
             one_of({"none", "blocks"}), "blocks: recompute each block's activations in backward"),
+      entry("model", "attention", &R::model, &M::attention, one_of({"auto", "fused", "materialized"}),
+            "fused: flash-style kernel keeping B*H*T floats per layer; materialized: keeps the "
+            "B*H*T*T probabilities; auto: fused on GPUs and on CPUs from T = 4096"),
 
       entry("train", "steps", &R::train, &T::steps, at_least(0), "optimizer steps to run"),
       entry("train", "batch_size", &R::train, &T::batch_size, at_least(1),

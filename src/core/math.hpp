@@ -83,6 +83,17 @@ KOKKOS_INLINE_FUNCTION float sqrt_fast(float x) {
   return select(x > 0.f, s, 0.f);
 }
 
+// a * b + c rounded once. Written out because the build is ISO C++ (no FP contraction), and a
+// plain a * b + c in a register-tiled loop does not even vectorize under GCC; the fused form
+// does, at about 20 times the rate.
+KOKKOS_INLINE_FUNCTION float fma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return ::fmaf(a, b, c);
+#else
+  return __builtin_fmaf(a, b, c);
+#endif
+}
+
 // Fixed-order sums: eight interleaved partials, combined pairwise. A single running sum is a
 // serial chain the compiler may not reorder; eight independent partials fill one vector
 // register, and every run adds in the same order. term(i) gives the i-th addend, i < n.

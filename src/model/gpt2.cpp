@@ -16,12 +16,13 @@ namespace k = kernels;
 using MC = MemCategory;
 
 BlockActivations::BlockActivations(MemoryTracker& t, const std::string& tag, int B, int T, int C,
-                                   int H)
+                                   int H, AttentionPath path)
     : ln1(t, tag + "::ln1", std::int64_t(B) * T * C, MC::Activations),
       ln1_mean(t, tag + "::ln1_mean", std::int64_t(B) * T, MC::Activations),
       ln1_rstd(t, tag + "::ln1_rstd", std::int64_t(B) * T, MC::Activations),
       qkv(t, tag + "::qkv", std::int64_t(B) * T * 3 * C, MC::Activations),
-      att(t, tag + "::att", std::int64_t(B) * H * T * T, MC::Activations),
+      att(t, tag + "::att",
+          std::int64_t(B) * H * T * (path == AttentionPath::Fused ? 1 : T), MC::Activations),
       atty(t, tag + "::atty", std::int64_t(B) * T * C, MC::Activations),
       res2(t, tag + "::res2", std::int64_t(B) * T * C, MC::Activations),
       ln2(t, tag + "::ln2", std::int64_t(B) * T * C, MC::Activations),
@@ -46,7 +47,9 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, Unit
       C_(cfg.n_embd),
       H_(cfg.n_head),
       V_(cfg.vocab_size),
-      checkpointing_(cfg.activation_checkpointing == "blocks") {
+      checkpointing_(cfg.activation_checkpointing == "blocks"),
+      attention_(resolve_attention(cfg.attention, cfg.block_size)),
+      flash_(kernels::flash_plan(cfg.n_embd / cfg.n_head)) {
   const std::int64_t BT = std::int64_t(B_) * T_, BTC = BT * C_;
   inputs_ = TokenView("gpt2::inputs", BT);
   targets_ = TokenView("gpt2::targets", BT);
@@ -55,7 +58,8 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, Unit
   const int n_acts = checkpointing_ ? 1 : cfg.n_layer;
   for (int l = 0; l < n_acts; ++l)
     acts_.push_back(
-        std::make_unique<BlockActivations>(tracker, "h." + std::to_string(l), B_, T_, C_, H_));
+        std::make_unique<BlockActivations>(tracker, "h." + std::to_string(l), B_, T_, C_, H_,
+                                           attention_));
   // Checkpointed sub-layers: the MLP's recompute starts from the attention's output, which is
   // kept per block as the stream between the two units.
   if (checkpointing_ && cut == UnitCut::Sublayer)
@@ -75,7 +79,9 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, Unit
   d_atty_ = TrackedBuffer(tracker, "gpt2::d_atty", BTC, MC::Activations);
   d_fch_ = TrackedBuffer(tracker, "gpt2::d_fch", 4 * BTC, MC::Activations);
   d_fchg_ = TrackedBuffer(tracker, "gpt2::d_fch_gelu", 4 * BTC, MC::Activations);
-  att_work_ = TrackedBuffer(tracker, "gpt2::att_work", k::attention_work_size(T_, H_), MC::Activations);
+  if (attention_ == AttentionPath::Materialized)
+    att_work_ =
+        TrackedBuffer(tracker, "gpt2::att_work", k::attention_work_size(T_, H_), MC::Activations);
 }
 
 void Gpt2::set_batch(const std::int32_t* inputs, const std::int32_t* targets) {
@@ -135,8 +141,13 @@ void Gpt2::attn_compute(int l, const UnitParams& p, BlockActivations& a, const V
   k::layernorm_forward(m(a.ln1, BT, C), a.ln1_mean.vec(), a.ln1_rstd.vec(), x_in, p.vec(o.ln1_w, C),
                        p.vec(o.ln1_b, C));
   linear_fwd(m(a.qkv, BT, 3 * C), cm(a.ln1, BT, C), p, o.attn_w, o.attn_b, C, 3 * C);
-  k::attention_forward(m(a.atty, BT, C), Att3(a.att.data(), B_ * H_, T_, T_),
-                       cm(a.qkv, BT, 3 * C), B_, T_, H_);
+  if (attention_ == AttentionPath::Fused)
+    k::flash_attention_forward(k::AttnDims{B_, T_, H_, H_, C / H_},
+                               k::packed_qkv(cm(a.qkv, BT, 3 * C), H_), {a.atty.data(), C},
+                               a.att.data(), flash_);
+  else
+    k::attention_forward(m(a.atty, BT, C), Att3(a.att.data(), B_ * H_, T_, T_),
+                         cm(a.qkv, BT, 3 * C), B_, T_, H_);
   // The projections' biases are added by the kernels that read their outputs (the residual
   // adds, the GELU): one pass less over each output.
   linear_fwd(m(tmp_, BT, C), cm(a.atty, BT, C), p, o.proj_w, -1, C, C);
@@ -251,9 +262,15 @@ void Gpt2::attn_grads(int l, const UnitParams& p, Vec g) {
   const Vec dx_in = dres_out_.data() == dres_a_.data() ? dres_b_.vec() : dres_a_.vec();
   linear_bwd(m(d_atty_, BT, C), gm(g, o.proj_w, C, C), gv(g, o.proj_b, C), cm(d_tmp_, BT, C),
              cm(a.atty, BT, C), p, o.proj_w, C, C);
-  k::attention_backward(m(d_qkv_, BT, 3 * C), cm(d_atty_, BT, C),
-                        ConstAtt3(a.att.data(), B_ * H_, T_, T_), cm(a.qkv, BT, 3 * C), B_, T_,
-                        H_, att_work_.vec());
+  if (attention_ == AttentionPath::Fused)
+    k::flash_attention_backward(k::AttnDims{B_, T_, H_, H_, C / H_},
+                                k::packed_qkv(cm(a.qkv, BT, 3 * C), H_), {a.atty.data(), C},
+                                {d_atty_.data(), C}, a.att.data(),
+                                k::packed_grads(m(d_qkv_, BT, 3 * C), H_), flash_);
+  else
+    k::attention_backward(m(d_qkv_, BT, 3 * C), cm(d_atty_, BT, C),
+                          ConstAtt3(a.att.data(), B_ * H_, T_, T_), cm(a.qkv, BT, 3 * C), B_, T_,
+                          H_, att_work_.vec());
   linear_bwd(m(d_ln_, BT, C), gm(g, o.attn_w, C, 3 * C), gv(g, o.attn_b, 3 * C),
              cm(d_qkv_, BT, 3 * C), cm(a.ln1, BT, C), p, o.attn_w, C, 3 * C);
   k::layernorm_backward(Mat(dx_in.data(), BT, C), gv(g, o.ln1_w, C), gv(g, o.ln1_b, C),

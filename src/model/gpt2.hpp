@@ -8,17 +8,21 @@
 
 #include "config/run_config.hpp"
 #include "core/memory.hpp"
+#include "model/attention_path.hpp"
 #include "model/bf16_gemm.hpp"
+#include "model/flash_attention.hpp"
 #include "model/gpt2_layout.hpp"
 #include "model/unit_params.hpp"
 
 namespace fsdp {
 
-// What one block keeps between its forward and backward.
+// What one block keeps between its forward and backward. att: the softmax probabilities
+// [B*H, T, T] (materialised attention) or the rows' log-sum-exps [B*H, T] (fused).
 struct BlockActivations {
   TrackedBuffer ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch,
       fch_gelu;
-  BlockActivations(MemoryTracker& t, const std::string& tag, int B, int T, int C, int H);
+  BlockActivations(MemoryTracker& t, const std::string& tag, int B, int T, int C, int H,
+                   AttentionPath path);
 };
 
 class Gpt2 {
@@ -27,6 +31,7 @@ class Gpt2 {
        UnitCut cut = UnitCut::Block);
 
   const ModelConfig& config() const { return cfg_; }
+  AttentionPath attention() const { return attention_; }
   const std::vector<UnitLayout>& units() const { return units_; }
   int n_layer() const { return cfg_.n_layer; }
   int micro_batch() const { return B_; }
@@ -88,6 +93,8 @@ class Gpt2 {
   BlockOffsets off_;
   int B_, T_, C_, H_, V_;
   bool checkpointing_;
+  AttentionPath attention_;
+  kernels::FlashPlan flash_;  // the fused kernel's tiles for this head size
   TokenView inputs_, targets_;
   std::vector<TrackedBuffer> residual_;  // L+1 streams: block l reads l, writes l+1
   std::vector<std::unique_ptr<BlockActivations>> acts_;

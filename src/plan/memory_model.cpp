@@ -73,12 +73,16 @@ std::int64_t activation_elements(const ModelShape& s, int micro_batch, bool chec
                      V = s.vocab_size, L = s.n_layer;
   const std::int64_t BT = B * T, BTC = BT * C;
   // BlockActivations: ln1, atty, res2, ln2 (BTC each), qkv 3BTC, fch and fch_gelu 4BTC each;
-  // ln1/ln2 mean and rstd (BT each); the attention matrix B*H*T*T.
-  const std::int64_t per_block = 15 * BTC + 4 * BT + B * H * T * T;
+  // ln1/ln2 mean and rstd (BT each); the attention probabilities B*H*T*T, or the fused kernel's
+  // log-sum-exps B*H*T.
+  const std::int64_t att = s.fused_attention ? B * H * T : B * H * T * T;
+  const std::int64_t per_block = 15 * BTC + 4 * BT + att;
   const std::int64_t blocks = checkpointing ? 1 : L;
   // lnf BTC, lnf mean/rstd 2BT, logits BTV, losses BT; backward scratch tmp, dres_a, dres_b,
-  // d_ln, d_tmp, d_atty (BTC each), d_qkv 3BTC, d_fch and d_fch_gelu 4BTC each; att_work T*T.
-  const std::int64_t once = BTC + 3 * BT + BT * V + 6 * BTC + 3 * BTC + 8 * BTC + T * T;
+  // d_ln, d_tmp, d_atty (BTC each), d_qkv 3BTC, d_fch and d_fch_gelu 4BTC each; att_work T*T
+  // (materialised only: the fused kernel's tiles are team scratch).
+  const std::int64_t once =
+      BTC + 3 * BT + BT * V + 6 * BTC + 3 * BTC + 8 * BTC + (s.fused_attention ? 0 : T * T);
   // Checkpointed sub-layer units keep each block's res2 too: the MLP's recompute starts there.
   const std::int64_t mid = checkpointing && s.sublayer_units ? L * BTC : 0;
   return (L + 1) * BTC + blocks * per_block + once + mid;

@@ -19,6 +19,8 @@
 #include "core/exit_codes.hpp"
 #include "io/agree.hpp"
 #include "io/output_path.hpp"
+#include "model/attention_path.hpp"
+#include "model/flash_attention.hpp"
 #include "model/bf16_gemm.hpp"
 #include "model/gemm.hpp"
 #include "model/gemm_paths.hpp"
@@ -228,6 +230,20 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
                        (cfg_.fsdp.gemm_dtype == "auto" ? ", so auto chose fp32" : ""))
                           .c_str()
                     : "fp32");
+  if (rank_ == 0 && opts_.log) {
+    const AttentionPath path = resolve_attention(cfg_.model.attention, cfg_.model.block_size);
+    const int D = cfg_.model.n_embd / cfg_.model.n_head;
+    const kernels::FlashPlan fp = kernels::flash_plan(D);
+    std::printf("fsdp-train: attention: %s%s\n", attention_name(path),
+                path == AttentionPath::Fused
+                    ? (" (" + std::to_string(fp.br) + "x" + std::to_string(fp.bc) +
+                       " tiles, B*H*T log-sum-exps kept per layer" +
+                       (cfg_.model.attention == "auto" ? "; model.attention = auto" : "") + ")")
+                          .c_str()
+                    : (cfg_.model.attention == "auto" ? " (B*H*T*T probabilities kept per layer; "
+                                                        "model.attention = auto at this T)"
+                                                      : " (B*H*T*T probabilities kept per layer)"));
+  }
   // Every rank uses rank 0's peak so MFU does not depend on which rank measured what.
   peak_flops_ = groups_.world->all_reduce_max(rank_ == 0 ? peak_flops_ : 0.0);
 }

@@ -25,6 +25,7 @@ struct Case {
   std::string offload = "none";
   bool deterministic = false;
   std::string unit = "block";
+  std::string attention = "materialized";
 };
 
 std::string describe(const Case& c) {
@@ -32,7 +33,8 @@ std::string describe(const Case& c) {
   os << c.strategy << " k=" << c.prefetch << " reshard=" << c.reshard
      << " ckpt=" << c.checkpointing << " micro=" << c.micro_batches
      << " accumulate=" << (c.sharded_accumulate ? "sharded" : "unsharded")
-     << " offload=" << c.offload << " deterministic=" << c.deterministic << " unit=" << c.unit;
+     << " offload=" << c.offload << " deterministic=" << c.deterministic << " unit=" << c.unit
+     << " attention=" << c.attention;
   return os.str();
 }
 
@@ -66,6 +68,9 @@ std::vector<Case> cases() {
   v.push_back({"zero3", 0, false, true, 3, true, "params", false, "sublayer"});
   v.push_back({"hybrid", 1, true, false, 3, false, "none", true});
   v.push_back({"hybrid", 2, true, true, 2, false, "params", true});
+  // The fused attention keeps B*H*T log-sum-exps per layer and no score work space.
+  v.push_back({"zero3", 1, true, false, 2, false, "none", false, "block", "fused"});
+  v.push_back({"ddp", 2, true, true, 1, false, "none", false, "sublayer", "fused"});
   return v;
 }
 
@@ -80,6 +85,7 @@ RunConfig config_for(const Case& c, int ranks) {
   cfg.fsdp.offload = c.offload;
   cfg.train.deterministic = c.deterministic;
   cfg.fsdp.unit = c.unit;
+  cfg.model.attention = c.attention;
   // Hybrid: shard groups of two ranks where the world divides by two, else the whole node.
   cfg.fsdp.shard_group_size = c.strategy == "hybrid" && ranks % 2 == 0 ? 2 : 0;
   return cfg;

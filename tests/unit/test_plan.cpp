@@ -81,17 +81,21 @@ TEST_CASE("planned activations are what Gpt2 allocates", "[plan]") {
   for (ModelShape s : {shape(2, 2, 20, 256, 8), shape(3, 4, 32, 97, 16, 40)})
     for (int B : {1, 3})
       for (const char* ckpt : {"none", "blocks"})
-        for (bool sub : {false, true}) {
-          s.sublayer_units = sub;
-          MemoryTracker tracker;
-          ModelConfig m = config_of(s);
-          m.activation_checkpointing = ckpt;
-          Gpt2 model(m, B, tracker, cut_of(s));
-          INFO("L=" << s.n_layer << " B=" << B << " ckpt=" << ckpt << " sublayer=" << sub);
-          REQUIRE(tracker.current(C::Activations) ==
-                  4 * activation_elements(s, B, std::string(ckpt) == "blocks"));
-          REQUIRE(tracker.current_total() == tracker.current(C::Activations));
-        }
+        for (bool sub : {false, true})
+          for (bool fused : {false, true}) {
+            s.sublayer_units = sub;
+            s.fused_attention = fused;
+            MemoryTracker tracker;
+            ModelConfig m = config_of(s);
+            m.activation_checkpointing = ckpt;
+            m.attention = fused ? "fused" : "materialized";
+            Gpt2 model(m, B, tracker, cut_of(s));
+            INFO("L=" << s.n_layer << " B=" << B << " ckpt=" << ckpt << " sublayer=" << sub
+                      << " fused=" << fused);
+            REQUIRE(tracker.current(C::Activations) ==
+                    4 * activation_elements(s, B, std::string(ckpt) == "blocks"));
+            REQUIRE(tracker.current_total() == tracker.current(C::Activations));
+          }
 }
 
 TEST_CASE("fp32 plans meet the ZeRO formulas at any rank count", "[plan]") {

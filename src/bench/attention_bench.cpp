@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+#include "bench/attention_bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+
+#include "core/check.hpp"
+#include "model/attention.hpp"
+#include "model/flash_attention.hpp"
+
+namespace fsdp::bench {
+namespace {
+
+double seconds(const std::function<void()>& call) {
+  Kokkos::fence();
+  const auto t0 = std::chrono::steady_clock::now();
+  call();
+  Kokkos::fence();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// One shape's buffers for both paths: q | k | v rows of width (H + 2 KV) D.
+struct Buffers {
+  int B, T, H, KV, D;
+  std::int64_t BT, C, W;
+  FlatView x, out, dout, dx, lse;
+  Buffers(int B_, int T_, int H_, int KV_, int D_)
+      : B(B_), T(T_), H(H_), KV(KV_), D(D_), BT(std::int64_t(B_) * T_), C(std::int64_t(H_) * D_),
+        W(std::int64_t(H_ + 2 * KV_) * D_), x("attention_bench::x", BT * W),
+        out("attention_bench::out", BT * C), dout("attention_bench::dout", BT * C),
+        dx("attention_bench::dx", BT * W), lse("attention_bench::lse", BT * H_) {
+    // Values of a trained model's scale (|s| of a few units): the timing does not depend on them.
+    Kokkos::parallel_for(
+        "attention_bench::fill", Kokkos::RangePolicy<ExecSpace>(0, BT * W),
+        KOKKOS_LAMBDA(const std::int64_t i) { x(i) = 0.01f * float((i * 7919) % 201 - 100); });
+    Kokkos::deep_copy(dout, 0.01f);
+  }
+};
+
+struct Times {
+  double fwd = 0, bwd = 0;
+};
+
+Times time_fused(Buffers& b, int iters) {
+  const kernels::AttnDims dims{b.B, b.T, b.H, b.KV, b.D};
+  const kernels::FlashPlan plan = kernels::flash_plan(b.D);
+  const float* x = b.x.data();
+  const kernels::QkvRows<float> rows{x, x + b.C, x + b.C + std::int64_t(b.KV) * b.D, b.W, b.W, b.W};
+  float* dx = b.dx.data();
+  const kernels::QkvGrads grads{dx, dx + b.C, dx + b.C + std::int64_t(b.KV) * b.D, b.W, b.W, b.W};
+  auto fwd = [&] { kernels::flash_attention_forward(dims, rows, {b.out.data(), b.C}, b.lse.data(), plan); };
+  auto bwd = [&] {
+    kernels::flash_attention_backward(dims, rows, {b.out.data(), b.C}, {b.dout.data(), b.C},
+                                      b.lse.data(), grads, plan);
+  };
+  fwd();
+  bwd();  // warm-up
+  std::vector<double> f, g;
+  for (int i = 0; i < iters; ++i) {
+    f.push_back(seconds(fwd));
+    g.push_back(seconds(bwd));
+  }
+  return {median(f), median(g)};
+}
+
+Times time_materialized(Buffers& b, int iters) {
+  const std::int64_t TT = std::int64_t(b.T) * b.T;
+  FlatView att("attention_bench::att", std::int64_t(b.B) * b.H * TT);
+  FlatView work("attention_bench::work", kernels::attention_work_size(b.T, b.H));
+  const Mat out(b.out.data(), b.BT, b.C);
+  const ConstMat qkv(b.x.data(), b.BT, b.W);
+  auto fwd = [&] {
+    kernels::attention_forward(out, Att3(att.data(), b.B * b.H, b.T, b.T), qkv, b.B, b.T, b.H);
+  };
+  auto bwd = [&] {
+    kernels::attention_backward(Mat(b.dx.data(), b.BT, b.W), ConstMat(b.dout.data(), b.BT, b.C),
+                                ConstAtt3(att.data(), b.B * b.H, b.T, b.T), qkv, b.B, b.T, b.H,
+                                Vec(work.data(), work.extent(0)));
+  };
+  fwd();
+  bwd();
+  std::vector<double> f, g;
+  for (int i = 0; i < iters; ++i) {
+    f.push_back(seconds(fwd));
+    g.push_back(seconds(bwd));
+  }
+  return {median(f), median(g)};
+}
+
+}  // namespace
+
+int run_attention_bench(MPI_Comm world, const AttentionBenchOptions& o) {
+  int size = 1;
+  MPI_Comm_size(world, &size);
+  if (size != 1) fatal("fsdp-bench attention: run it on one rank (it times one core's or GPU's kernels)");
+  const int KV = o.kv_heads > 0 ? o.kv_heads : o.heads;
+  if (o.heads % KV != 0) fatal("fsdp-bench attention: --heads must be a multiple of --kv-heads");
+  const bool fused = o.path != "materialized", mat = o.path != "fused" && KV == o.heads;
+  const kernels::FlashPlan plan = kernels::flash_plan(o.head_dim);
+  std::printf("fsdp-bench attention: causal, B %d, H %d, KV %d, D %d, median of %d; fused tiles "
+              "%dx%d (%s, %zu kB scratch per team)\n",
+              o.batch, o.heads, KV, o.head_dim, o.iters, plan.br, plan.bc,
+              plan.own_dq ? "one backward pass" : "two backward passes",
+              std::max(plan.forward_bytes(), plan.backward_bytes()) / 1024);
+  if (KV != o.heads) std::printf("# the materialised path has no grouped-query form: fused only\n");
+  std::printf("%6s %-13s %10s %10s %10s %10s %10s %12s\n", "T", "path", "fwd ms", "bwd ms",
+              "fwd GF/s", "bwd GF/s", "total ms", "mat/fused");
+  for (int T : o.seq_lens) {
+    Buffers b(o.batch, T, o.heads, KV, o.head_dim);
+    const double causal = 4.0 * o.batch * o.heads * o.head_dim * (double(T) * (T + 1) / 2);
+    Times tf, tm;
+    if (fused) tf = time_fused(b, o.iters);
+    if (mat) tm = time_materialized(b, o.iters);
+    auto row = [&](const char* name, const Times& t, const char* ratio) {
+      std::printf("%6d %-13s %10.2f %10.2f %10.1f %10.1f %10.2f %12s\n", T, name, 1e3 * t.fwd,
+                  1e3 * t.bwd, causal / t.fwd / 1e9, 2 * causal / t.bwd / 1e9,
+                  1e3 * (t.fwd + t.bwd), ratio);
+    };
+    char ratio[32] = "";
+    if (fused && mat)
+      std::snprintf(ratio, sizeof ratio, "%.2f", (tm.fwd + tm.bwd) / (tf.fwd + tf.bwd));
+    if (mat) row("materialized", tm, "");
+    if (fused) row("fused", tf, ratio);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace fsdp::bench

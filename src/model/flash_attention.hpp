@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+// Causal attention without the T x T matrix: the FlashAttention-2 algorithm as Kokkos team
+// kernels, one source for CPUs and GPUs. B = batch, T = time, H = query heads, KV = key/value
+// heads (query head h reads K/V head h / (H / KV): grouped-query attention without copies),
+// D = head size. Q, K and V are rows b*T + t of row-major matrices (any row stride; head h of q
+// at column h*D, K/V head g of k and v at column g*D), so GPT-2's packed qkv and separate q, k, v
+// buffers both work in place.
+//
+// Forward: a team takes one tile of query rows of one (b, h) and walks the key tiles left of the
+// diagonal (the causal tiles above it are never touched), keeping a running max m and sum l
+// per row and rescaling its partial output by e^(m_old - m_new) whenever the max grows (the
+// online softmax). It writes the normalised output and lse = m + log(l) per row: B*H*T floats
+// are what backward needs instead of B*H*T*T probabilities.
+// Backward: D_i = rowsum(dO * O), P recomputed tile by tile as e^(S - lse), then
+// dV += P^T dO, dS = P * (dO V^T - D_i), dK += dS^T Q, dQ += dS K. Every output element has one
+// owner, so nothing races and the sums run in a fixed order (deterministic):
+//   - on a CPU one team owns a (b, K/V head) pair: its key tiles' dK and dV, and the dQ rows of
+//     the query heads that read them (one pass, five tile products per tile pair);
+//   - on a GPU, where that is too few teams, one kernel owns (b, K/V head, key tile) for dK and
+//     dV and a second owns (b, h, query tile) for dQ (two passes, seven products per pair).
+// dq, dk and dv are assigned (=). The 1/sqrt(D) is folded into the Q tile (and the K tile dQ
+// reads), so no pass multiplies by it again.
+#pragma once
+#include <cstdint>
+
+#include "core/bf16.hpp"
+#include "core/math.hpp"
+#include "core/types.hpp"
+
+// Fully unrolled register tiles: GCC keeps acc[][] in vector registers only when every index
+// is a constant; nvcc unrolls constant trip counts with its own pragma.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define FSDP_UNROLL _Pragma("unroll")
+#elif defined(__clang__)
+#define FSDP_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define FSDP_UNROLL _Pragma("GCC unroll 16")
+#else
+#define FSDP_UNROLL
+#endif
+
+namespace fsdp::kernels {
+
+struct AttnDims {
+  int B, T, H, KV, D;
+  KOKKOS_INLINE_FUNCTION int group() const { return H / KV; }  // query heads per K/V head
+};
+
+// Where the rows live. In is float, or std::uint16_t for bf16 inputs (widened in the tiles;
+// the softmax statistics and every sum stay fp32).
+template <class In>
+struct QkvRows {
+  const In *q, *k, *v;
+  std::int64_t q_stride, k_stride, v_stride;  // floats (elements) between consecutive rows
+};
+struct QkvGrads {
+  float *dq, *dk, *dv;
+  std::int64_t q_stride, k_stride, v_stride;
+};
+// out and dout: [B*T, H*D] rows with their stride; lse: [B, H, T].
+struct HeadRows {
+  float* p;
+  std::int64_t stride;
+};
+struct ConstHeadRows {
+  const float* p;
+  std::int64_t stride;
+};
+
+// Tile shape and schedule for one backend and head size.
+struct FlashPlan {
+  int br = 64, bc = 64;  // query rows and keys per tile
+  int dp = 64;           // D padded to the register tile's width
+  int level = 1;         // team scratch level: 0 is a GPU's shared memory
+  int team = 1;          // threads per team
+  bool own_dq = true;    // one backward pass (a team per (b, K/V head)) or two (GPU)
+  std::size_t forward_bytes() const;
+  std::size_t backward_bytes() const;
+};
+
+namespace flash {
+// Register tile of the tile products: RM rows by RN columns per thread. On a CPU 4 x 16 floats
+// are eight AVX2 registers of accumulators, with two loads and four broadcasts per eight FMAs;
+// on a GPU a thread keeps 4 x 4 so that a team's threads cover a tile.
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+constexpr int RM = 4, RN = 4;
+constexpr bool kDeviceTeams = true;
+#else
+constexpr int RM = 4, RN = 16;
+constexpr bool kDeviceTeams = false;
+#endif
+
+using Team = Kokkos::TeamPolicy<ExecSpace>;
+using Member = Team::member_type;
+
+KOKKOS_INLINE_FUNCTION float widen(float x) { return x; }
+KOKKOS_INLINE_FUNCTION float widen(std::uint16_t x) { return from_bf16(x); }
+
+// C[m][n] (+)= sum_k A(m, k) B[k][n] over an M x N tile, M % RM == N % RN == 0. A is row-major
+// [M][K] (lda), or stored transposed, [K][M], when AT. Only rows < m_valid and columns < n_valid
+// of C are read and written (C may be a global matrix whose padding does not exist).
+template <bool AT, bool ACC>
+KOKKOS_INLINE_FUNCTION void tile_product(const Member& mb, int M, int N, int K, const float* A,
+                                         int lda, const float* Bm, int ldb, float* C,
+                                         std::int64_t ldc, int m_valid, int n_valid) {
+  const int tn = N / RN;
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, (M / RM) * tn), [&](const int t) {
+    const int m0 = (t / tn) * RM, n0 = (t % tn) * RN;
+    const bool full = m0 + RM <= m_valid && n0 + RN <= n_valid;
+    float acc[RM][RN] = {};
+    if (ACC && full) {
+      for (int i = 0; i < RM; ++i)
+        for (int j = 0; j < RN; ++j) acc[i][j] = C[(m0 + i) * ldc + n0 + j];
+    } else if (ACC) {
+      for (int i = 0; i < RM; ++i)
+        for (int j = 0; j < RN; ++j)
+          if (m0 + i < m_valid && n0 + j < n_valid) acc[i][j] = C[(m0 + i) * ldc + n0 + j];
+    }
+    for (int k = 0; k < K; ++k) {
+      const float* b = Bm + std::int64_t(k) * ldb + n0;
+      FSDP_UNROLL
+      for (int i = 0; i < RM; ++i) {
+        const float a = AT ? A[std::int64_t(k) * lda + m0 + i] : A[std::int64_t(m0 + i) * lda + k];
+        FSDP_UNROLL
+        for (int j = 0; j < RN; ++j) acc[i][j] = kmath::fma(a, b[j], acc[i][j]);
+      }
+    }
+    if (full) {
+      for (int i = 0; i < RM; ++i)
+        for (int j = 0; j < RN; ++j) C[(m0 + i) * ldc + n0 + j] = acc[i][j];
+    } else {
+      for (int i = 0; i < RM; ++i)
+        for (int j = 0; j < RN; ++j)
+          if (m0 + i < m_valid && n0 + j < n_valid) C[(m0 + i) * ldc + n0 + j] = acc[i][j];
+    }
+  });
+}
+
+// Rows [t0, t0 + rows) of one head into a [rows][dp] tile times s; rows past T and columns past
+// D are zero. transposed: into [dp][cols] instead (cols = the tile's row capacity).
+template <class In>
+KOKKOS_INLINE_FUNCTION void load_rows(const Member& mb, float* dst, int rows, int dp, const In* src,
+                                      std::int64_t stride, int t0, int T, int D, float s) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, rows), [&](const int r) {
+    float* out = dst + r * dp;
+    const int n = t0 + r < T ? D : 0;  // split loops: a select per element does not vectorize
+    const In* row = src + std::int64_t(t0 + r) * stride;
+    for (int d = 0; d < n; ++d) out[d] = s * widen(row[d]);
+    for (int d = n; d < dp; ++d) out[d] = 0.f;
+  });
+}
+template <class In>
+KOKKOS_INLINE_FUNCTION void load_rows_transposed(const Member& mb, float* dst, int rows, int dp,
+                                                 const In* src, std::int64_t stride, int t0, int T,
+                                                 int D) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, rows), [&](const int r) {
+    const int n = t0 + r < T ? D : 0;
+    const In* row = src + std::int64_t(t0 + r) * stride;
+    for (int d = 0; d < n; ++d) dst[d * rows + r] = widen(row[d]);
+    for (int d = n; d < dp; ++d) dst[d * rows + r] = 0.f;
+  });
+}
+
+// Keys of tile j that query q sees: a prefix of the tile (causal, and not past T).
+KOKKOS_INLINE_FUNCTION int visible_keys(int q, int k0, int bc, int T) {
+  const int by_time = q - k0 + 1, in_tile = (T - k0) < bc ? (T - k0) : bc;
+  return by_time < 0 ? 0 : (by_time < in_tile ? by_time : in_tile);
+}
+}  // namespace flash
+
+// The plan this backend uses for head size D (tests may change own_dq to run the other
+// schedule on a CPU).
+FlashPlan flash_plan(int D);
+
+// out = softmax(Q K^T / sqrt(D), causal) V per head; lse [B, H, T] = the rows' log-sum-exp.
+template <class In>
+void flash_attention_forward(const AttnDims& s, const QkvRows<In>& x, HeadRows out, float* lse,
+                             const FlashPlan& p);
+
+// dq, dk, dv = (assigned) gradients of sum(out * dout), from the forward's out and lse.
+template <class In>
+void flash_attention_backward(const AttnDims& s, const QkvRows<In>& x, ConstHeadRows out,
+                              ConstHeadRows dout, const float* lse, const QkvGrads& g,
+                              const FlashPlan& p);
+
+// GPT-2's packed layout: qkv [B*T, 3C] = q | k | v, out and dout [B*T, C], dqkv [B*T, 3C].
+QkvRows<float> packed_qkv(const ConstMat& qkv, int H);
+QkvGrads packed_grads(const Mat& dqkv, int H);
+
+}  // namespace fsdp::kernels
