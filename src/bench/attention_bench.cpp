@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <optional>
 
 #include "core/check.hpp"
 #include "model/attention.hpp"
@@ -45,53 +46,62 @@ struct Buffers {
 };
 
 struct Times {
-  double fwd = 0, bwd = 0;
+  std::vector<double> fwd, bwd;
+  double fwd_ms() const { return 1e3 * median(fwd); }
+  double bwd_ms() const { return 1e3 * median(bwd); }
 };
 
-Times time_fused(Buffers& b, int iters) {
+// A path's forward and backward calls on the shared buffers.
+struct Path {
+  std::function<void()> fwd, bwd;
+  Times t;
+  void time_once() {
+    t.fwd.push_back(seconds(fwd));
+    t.bwd.push_back(seconds(bwd));
+  }
+};
+
+Path fused_path(Buffers& b) {
   const kernels::AttnDims dims{b.B, b.T, b.H, b.KV, b.D};
   const kernels::FlashPlan plan = kernels::flash_plan(b.D);
   const float* x = b.x.data();
-  const kernels::QkvRows<float> rows{x, x + b.C, x + b.C + std::int64_t(b.KV) * b.D, b.W, b.W, b.W};
+  const std::int64_t kv = std::int64_t(b.KV) * b.D;
+  const kernels::QkvRows<float> rows{x, x + b.C, x + b.C + kv, b.W, b.W, b.W};
   float* dx = b.dx.data();
-  const kernels::QkvGrads grads{dx, dx + b.C, dx + b.C + std::int64_t(b.KV) * b.D, b.W, b.W, b.W};
-  auto fwd = [&] { kernels::flash_attention_forward(dims, rows, {b.out.data(), b.C}, b.lse.data(), plan); };
-  auto bwd = [&] {
+  const kernels::QkvGrads grads{dx, dx + b.C, dx + b.C + kv, b.W, b.W, b.W};
+  Path p;
+  p.fwd = [&b, dims, rows, plan] {
+    kernels::flash_attention_forward(dims, rows, {b.out.data(), b.C}, b.lse.data(), plan);
+  };
+  p.bwd = [&b, dims, rows, grads, plan] {
     kernels::flash_attention_backward(dims, rows, {b.out.data(), b.C}, {b.dout.data(), b.C},
                                       b.lse.data(), grads, plan);
   };
-  fwd();
-  bwd();  // warm-up
-  std::vector<double> f, g;
-  for (int i = 0; i < iters; ++i) {
-    f.push_back(seconds(fwd));
-    g.push_back(seconds(bwd));
-  }
-  return {median(f), median(g)};
+  return p;
 }
 
-Times time_materialized(Buffers& b, int iters) {
-  const std::int64_t TT = std::int64_t(b.T) * b.T;
-  FlatView att("attention_bench::att", std::int64_t(b.B) * b.H * TT);
-  FlatView work("attention_bench::work", kernels::attention_work_size(b.T, b.H));
-  const Mat out(b.out.data(), b.BT, b.C);
-  const ConstMat qkv(b.x.data(), b.BT, b.W);
-  auto fwd = [&] {
-    kernels::attention_forward(out, Att3(att.data(), b.B * b.H, b.T, b.T), qkv, b.B, b.T, b.H);
+// The materialised path's own buffers: the probabilities and the score-gradient work space.
+struct Materialized {
+  FlatView att, work;
+  explicit Materialized(const Buffers& b)
+      : att("attention_bench::att", std::int64_t(b.B) * b.H * b.T * b.T),
+        work("attention_bench::work", kernels::attention_work_size(b.T, b.H)) {}
+};
+
+Path materialized_path(Buffers& b, Materialized& m) {
+  Path p;
+  p.fwd = [&b, &m] {
+    kernels::attention_forward(Mat(b.out.data(), b.BT, b.C),
+                               Att3(m.att.data(), b.B * b.H, b.T, b.T),
+                               ConstMat(b.x.data(), b.BT, b.W), b.B, b.T, b.H);
   };
-  auto bwd = [&] {
+  p.bwd = [&b, &m] {
     kernels::attention_backward(Mat(b.dx.data(), b.BT, b.W), ConstMat(b.dout.data(), b.BT, b.C),
-                                ConstAtt3(att.data(), b.B * b.H, b.T, b.T), qkv, b.B, b.T, b.H,
-                                Vec(work.data(), work.extent(0)));
+                                ConstAtt3(m.att.data(), b.B * b.H, b.T, b.T),
+                                ConstMat(b.x.data(), b.BT, b.W), b.B, b.T, b.H,
+                                Vec(m.work.data(), m.work.extent(0)));
   };
-  fwd();
-  bwd();
-  std::vector<double> f, g;
-  for (int i = 0; i < iters; ++i) {
-    f.push_back(seconds(fwd));
-    g.push_back(seconds(bwd));
-  }
-  return {median(f), median(g)};
+  return p;
 }
 
 }  // namespace
@@ -110,24 +120,41 @@ int run_attention_bench(MPI_Comm world, const AttentionBenchOptions& o) {
               plan.own_dq ? "one backward pass" : "two backward passes",
               std::max(plan.forward_bytes(), plan.backward_bytes()) / 1024);
   if (KV != o.heads) std::printf("# the materialised path has no grouped-query form: fused only\n");
-  std::printf("%6s %-13s %10s %10s %10s %10s %10s %12s\n", "T", "path", "fwd ms", "bwd ms",
-              "fwd GF/s", "bwd GF/s", "total ms", "mat/fused");
+  std::printf("%6s %-13s %10s %10s %10s %10s %10s %18s\n", "T", "path", "fwd ms", "bwd ms",
+              "fwd GF/s", "bwd GF/s", "total ms", "mat/fused [range]");
   for (int T : o.seq_lens) {
     Buffers b(o.batch, T, o.heads, KV, o.head_dim);
     const double causal = 4.0 * o.batch * o.heads * o.head_dim * (double(T) * (T + 1) / 2);
-    Times tf, tm;
-    if (fused) tf = time_fused(b, o.iters);
-    if (mat) tm = time_materialized(b, o.iters);
+    std::optional<Materialized> mbuf;
+    std::vector<Path> paths;  // timed in turn, one call of each per round: paired figures
+    if (mat) {
+      mbuf.emplace(b);
+      paths.push_back(materialized_path(b, *mbuf));
+    }
+    if (fused) paths.push_back(fused_path(b));
+    for (Path& p : paths) {  // warm-up
+      p.fwd();
+      p.bwd();
+    }
+    for (int i = 0; i < o.iters; ++i)
+      for (Path& p : paths) p.time_once();
     auto row = [&](const char* name, const Times& t, const char* ratio) {
-      std::printf("%6d %-13s %10.2f %10.2f %10.1f %10.1f %10.2f %12s\n", T, name, 1e3 * t.fwd,
-                  1e3 * t.bwd, causal / t.fwd / 1e9, 2 * causal / t.bwd / 1e9,
-                  1e3 * (t.fwd + t.bwd), ratio);
+      std::printf("%6d %-13s %10.2f %10.2f %10.1f %10.1f %10.2f %18s\n", T, name, t.fwd_ms(),
+                  t.bwd_ms(), causal / t.fwd_ms() / 1e6, 2 * causal / t.bwd_ms() / 1e6,
+                  t.fwd_ms() + t.bwd_ms(), ratio);
     };
     char ratio[32] = "";
-    if (fused && mat)
-      std::snprintf(ratio, sizeof ratio, "%.2f", (tm.fwd + tm.bwd) / (tf.fwd + tf.bwd));
-    if (mat) row("materialized", tm, "");
-    if (fused) row("fused", tf, ratio);
+    if (fused && mat) {
+      // The median of the per-round ratios: each round's two figures ran back to back.
+      std::vector<double> r;
+      for (int i = 0; i < o.iters; ++i)
+        r.push_back((paths[0].t.fwd[i] + paths[0].t.bwd[i]) /
+                    (paths[1].t.fwd[i] + paths[1].t.bwd[i]));
+      std::sort(r.begin(), r.end());
+      std::snprintf(ratio, sizeof ratio, "%.2f [%.2f-%.2f]", median(r), r.front(), r.back());
+    }
+    if (mat) row("materialized", paths[0].t, "");
+    if (fused) row("fused", paths.back().t, ratio);
     std::fflush(stdout);
   }
   return 0;
