@@ -16,7 +16,7 @@ L=${2:-3}
 export OPENBLAS_NUM_THREADS=1
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-RAM=$(awk '/MemTotal/ {print $2 * 1024}' /proc/meminfo)
+RAM=$(($(awk '/MemTotal/ {print $2}' /proc/meminfo) * 1024))
 DECK=(--config "$ROOT/inputs/default.toml" --set model.block_size="$T" --set model.n_layer="$L"
   --set model.n_head=8 --set model.n_embd=256 --set train.batch_size=1
   --set train.micro_batch_size=1 --set train.steps=2 --set train.warmup_steps=1

@@ -27,6 +27,14 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// Values of a trained model's scale (|s| of a few units): the timing does not depend on them.
+// (A free function: nvcc allows no device lambda in a constructor.)
+void fill_pattern(const FlatView& x) {
+  Kokkos::parallel_for(
+      "attention_bench::fill", Kokkos::RangePolicy<ExecSpace>(0, std::int64_t(x.extent(0))),
+      KOKKOS_LAMBDA(const std::int64_t i) { x(i) = 0.01f * float((i * 7919) % 201 - 100); });
+}
+
 // One shape's buffers for both paths: q | k | v rows of width (H + 2 KV) D.
 struct Buffers {
   int B, T, H, KV, D;
@@ -37,10 +45,7 @@ struct Buffers {
         W(std::int64_t(H_ + 2 * KV_) * D_), x("attention_bench::x", BT * W),
         out("attention_bench::out", BT * C), dout("attention_bench::dout", BT * C),
         dx("attention_bench::dx", BT * W), lse("attention_bench::lse", BT * H_) {
-    // Values of a trained model's scale (|s| of a few units): the timing does not depend on them.
-    Kokkos::parallel_for(
-        "attention_bench::fill", Kokkos::RangePolicy<ExecSpace>(0, BT * W),
-        KOKKOS_LAMBDA(const std::int64_t i) { x(i) = 0.01f * float((i * 7919) % 201 - 100); });
+    fill_pattern(x);
     Kokkos::deep_copy(dout, 0.01f);
   }
 };

@@ -31,6 +31,8 @@
 // is a constant; nvcc unrolls constant trip counts with its own pragma.
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #define FSDP_UNROLL _Pragma("unroll")
+#elif defined(__CUDACC__) || defined(__HIPCC__)
+#define FSDP_UNROLL  // a GPU build's host pass: nvcc's front end rejects GCC's pragma
 #elif defined(__clang__)
 #define FSDP_UNROLL _Pragma("unroll")
 #elif defined(__GNUC__)
