@@ -9,9 +9,9 @@ using flash::Member;
 using flash::Team;
 
 std::size_t FlashPlan::forward_bytes() const {
-  // Q, K^T, V, S, the partial output; m and l per row.
+  // Q^T, K, V, S^T, the partial output; m, l and the rescale per row.
   return sizeof(float) * (std::size_t(br) * dp * 2 + std::size_t(bc) * dp * 2 +
-                          std::size_t(br) * bc + 2 * std::size_t(br));
+                          std::size_t(br) * bc + 3 * std::size_t(br));
 }
 
 std::size_t FlashPlan::backward_bytes() const {
@@ -85,27 +85,35 @@ struct Backward {
   int br, bc, dp;
   float scale;
 
-  // Q (scaled), dO, lse and D_i = rowsum(dO * O) of query rows [q0, q0 + br) of head h.
-  KOKKOS_INLINE_FUNCTION void load_queries(const Member& mb, int b, int h, int q0, float* Qs,
-                                           float* dOs, float* L, float* Di) const {
+  // Q, dO (as tile operands: copied into Qs and dOs, or in place), lse and
+  // D_i = rowsum(dO * O) of query rows [q0, q0 + br) of head h. Q is not scaled here: the
+  // scale goes into P's exponent and dK's store, so an in-place Q needs no copy.
+  struct Queries {
+    flash::Rows q, dout;
+  };
+  KOKKOS_INLINE_FUNCTION Queries load_queries(const Member& mb, int b, int h, int q0, float* Qs,
+                                              float* dOs, float* L, float* Di,
+                                              const float* di_rows = nullptr) const {
     const std::int64_t row0 = std::int64_t(b) * s.T;
-    flash::load_rows(mb, Qs, br, dp, x.q + row0 * x.q_stride + h * s.D, x.q_stride, q0, s.T, s.D,
-                     scale);
-    flash::load_rows(mb, dOs, br, dp, dout.p + row0 * dout.stride + h * s.D, dout.stride, q0, s.T,
-                     s.D, 1.f);
+    const Queries r{
+        flash::stage_rows(mb, Qs, br, dp, x.q + row0 * x.q_stride + h * s.D, x.q_stride, q0, s.T,
+                          s.D, 1.f),
+        flash::stage_rows(mb, dOs, br, dp, dout.p + row0 * dout.stride + h * s.D, dout.stride, q0,
+                          s.T, s.D, 1.f)};
     const float* lrow = lse + (std::int64_t(b) * s.H + h) * s.T;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, br), [&](const int r) {
-      const int t = q0 + r;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, br), [&](const int i) {
+      const int t = q0 + i;
       if (t >= s.T) {  // padding rows: dO = 0, so they add nothing
-        L[r] = 0.f;
-        Di[r] = 0.f;
+        L[i] = 0.f;
+        Di[i] = 0.f;
         return;
       }
       const float* o = out.p + (row0 + t) * out.stride + h * s.D;
-      const float* dy = dOs + r * dp;
-      L[r] = lrow[t];
-      Di[r] = kmath::lane_sum(s.D, [&](int d) { return dy[d] * o[d]; });
+      const float* dy = dout.p + (row0 + t) * dout.stride + h * s.D;
+      L[i] = lrow[t];
+      Di[i] = di_rows ? di_rows[t] : kmath::lane_sum(s.D, [&](int d) { return dy[d] * o[d]; });
     });
+    return r;
   }
 
   // K^T, K (scaled, when dQ is wanted) and V^T of key rows [k0, k0 + bc) of K/V head kv.
@@ -119,22 +127,24 @@ struct Backward {
                                 k0, s.T, s.D);
   }
 
-  // S = Q K^T and dP = dO V^T, then S becomes P = e^(S - lse) (0 where masked) and dP becomes
-  // dS = P * (dP - D_i).
-  KOKKOS_INLINE_FUNCTION void scores(const Member& mb, int q0, int k0, const float* Qs,
-                                     const float* dOs, const float* Kt, const float* Vt,
-                                     const float* L, const float* Di, float* S, float* dP) const {
-    flash::tile_product<false, false>(mb, br, bc, dp, Qs, dp, Kt, bc, S, bc, br, bc);
-    flash::tile_product<false, false>(mb, br, bc, dp, dOs, dp, Vt, bc, dP, bc, br, bc);
+  // S = Q K^T and dP = dO V^T, then S becomes P = e^(scale S - lse) (0 where masked) and dP
+  // becomes dS = P * (dP - D_i).
+  KOKKOS_INLINE_FUNCTION void scores(const Member& mb, int q0, int k0, const Queries& qs,
+                                     const float* Kt, const float* Vt, const float* L,
+                                     const float* Di, float* S, float* dP) const {
+    flash::tile_product<false, false>(mb, br, bc, dp, qs.q.p, qs.q.ld, Kt, bc, S, bc, br, bc);
+    flash::tile_product<false, false>(mb, br, bc, dp, qs.dout.p, qs.dout.ld, Vt, bc, dP, bc, br,
+                                      bc);
     mb.team_barrier();
     const int T = s.T, n_bc = bc;
+    const float sc = scale;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, br), [&](const int r) {
       const int n = flash::visible_keys(q0 + r, k0, n_bc, T);
       float* sr = S + r * n_bc;
       float* dr = dP + r * n_bc;
       const float lr = L[r], dr0 = Di[r];
       for (int c = 0; c < n; ++c) {
-        const float p = kmath::exp_fast(sr[c] - lr);
+        const float p = kmath::exp_fast(sc * sr[c] - lr);
         sr[c] = p;
         dr[c] = p * (dr[c] - dr0);
       }
@@ -143,12 +153,12 @@ struct Backward {
     mb.team_barrier();
   }
 
-  // dV += P^T dO and dK += dS^T Q for the key tile (Q is scaled, so dK needs nothing more).
+  // dV += P^T dO and dK += dS^T Q for the key tile (dK's scale is applied as it is stored).
   KOKKOS_INLINE_FUNCTION void key_grads(const Member& mb, const float* S, const float* dP,
-                                        const float* Qs, const float* dOs, float* dKs,
-                                        float* dVs) const {
-    flash::tile_product<true, true>(mb, bc, dp, br, S, bc, dOs, dp, dVs, dp, bc, dp);
-    flash::tile_product<true, true>(mb, bc, dp, br, dP, bc, Qs, dp, dKs, dp, bc, dp);
+                                        const Queries& qs, float* dKs, float* dVs) const {
+    flash::tile_product<true, true>(mb, bc, dp, br, S, bc, qs.dout.p, qs.dout.ld, dVs, dp, bc,
+                                    dp);
+    flash::tile_product<true, true>(mb, bc, dp, br, dP, bc, qs.q.p, qs.q.ld, dKs, dp, bc, dp);
   }
 
   // Key tile rows of dK and dV (scratch [bc][dp]) to the gradients of K/V head kv.
@@ -161,7 +171,7 @@ struct Backward {
       float* dk = g.dk + (row0 + t) * g.k_stride + kv * s.D;
       float* dv = g.dv + (row0 + t) * g.v_stride + kv * s.D;
       for (int d = 0; d < s.D; ++d) {
-        dk[d] = dKs[r * dp + d];
+        dk[d] = scale * dKs[r * dp + d];
         dv[d] = dVs[r * dp + d];
       }
     });
@@ -201,17 +211,24 @@ void flash_attention_forward(const AttnDims& s, const QkvRows<In>& x, HeadRows o
       KOKKOS_LAMBDA(const Member& mb) {
         const int i = mb.league_rank() % nq, bh = mb.league_rank() / nq;
         const int h = bh % H, b = bh / H, kv = h / G, q0 = i * br;
-        float* Qs = static_cast<float*>(mb.team_scratch(level).get_shmem(bytes));
-        float* Kt = Qs + br * dp;
-        float* Vs = Kt + dp * bc;
-        float* S = Vs + bc * dp;
-        float* Os = S + br * bc;
+        // The scores are formed transposed, S^T = K (Q/sqrt(D))^T, [bc][br]: Q is transposed once
+        // per team rather than K once per tile pair, K and V are read as rows (in place on a
+        // CPU), and the softmax runs down the columns, vectorised across query rows.
+        float* Qt = static_cast<float*>(mb.team_scratch(level).get_shmem(bytes));
+        float* Ks = Qt + dp * br;
+        float* Vs = Ks + bc * dp;
+        float* St = Vs + bc * dp;
+        float* Os = St + bc * br;
         float* m = Os + br * dp;
         float* l = m + br;
+        float* alpha = l + br;
         const std::int64_t row0 = std::int64_t(b) * T;
-        flash::load_rows(mb, Qs, br, dp, x.q + row0 * x.q_stride + h * D, x.q_stride, q0, T, D,
-                         scale);
+        const In* q = x.q + row0 * x.q_stride + h * D;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, br), [&](const int r) {
+          const int n = q0 + r < T ? D : 0;
+          const In* row = q + std::int64_t(q0 + r) * x.q_stride;
+          for (int d = 0; d < n; ++d) Qt[d * br + r] = scale * flash::widen(row[d]);
+          for (int d = n; d < dp; ++d) Qt[d * br + r] = 0.f;
           m[r] = -1e30f;  // finite: e^(m - m_new) is then 0, never NaN
           l[r] = 0.f;
           for (int d = 0; d < dp; ++d) Os[r * dp + d] = 0.f;
@@ -221,32 +238,56 @@ void flash_attention_forward(const AttnDims& s, const QkvRows<In>& x, HeadRows o
         for (int j = 0; j < nk; ++j) {
           const int k0 = j * bc;
           mb.team_barrier();
-          flash::load_rows_transposed(mb, Kt, bc, dp, x.k + row0 * x.k_stride + kv * D,
-                                      x.k_stride, k0, T, D);
-          flash::load_rows(mb, Vs, bc, dp, x.v + row0 * x.v_stride + kv * D, x.v_stride, k0, T, D,
-                           1.f);
+          const flash::Rows K = flash::stage_rows(mb, Ks, bc, dp, x.k + row0 * x.k_stride + kv * D,
+                                                  x.k_stride, k0, T, D, 1.f);
+          const flash::Rows V = flash::stage_rows(mb, Vs, bc, dp, x.v + row0 * x.v_stride + kv * D,
+                                                  x.v_stride, k0, T, D, 1.f);
           mb.team_barrier();
-          flash::tile_product<false, false>(mb, br, bc, dp, Qs, dp, Kt, bc, S, bc, br, bc);
+          flash::tile_product<false, false>(mb, bc, br, dp, K.p, K.ld, Qt, br, St, br, bc, br);
           mb.team_barrier();
-          // The online softmax: a new running max rescales what has been summed so far.
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, br), [&](const int r) {
-            float* sr = S + r * bc;
-            const int n = flash::visible_keys(q0 + r, k0, bc, T);
-            float mx = m[r];
-            if (n > 0) {
-              const float rm = kmath::row_max(sr, n);
-              mx = rm > mx ? rm : mx;
+          // The online softmax: a new running max rescales what has been summed so far. Query
+          // q0 + r sees key k0 + c when k0 + c <= q0 + r and k0 + c < T.
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, br / flash::RV), [&](const int rc) {
+            const int r0 = rc * flash::RV, kmax = T - 1 - k0;  // c <= kmax: a real key
+            float mx[flash::RV], sum[flash::RV];
+            for (int v = 0; v < flash::RV; ++v) {
+              mx[v] = m[r0 + v];
+              sum[v] = 0.f;
             }
-            const float alpha = kmath::exp_fast(m[r] - mx);
-            for (int c = 0; c < n; ++c) sr[c] = kmath::exp_fast(sr[c] - mx);
-            for (int c = n; c < bc; ++c) sr[c] = 0.f;
-            l[r] = l[r] * alpha + kmath::lane_sum(bc, [&](int c) { return sr[c]; });
-            m[r] = mx;
-            float* o = Os + r * dp;
-            for (int d = 0; d < dp; ++d) o[d] *= alpha;
+            // Branch-free (& on the comparisons, a blend for the mask) so the loops over v
+            // vectorise: a && or a conditional max here makes them scalar.
+            const int d0 = q0 + r0 - k0;  // row v sees column c when c <= d0 + v
+            for (int c = 0; c < bc; ++c) {
+              const float* sc = St + c * br + r0;
+              for (int v = 0; v < flash::RV; ++v) {
+                const bool seen = (c <= d0 + v) & (c <= kmax);
+                const float s = kmath::select(seen, sc[v], -1e30f);
+                mx[v] = s > mx[v] ? s : mx[v];
+              }
+            }
+            for (int c = 0; c < bc; ++c) {
+              float* sc = St + c * br + r0;
+              for (int v = 0; v < flash::RV; ++v) {
+                const bool seen = (c <= d0 + v) & (c <= kmax);
+                const float e = kmath::select(seen, kmath::exp_fast(sc[v] - mx[v]), 0.f);
+                sc[v] = e;
+                sum[v] += e;
+              }
+            }
+            for (int v = 0; v < flash::RV; ++v) {
+              const float a = kmath::exp_fast(m[r0 + v] - mx[v]);
+              alpha[r0 + v] = a;
+              l[r0 + v] = l[r0 + v] * a + sum[v];
+              m[r0 + v] = mx[v];
+            }
+            for (int v = 0; v < flash::RV; ++v) {
+              float* o = Os + (r0 + v) * dp;
+              const float a = alpha[r0 + v];
+              for (int d = 0; d < dp; ++d) o[d] *= a;
+            }
           });
           mb.team_barrier();
-          flash::tile_product<false, true>(mb, br, dp, bc, S, bc, Vs, dp, Os, dp, br, dp);
+          flash::tile_product<true, true>(mb, br, dp, bc, St, br, V.p, V.ld, Os, dp, br, dp);
         }
         mb.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, br), [&](const int r) {
@@ -271,15 +312,26 @@ void flash_attention_backward(const AttnDims& s, const QkvRows<In>& x, ConstHead
   const std::size_t bytes = p.backward_bytes();
   if (p.own_dq) {
     // One team per (b, K/V head): it owns the dQ rows of the heads that read that K/V head.
+    // D_i of all of them is computed once, at the start, rather than once per tile pair
+    // (G * T floats more scratch: a host team's scratch is ordinary memory).
+    const int rows = nq * br;
+    const std::size_t own_bytes = bytes + sizeof(float) * std::size_t(G) * rows;
     Kokkos::parallel_for(
-        "attention::flash_backward", team_policy(s.B * KV, p, bytes),
+        "attention::flash_backward", team_policy(s.B * KV, p, own_bytes),
         KOKKOS_LAMBDA(const Member& mb) {
           const int b = mb.league_rank() / KV, kv = mb.league_rank() % KV;
-          const Tiles t = bw.carve(mb, level, bytes);
+          const Tiles t = bw.carve(mb, level, own_bytes);
+          float* di_all = t.Di + br;  // [G][rows]
           const std::int64_t row0 = std::int64_t(b) * T;
           Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, T), [&](const int r) {
             float* dq = g.dq + (row0 + r) * g.q_stride + kv * G * D;
             for (int d = 0; d < G * D; ++d) dq[d] = 0.f;
+            for (int hh = 0; hh < G; ++hh) {
+              const int h = kv * G + hh;
+              const float* o = out.p + (row0 + r) * out.stride + h * D;
+              const float* dy = dout.p + (row0 + r) * dout.stride + h * D;
+              di_all[hh * rows + r] = kmath::lane_sum(D, [&](int d) { return dy[d] * o[d]; });
+            }
           });
           for (int j = 0; j < nk; ++j) {
             const int k0 = j * bc;
@@ -291,14 +343,14 @@ void flash_attention_backward(const AttnDims& s, const QkvRows<In>& x, ConstHead
               for (int i = k0 / br; i < nq; ++i) {
                 const int q0 = i * br;
                 mb.team_barrier();
-                bw.load_queries(mb, b, h, q0, t.Qs, t.dOs, t.L, t.Di);
+                const auto qs = bw.load_queries(mb, b, h, q0, t.Qs, t.dOs, t.L, t.Di,
+                                                di_all + hh * rows);
                 mb.team_barrier();
-                bw.scores(mb, q0, k0, t.Qs, t.dOs, t.Kt, t.Vt, t.L, t.Di, t.S, t.dP);
-                bw.key_grads(mb, t.S, t.dP, t.Qs, t.dOs, t.dKs, t.dVs);
-                const int rows = T - q0 < br ? T - q0 : br;
+                bw.scores(mb, q0, k0, qs, t.Kt, t.Vt, t.L, t.Di, t.S, t.dP);
+                bw.key_grads(mb, t.S, t.dP, qs, t.dKs, t.dVs);
                 flash::tile_product<false, true>(mb, br, dp, bc, t.dP, bc, t.Ks, dp,
                                                  g.dq + (row0 + q0) * g.q_stride + h * D,
-                                                 g.q_stride, rows, D);
+                                                 g.q_stride, T - q0 < br ? T - q0 : br, D);
               }
             }
             mb.team_barrier();
@@ -321,10 +373,10 @@ void flash_attention_backward(const AttnDims& s, const QkvRows<In>& x, ConstHead
           const int h = kv * G + hh;
           for (int i = k0 / br; i < nq; ++i) {
             mb.team_barrier();
-            bw.load_queries(mb, b, h, i * br, t.Qs, t.dOs, t.L, t.Di);
+            const auto qs = bw.load_queries(mb, b, h, i * br, t.Qs, t.dOs, t.L, t.Di);
             mb.team_barrier();
-            bw.scores(mb, i * br, k0, t.Qs, t.dOs, t.Kt, t.Vt, t.L, t.Di, t.S, t.dP);
-            bw.key_grads(mb, t.S, t.dP, t.Qs, t.dOs, t.dKs, t.dVs);
+            bw.scores(mb, i * br, k0, qs, t.Kt, t.Vt, t.L, t.Di, t.S, t.dP);
+            bw.key_grads(mb, t.S, t.dP, qs, t.dKs, t.dVs);
           }
         }
         mb.team_barrier();
@@ -339,14 +391,14 @@ void flash_attention_backward(const AttnDims& s, const QkvRows<In>& x, ConstHead
         const int h = bh % H, b = bh / H, kv = h / G, q0 = i * br;
         const Tiles t = bw.carve(mb, level, bytes);
         float* dQs = t.dKs;  // [br][dp]: br <= bc * 2 rows fit the dK and dV slots
-        bw.load_queries(mb, b, h, q0, t.Qs, t.dOs, t.L, t.Di);
+        const auto qs = bw.load_queries(mb, b, h, q0, t.Qs, t.dOs, t.L, t.Di);
         bw.zero(mb, dQs, br * dp);
         const int last = (q0 + br < T ? q0 + br : T) - 1, nkq = last / bc + 1;
         for (int j = 0; j < nkq; ++j) {
           mb.team_barrier();
           bw.load_keys(mb, b, kv, j * bc, t.Kt, t.Ks, t.Vt);
           mb.team_barrier();
-          bw.scores(mb, q0, j * bc, t.Qs, t.dOs, t.Kt, t.Vt, t.L, t.Di, t.S, t.dP);
+          bw.scores(mb, q0, j * bc, qs, t.Kt, t.Vt, t.L, t.Di, t.S, t.dP);
           flash::tile_product<false, true>(mb, br, dp, bc, t.dP, bc, t.Ks, dp, dQs, dp, br, dp);
         }
         mb.team_barrier();

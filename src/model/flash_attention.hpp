@@ -9,7 +9,8 @@
 // Forward: a team takes one tile of query rows of one (b, h) and walks the key tiles left of the
 // diagonal (the causal tiles above it are never touched), keeping a running max m and sum l
 // per row and rescaling its partial output by e^(m_old - m_new) whenever the max grows (the
-// online softmax). It writes the normalised output and lse = m + log(l) per row: B*H*T floats
+// online softmax). Its scores are formed transposed, S^T = K Q^T, so that Q is transposed once
+// per team, K and V are read as rows, and the softmax runs down the columns. It writes the normalised output and lse = m + log(l) per row: B*H*T floats
 // are what backward needs instead of B*H*T*T probabilities.
 // Backward: D_i = rowsum(dO * O), P recomputed tile by tile as e^(S - lse), then
 // dV += P^T dO, dS = P * (dO V^T - D_i), dK += dS^T Q, dQ += dS K. Every output element has one
@@ -18,10 +19,11 @@
 //     the query heads that read them (one pass, five tile products per tile pair);
 //   - on a GPU, where that is too few teams, one kernel owns (b, K/V head, key tile) for dK and
 //     dV and a second owns (b, h, query tile) for dQ (two passes, seven products per pair).
-// dq, dk and dv are assigned (=). The 1/sqrt(D) is folded into the Q tile (and the K tile dQ
-// reads), so no pass multiplies by it again.
+// dq, dk and dv are assigned (=). The 1/sqrt(D) goes where it costs nothing: into forward's
+// transposed Q tile, backward's exponent, the K tile dQ reads, and dK as it is stored.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "core/bf16.hpp"
 #include "core/math.hpp"
@@ -84,11 +86,14 @@ namespace flash {
 // Register tile of the tile products: RM rows by RN columns per thread. On a CPU 4 x 16 floats
 // are eight AVX2 registers of accumulators, with two loads and four broadcasts per eight FMAs;
 // on a GPU a thread keeps 4 x 4 so that a team's threads cover a tile.
+// RV: query rows one thread takes in the softmax passes, which run down the columns of the
+// transposed scores: a GPU thread per row (its reads coalesce across the threads), a CPU core 16
+// rows at once (two AVX2 vectors across the rows).
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
-constexpr int RM = 4, RN = 4;
+constexpr int RM = 4, RN = 4, RV = 1;
 constexpr bool kDeviceTeams = true;
 #else
-constexpr int RM = 4, RN = 16;
+constexpr int RM = 4, RN = 16, RV = 16;
 constexpr bool kDeviceTeams = false;
 #endif
 
@@ -103,8 +108,8 @@ KOKKOS_INLINE_FUNCTION float widen(std::uint16_t x) { return from_bf16(x); }
 // of C are read and written (C may be a global matrix whose padding does not exist).
 template <bool AT, bool ACC>
 KOKKOS_INLINE_FUNCTION void tile_product(const Member& mb, int M, int N, int K, const float* A,
-                                         int lda, const float* Bm, int ldb, float* C,
-                                         std::int64_t ldc, int m_valid, int n_valid) {
+                                         std::int64_t lda, const float* Bm, std::int64_t ldb,
+                                         float* C, std::int64_t ldc, int m_valid, int n_valid) {
   const int tn = N / RN;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, (M / RM) * tn), [&](const int t) {
     const int m0 = (t / tn) * RM, n0 = (t % tn) * RN;
@@ -161,6 +166,26 @@ KOKKOS_INLINE_FUNCTION void load_rows_transposed(const Member& mb, float* dst, i
     for (int d = 0; d < n; ++d) dst[d * rows + r] = widen(row[d]);
     for (int d = n; d < dp; ++d) dst[d * rows + r] = 0.f;
   });
+}
+
+// A tile operand: rows of ld floats, in team scratch or read in place.
+struct Rows {
+  const float* p;
+  std::int64_t ld;
+};
+
+// Rows [t0, t0 + rows) of one head as a tile operand. On a CPU a whole fp32 tile with D a
+// multiple of the register tile is read where it lies (the copy would only move it from L2 to
+// L2); otherwise, and always on a GPU (whose tiles belong in shared memory), it is copied into
+// dst as [rows][dp], zero-padded, times s.
+template <class In>
+KOKKOS_INLINE_FUNCTION Rows stage_rows(const Member& mb, float* dst, int rows, int dp,
+                                       const In* src, std::int64_t stride, int t0, int T, int D,
+                                       float s) {
+  if (!kDeviceTeams && std::is_same<In, float>::value && dp == D && t0 + rows <= T && s == 1.f)
+    return {reinterpret_cast<const float*>(src) + std::int64_t(t0) * stride, stride};
+  load_rows(mb, dst, rows, dp, src, stride, t0, T, D, s);
+  return {dst, dp};
 }
 
 // Keys of tile j that query q sees: a prefix of the tile (causal, and not past T).
