@@ -12,11 +12,11 @@ namespace fsdp {
 enum class AttentionPath { Materialized, Fused };
 
 // On a GPU the fused kernel always: the materialised path's T x T squares are what a GPU's
-// memory and bandwidth run out of first. On a CPU core the materialised path's BLAS GEMMs are
-// faster at every length measured (fused 0.85x at T = 256-2048, 0.88x at 4096: it recomputes
-// the scores in backward, and its register-tiled products run below OpenBLAS's), so auto keeps
-// it while the squares are small; from kFusedFromCpu on they are 64 MB per head per layer
-// (9.7 GB for GPT-2 124M at B = 1), which costs more than the fused kernel's ~12%.
+// memory and bandwidth run out of first. On a CPU core the materialised path is faster at every
+// length measured (fused: 0.77x at T = 256, 0.90x at 1024, 0.89x at 4096; a GPT-2 124M step at
+// T = 1024, 0.97x): the fused backward recomputes the scores, five tile products per tile pair
+// against four. So auto keeps it while the squares are small; from kFusedFromCpu on they are
+// 64 MB per head per layer (9.7 GB for GPT-2 124M at B = 1), and soon do not fit at all.
 constexpr int kFusedFromCpu = 4096;
 
 inline AttentionPath resolve_attention(const std::string& choice, int T) {
