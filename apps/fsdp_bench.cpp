@@ -95,6 +95,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"both", "fused", "materialized"}))
       ->capture_default_str();
   attn->add_option("--iters", attn_options.iters, "timed calls per figure")->capture_default_str();
+  attn->add_flag("--check", attn_options.check,
+                 "first compare the fused results with the materialised ones (exit 1 past 1e-4)");
   if (const int rc = fsdp::parse_everywhere(app, [&] { app.parse(argc, argv); }, MPI_COMM_WORLD,
                                              "fsdp-bench", fsdp::exit_code::kBadConfig);
       rc >= 0)

@@ -33,15 +33,15 @@ else
   grep -q '^FSDP_ENABLE_CUDA:BOOL=ON' "$GPU/CMakeCache.txt" 2>/dev/null ||
     die "$GPU is not a GPU build (its CMakeCache.txt has no FSDP_ENABLE_CUDA=ON)"
 fi
-for exe in "$GPU/fsdp-train" "$GPU/fsdp-ckpt" ${GPU_TESTS[@]+"${GPU_TESTS[@]}"} "$CPU/fsdp-train" "$CPU/fsdp-ckpt"; do
-  [ -x "$exe" ] || die "missing $exe: build it first (make fsdp-train fsdp-ckpt test_nccl test_device_select)"
+for exe in "$GPU/fsdp-train" "$GPU/fsdp-ckpt" "$GPU/fsdp-bench" ${GPU_TESTS[@]+"${GPU_TESTS[@]}"} "$CPU/fsdp-train" "$CPU/fsdp-ckpt"; do
+  [ -x "$exe" ] || die "missing $exe: build it first (make fsdp-train fsdp-ckpt fsdp-bench test_nccl test_device_select)"
 done
 
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 B=$STAGE/fsdp-device
 mkdir -p "$B/gpu" "$B/cpu" "$B/lib" "$B/mpi/bin" "$B/mpi/lib" "$B/mpi/share" "$B/mpi/etc"
-cp "$GPU/fsdp-train" "$GPU/fsdp-ckpt" ${GPU_TESTS[@]+"${GPU_TESTS[@]}"} "$B/gpu/"
+cp "$GPU/fsdp-train" "$GPU/fsdp-ckpt" "$GPU/fsdp-bench" ${GPU_TESTS[@]+"${GPU_TESTS[@]}"} "$B/gpu/"
 cp "$CPU/fsdp-train" "$CPU/fsdp-ckpt" "$B/cpu/"
 
 # The Open MPI runtime as Debian lays it out, under one prefix that device_check.sh names with

@@ -19,8 +19,12 @@
 #     within 1e-4 of one rank's
 #   6 GPT-2 124M, T = 1024, the largest micro-batch that fits: fsdp's tok/s and MFU in fp32 and
 #     bf16, beside PyTorch's own GPT-2 training step of the same shape on the same GPU
+#   7 the fused attention on the device: (a) its output and gradients against the materialised
+#     path's (fsdp-bench attention --check, D = 64 and 128, T up to 1024, the GPU's two-pass
+#     backward and shared-memory tiles); (b) fused and materialised forward+backward times at
+#     B = 16, H = 12, D = 64, T = 1024 and 4096, beside PyTorch's scaled_dot_product_attention
 # FSDP_DEVICE_CHECK_DRY=1 runs what can run without a GPU (the CPU build stands in for the GPU
-# build; 1 and 6 are NOT RUN): how the bundle and this script are tested on a CPU machine.
+# build; 1, 6 and 7b are NOT RUN): how the bundle and this script are tested on a CPU machine.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ARCHIVE=${1:-$ROOT/.device-bundle/fsdp-device.tar.xz}
@@ -219,6 +223,29 @@ PY
       say "6 GPT-2 124M T=1024 B=$fits $prec: fsdp $1 tok/s, MFU $2%; PyTorch ${theirs:-failed} tok/s; ratio $ratio"
     done
   fi
+fi
+
+# ---- 7: the fused attention on the device ------------------------------------------------------
+ATTN=$B/gpu/fsdp-bench
+if timeout 300 "${FSDP_ENV[@]}" "$ATTN" attention --check --seq 1 64 333 1024 --heads 4 --head-dim 64 \
+  --iters 1 >"$RES/attention_check_d64.log" 2>&1 &&
+  timeout 300 "${FSDP_ENV[@]}" "$ATTN" attention --check --seq 7 333 --heads 4 --head-dim 128 \
+    --iters 1 >"$RES/attention_check_d128.log" 2>&1; then
+  worst=$(cat "$RES"/attention_check_d*.log | sed -n 's/.*output \([^,]*\), dq|dk|dv \([^ ]*\).*/\1 \2/p' |
+    tr ' ' '\n' | sort -g | tail -1)
+  pass "7a fused attention matches the materialised path: 6 shapes, worst relative error $worst"
+else
+  fail "7a fused attention against the materialised path (attention_check_d64.log, attention_check_d128.log)"
+fi
+if [ "$DRY" = 1 ]; then
+  notrun "7b attention timings (dry run: no GPU)"
+else
+  timeout 300 "${FSDP_ENV[@]}" "$ATTN" attention --batch 16 --heads 12 --head-dim 64 --seq 1024 4096 \
+    >"$RES/attention_bench.log" 2>&1
+  PYTHONUNBUFFERED=1 timeout 300 python3 "$ROOT/jobscripts/sdpa_reference.py" --batch 16 --heads 12 \
+    --head-dim 64 --seq 1024 4096 --device cuda --dtype fp32 bf16 >"$RES/sdpa.log" 2>&1
+  while read -r line; do say "7b fsdp: $line"; done < <(grep -E '^ +[0-9]+ (fused|materialized)' "$RES/attention_bench.log")
+  while read -r line; do say "7b torch: $line"; done < <(grep -E '^ +[0-9]+ (fp32|bf16)' "$RES/sdpa.log")
 fi
 
 say "$FAILS check(s) failed"

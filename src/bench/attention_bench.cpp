@@ -2,6 +2,7 @@
 #include "bench/attention_bench.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -29,10 +30,10 @@ double median(std::vector<double> v) {
 
 // Values of a trained model's scale (|s| of a few units): the timing does not depend on them.
 // (A free function: nvcc allows no device lambda in a constructor.)
-void fill_pattern(const FlatView& x) {
+void fill_pattern(const FlatView& x, std::int64_t prime) {
   Kokkos::parallel_for(
       "attention_bench::fill", Kokkos::RangePolicy<ExecSpace>(0, std::int64_t(x.extent(0))),
-      KOKKOS_LAMBDA(const std::int64_t i) { x(i) = 0.01f * float((i * 7919) % 201 - 100); });
+      KOKKOS_LAMBDA(const std::int64_t i) { x(i) = 0.01f * float((i * prime) % 201 - 100); });
 }
 
 // One shape's buffers for both paths: q | k | v rows of width (H + 2 KV) D.
@@ -45,8 +46,8 @@ struct Buffers {
         W(std::int64_t(H_ + 2 * KV_) * D_), x("attention_bench::x", BT * W),
         out("attention_bench::out", BT * C), dout("attention_bench::dout", BT * C),
         dx("attention_bench::dx", BT * W), lse("attention_bench::lse", BT * H_) {
-    fill_pattern(x);
-    Kokkos::deep_copy(dout, 0.01f);
+    fill_pattern(x, 7919);
+    fill_pattern(dout, 104729);
   }
 };
 
@@ -109,6 +110,43 @@ Path materialized_path(Buffers& b, Materialized& m) {
   return p;
 }
 
+std::vector<float> host_copy(const FlatView& v) {
+  std::vector<float> h(v.extent(0));
+  Kokkos::deep_copy(HostVec(h.data(), h.size()), v);
+  return h;
+}
+
+// max |a - b| / max |b|: the error relative to the tensor's scale.
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    err = std::max(err, double(std::abs(a[i] - b[i])));
+    scale = std::max(scale, double(std::abs(b[i])));
+  }
+  return scale > 0 ? err / scale : err;
+}
+
+// --check: one forward and backward of each path on the same inputs; the fused results against
+// the materialised ones (the kernels' own tests bound them against float64 on a CPU; this runs
+// on whatever the build's device is).
+bool check_paths(Buffers& b, Path& mat, Path& fused, double tol) {
+  mat.fwd();
+  mat.bwd();
+  Kokkos::fence();
+  const std::vector<float> mo = host_copy(b.out), mdx = host_copy(b.dx);
+  Kokkos::deep_copy(b.out, 0.f);
+  Kokkos::deep_copy(b.dx, 0.f);
+  fused.fwd();
+  fused.bwd();
+  Kokkos::fence();
+  const double eo = relative_error(host_copy(b.out), mo), ed = relative_error(host_copy(b.dx), mdx);
+  const bool ok = eo <= tol && ed <= tol;
+  std::printf("check T=%d: fused vs materialised, max error / max value: output %.2e, "
+              "dq|dk|dv %.2e (bound %.0e): %s\n",
+              b.T, eo, ed, tol, ok ? "ok" : "FAILED");
+  return ok;
+}
+
 }  // namespace
 
 int run_attention_bench(MPI_Comm world, const AttentionBenchOptions& o) {
@@ -127,6 +165,7 @@ int run_attention_bench(MPI_Comm world, const AttentionBenchOptions& o) {
   if (KV != o.heads) std::printf("# the materialised path has no grouped-query form: fused only\n");
   std::printf("%6s %-13s %10s %10s %10s %10s %10s %18s\n", "T", "path", "fwd ms", "bwd ms",
               "fwd GF/s", "bwd GF/s", "total ms", "mat/fused [range]");
+  bool failed = false;
   for (int T : o.seq_lens) {
     Buffers b(o.batch, T, o.heads, KV, o.head_dim);
     const double causal = 4.0 * o.batch * o.heads * o.head_dim * (double(T) * (T + 1) / 2);
@@ -137,6 +176,10 @@ int run_attention_bench(MPI_Comm world, const AttentionBenchOptions& o) {
       paths.push_back(materialized_path(b, *mbuf));
     }
     if (fused) paths.push_back(fused_path(b));
+    if (o.check) {
+      if (!(fused && mat)) fatal("fsdp-bench attention --check: needs both paths (KV = H, --path both)");
+      if (!check_paths(b, paths[0], paths[1], 1e-4)) failed = true;
+    }
     for (Path& p : paths) {  // warm-up
       p.fwd();
       p.bwd();
@@ -162,7 +205,7 @@ int run_attention_bench(MPI_Comm world, const AttentionBenchOptions& o) {
     if (fused) row("fused", paths.back().t, ratio);
     std::fflush(stdout);
   }
-  return 0;
+  return failed ? 1 : 0;
 }
 
 }  // namespace fsdp::bench

@@ -17,6 +17,7 @@ struct AttentionBenchOptions {
   std::vector<int> seq_lens{256, 1024, 4096};
   std::string path = "both";  // both | fused | materialized
   int iters = 5;              // timed pairs per figure (the median is kept)
+  bool check = false;         // also compare the two paths' results (exit 1 past 1e-4)
 };
 
 int run_attention_bench(MPI_Comm world, const AttentionBenchOptions& o);

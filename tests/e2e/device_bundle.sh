@@ -54,7 +54,7 @@ rc=$?
 sed 's/^/    /' "$WORK/out/summary.txt" 2>/dev/null || tail -20 "$WORK/check.log"
 [ $rc = 3 ] && bad "hiding the system libraries did not stop the system build"
 [ $rc = 0 ] && ok "the dry device check passed from the bundle alone" || bad "the dry device check failed (exit $rc)"
-for want in "PASS 2 " "PASS 3 " "PASS 4a " "PASS 4b " "PASS 5 " "NOT RUN 1 " "NOT RUN 6 "; do
+for want in "PASS 2 " "PASS 3 " "PASS 4a " "PASS 4b " "PASS 5 " "NOT RUN 1 " "NOT RUN 6 " "PASS 7a " "NOT RUN 7b "; do
   grep -q "device_check: $want" "$WORK/out/summary.txt" 2>/dev/null || bad "summary has no '$want' line"
 done
 # What comes back from a device run: at most 8 files; the logs travel as one archive.
