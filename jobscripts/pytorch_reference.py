@@ -95,6 +95,11 @@ def run(rank, args):
         torch.distributed.init_process_group("gloo", rank=rank, world_size=args.ddp)
     model = GPT(args.layers, args.embd, args.heads, args.vocab, args.block).to(dev)
     if ddp:
+        # DDP broadcasts every buffer from rank 0 when it wraps the model, and gloo has no bool
+        # type ("Invalid scalar type"): the causal masks are the same constant on every rank,
+        # so they are left out of DDP's synchronisation.
+        nn.parallel.DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
+            model, [name for name, _ in model.named_buffers()])
         model = nn.parallel.DistributedDataParallel(model, broadcast_buffers=False)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
     rates = []
