@@ -49,12 +49,12 @@ FlashPlan flash_plan(int D) {
   return p;
 }
 
-QkvRows<float> packed_qkv(const ConstMat& qkv, int /*H*/) {
+QkvRows<float> packed_qkv(const ConstMat& qkv) {
   const std::int64_t C3 = std::int64_t(qkv.extent(1)), C = C3 / 3;
   return {qkv.data(), qkv.data() + C, qkv.data() + 2 * C, C3, C3, C3};
 }
 
-QkvGrads packed_grads(const Mat& dqkv, int /*H*/) {
+QkvGrads packed_grads(const Mat& dqkv) {
   const std::int64_t C3 = std::int64_t(dqkv.extent(1)), C = C3 / 3;
   return {dqkv.data(), dqkv.data() + C, dqkv.data() + 2 * C, C3, C3, C3};
 }

@@ -10,8 +10,9 @@
 // diagonal (the causal tiles above it are never touched), keeping a running max m and sum l
 // per row and rescaling its partial output by e^(m_old - m_new) whenever the max grows (the
 // online softmax). Its scores are formed transposed, S^T = K Q^T, so that Q is transposed once
-// per team, K and V are read as rows, and the softmax runs down the columns. It writes the normalised output and lse = m + log(l) per row: B*H*T floats
-// are what backward needs instead of B*H*T*T probabilities.
+// per team, K and V are read as rows, and the softmax runs down the columns. It writes the
+// normalised output and lse = m + log(l) per row: B*H*T floats are what backward needs instead
+// of B*H*T*T probabilities.
 // Backward: D_i = rowsum(dO * O), P recomputed tile by tile as e^(S - lse), then
 // dV += P^T dO, dS = P * (dO V^T - D_i), dK += dS^T Q, dQ += dS K. Every output element has one
 // owner, so nothing races and the sums run in a fixed order (deterministic):
@@ -211,7 +212,7 @@ void flash_attention_backward(const AttnDims& s, const QkvRows<In>& x, ConstHead
                               const FlashPlan& p);
 
 // GPT-2's packed layout: qkv [B*T, 3C] = q | k | v, out and dout [B*T, C], dqkv [B*T, 3C].
-QkvRows<float> packed_qkv(const ConstMat& qkv, int H);
-QkvGrads packed_grads(const Mat& dqkv, int H);
+QkvRows<float> packed_qkv(const ConstMat& qkv);
+QkvGrads packed_grads(const Mat& dqkv);
 
 }  // namespace fsdp::kernels

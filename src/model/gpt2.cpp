@@ -143,7 +143,7 @@ void Gpt2::attn_compute(int l, const UnitParams& p, BlockActivations& a, const V
   linear_fwd(m(a.qkv, BT, 3 * C), cm(a.ln1, BT, C), p, o.attn_w, o.attn_b, C, 3 * C);
   if (attention_ == AttentionPath::Fused)
     k::flash_attention_forward(k::AttnDims{B_, T_, H_, H_, C / H_},
-                               k::packed_qkv(cm(a.qkv, BT, 3 * C), H_), {a.atty.data(), C},
+                               k::packed_qkv(cm(a.qkv, BT, 3 * C)), {a.atty.data(), C},
                                a.att.data(), flash_);
   else
     k::attention_forward(m(a.atty, BT, C), Att3(a.att.data(), B_ * H_, T_, T_),
@@ -264,9 +264,9 @@ void Gpt2::attn_grads(int l, const UnitParams& p, Vec g) {
              cm(a.atty, BT, C), p, o.proj_w, C, C);
   if (attention_ == AttentionPath::Fused)
     k::flash_attention_backward(k::AttnDims{B_, T_, H_, H_, C / H_},
-                                k::packed_qkv(cm(a.qkv, BT, 3 * C), H_), {a.atty.data(), C},
+                                k::packed_qkv(cm(a.qkv, BT, 3 * C)), {a.atty.data(), C},
                                 {d_atty_.data(), C}, a.att.data(),
-                                k::packed_grads(m(d_qkv_, BT, 3 * C), H_), flash_);
+                                k::packed_grads(m(d_qkv_, BT, 3 * C)), flash_);
   else
     k::attention_backward(m(d_qkv_, BT, 3 * C), cm(d_atty_, BT, C),
                           ConstAtt3(a.att.data(), B_ * H_, T_, T_), cm(a.qkv, BT, 3 * C), B_, T_,
