@@ -53,7 +53,11 @@ case "${2:-fp32}" in
     theirs+=(--precision bf16 --steps "${TORCH_BF16_STEPS:-4}") ;;
   *) echo "usage: $0 small|124m|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
 esac
-"${ours[@]}" "${extra[@]}" --set train.steps=2 --set train.peak_tflops=1 2>&1 | grep -m1 "GEMMs:" || true
+# Into a file, then grep: a pipe that grep -m1 closes early makes mpirun die of SIGPIPE noisily.
+probe=$(mktemp)
+"${ours[@]}" "${extra[@]}" --set train.steps=2 --set train.peak_tflops=1 >"$probe" 2>&1 || true
+grep -m1 "GEMMs:" "$probe" || true
+rm -f "$probe"
 
 ratios=()
 for i in $(seq "$PAIRS"); do

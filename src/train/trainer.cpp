@@ -31,6 +31,22 @@
 namespace fsdp {
 namespace {
 
+// The start-up log's attention line: the path model.attention resolved to, what it keeps.
+std::string describe_attention(const ModelConfig& m) {
+  const AttentionPath path = resolve_attention(m.attention, m.block_size);
+  std::string s = attention_name(path);
+  if (path == AttentionPath::Fused) {
+    const kernels::FlashPlan fp = kernels::flash_plan(m.n_embd / m.n_head);
+    s += " (" + std::to_string(fp.br) + "x" + std::to_string(fp.bc) +
+         " tiles, B*H*T log-sum-exps kept per layer";
+  } else {
+    s += " (B*H*T*T probabilities kept per layer";
+  }
+  if (m.attention == "auto") s += "; model.attention = auto at T = " + std::to_string(m.block_size);
+  return s + ")";
+}
+
+
 std::string format_duration(double s) {
   char buf[32];
   const int t = int(std::max(0.0, s));
@@ -230,20 +246,8 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
                        (cfg_.fsdp.gemm_dtype == "auto" ? ", so auto chose fp32" : ""))
                           .c_str()
                     : "fp32");
-  if (rank_ == 0 && opts_.log) {
-    const AttentionPath path = resolve_attention(cfg_.model.attention, cfg_.model.block_size);
-    const int D = cfg_.model.n_embd / cfg_.model.n_head;
-    const kernels::FlashPlan fp = kernels::flash_plan(D);
-    std::printf("fsdp-train: attention: %s%s\n", attention_name(path),
-                path == AttentionPath::Fused
-                    ? (" (" + std::to_string(fp.br) + "x" + std::to_string(fp.bc) +
-                       " tiles, B*H*T log-sum-exps kept per layer" +
-                       (cfg_.model.attention == "auto" ? "; model.attention = auto" : "") + ")")
-                          .c_str()
-                    : (cfg_.model.attention == "auto" ? " (B*H*T*T probabilities kept per layer; "
-                                                        "model.attention = auto at this T)"
-                                                      : " (B*H*T*T probabilities kept per layer)"));
-  }
+  if (rank_ == 0 && opts_.log)
+    std::printf("fsdp-train: attention: %s\n", describe_attention(cfg_.model).c_str());
   // Every rank uses rank 0's peak so MFU does not depend on which rank measured what.
   peak_flops_ = groups_.world->all_reduce_max(rank_ == 0 ? peak_flops_ : 0.0);
 }
