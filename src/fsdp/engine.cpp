@@ -21,7 +21,7 @@ Engine::Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker&
       tracker_(tracker),
       trace_(trace) {
   model_ = std::make_unique<Gpt2>(cfg.model, cfg.train.micro_batch_size, tracker,
-                                  unit_cut(cfg.fsdp.unit));
+                                  unit_cut(cfg.fsdp.unit), setup_.precision == Precision::BF16);
   state_ = std::make_unique<ShardedState>(setup_, model_->units(), *groups.shard,
                                           *groups.replicate, tracker, cfg.train.seed);
   if (setup_.precision == Precision::BF16)

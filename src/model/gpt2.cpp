@@ -16,11 +16,12 @@ namespace k = kernels;
 using MC = MemCategory;
 
 BlockActivations::BlockActivations(MemoryTracker& t, const std::string& tag, int B, int T, int C,
-                                   int H, AttentionPath path)
+                                   int H, AttentionPath path, bool qkv_bf16)
     : ln1(t, tag + "::ln1", std::int64_t(B) * T * C, MC::Activations),
       ln1_mean(t, tag + "::ln1_mean", std::int64_t(B) * T, MC::Activations),
       ln1_rstd(t, tag + "::ln1_rstd", std::int64_t(B) * T, MC::Activations),
-      qkv(t, tag + "::qkv", std::int64_t(B) * T * 3 * C, MC::Activations),
+      qkv(t, tag + "::qkv", std::int64_t(B) * T * 3 * C, MC::Activations, MemSpace::Device,
+          qkv_bf16 ? Dtype::BF16 : Dtype::F32),
       att(t, tag + "::att",
           std::int64_t(B) * H * T * (path == AttentionPath::Fused ? 1 : T), MC::Activations),
       atty(t, tag + "::atty", std::int64_t(B) * T * C, MC::Activations),
@@ -38,7 +39,16 @@ BlockOffsets offsets_of(const std::vector<UnitLayout>& units, UnitCut cut) {
 }
 }  // namespace
 
-Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, UnitCut cut)
+namespace {
+// A bf16 qkv [B*T, 3C] buffer as the fused kernel's rows: q | k | v.
+k::QkvRows<std::uint16_t> packed_qkv16(const TrackedBuffer& qkv, std::int64_t C) {
+  const std::uint16_t* p = qkv.bf16().data();
+  return {p, p + C, p + 2 * C, 3 * C, 3 * C, 3 * C};
+}
+}  // namespace
+
+Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, UnitCut cut,
+           bool bf16_attention)
     : cfg_(cfg),
       units_(gpt2_units(cfg, cut)),
       off_(offsets_of(units_, cut)),
@@ -49,6 +59,7 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, Unit
       V_(cfg.vocab_size),
       checkpointing_(cfg.activation_checkpointing == "blocks"),
       attention_(resolve_attention(cfg.attention, cfg.block_size)),
+      qkv_bf16_(bf16_attention && attention_ == AttentionPath::Fused),
       flash_(kernels::flash_plan(cfg.n_embd / cfg.n_head)) {
   const std::int64_t BT = std::int64_t(B_) * T_, BTC = BT * C_;
   inputs_ = TokenView("gpt2::inputs", BT);
@@ -59,7 +70,7 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, Unit
   for (int l = 0; l < n_acts; ++l)
     acts_.push_back(
         std::make_unique<BlockActivations>(tracker, "h." + std::to_string(l), B_, T_, C_, H_,
-                                           attention_));
+                                           attention_, qkv_bf16_));
   // Checkpointed sub-layers: the MLP's recompute starts from the attention's output, which is
   // kept per block as the stream between the two units.
   if (checkpointing_ && cut == UnitCut::Sublayer)
@@ -70,6 +81,7 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, Unit
   lnf_rstd_ = TrackedBuffer(tracker, "gpt2::lnf_rstd", BT, MC::Activations);
   logits_ = TrackedBuffer(tracker, "gpt2::logits", BT * V_, MC::Activations);
   losses_ = TrackedBuffer(tracker, "gpt2::losses", BT, MC::Activations);
+  if (qkv_bf16_) qkv32_ = TrackedBuffer(tracker, "gpt2::qkv32", 3 * BTC, MC::Activations);
   tmp_ = TrackedBuffer(tracker, "gpt2::tmp", BTC, MC::Activations);
   dres_a_ = TrackedBuffer(tracker, "gpt2::dres_a", BTC, MC::Activations);
   dres_b_ = TrackedBuffer(tracker, "gpt2::dres_b", BTC, MC::Activations);
@@ -140,14 +152,21 @@ void Gpt2::attn_compute(int l, const UnitParams& p, BlockActivations& a, const V
   const ConstMat x_in = cm(residual_[l], BT, C);
   k::layernorm_forward(m(a.ln1, BT, C), a.ln1_mean.vec(), a.ln1_rstd.vec(), x_in, p.vec(o.ln1_w, C),
                        p.vec(o.ln1_b, C));
-  linear_fwd(m(a.qkv, BT, 3 * C), cm(a.ln1, BT, C), p, o.attn_w, o.attn_b, C, 3 * C);
-  if (attention_ == AttentionPath::Fused)
-    k::flash_attention_forward(k::AttnDims{B_, T_, H_, H_, C / H_},
-                               k::packed_qkv(cm(a.qkv, BT, 3 * C)), {a.atty.data(), C},
-                               a.att.data(), flash_);
-  else
-    k::attention_forward(m(a.atty, BT, C), Att3(a.att.data(), B_ * H_, T_, T_),
-                         cm(a.qkv, BT, 3 * C), B_, T_, H_);
+  const k::AttnDims dims{B_, T_, H_, H_, C / H_};
+  if (qkv_bf16_) {  // c_attn writes fp32; the attention (and its backward) read the bf16 cast
+    linear_fwd(m(qkv32_, BT, 3 * C), cm(a.ln1, BT, C), p, o.attn_w, o.attn_b, C, 3 * C);
+    cast_to_bf16(qkv32_.cvec(), a.qkv.bf16());
+    k::flash_attention_forward(dims, packed_qkv16(a.qkv, C), {a.atty.data(), C}, a.att.data(),
+                               flash_);
+  } else {
+    linear_fwd(m(a.qkv, BT, 3 * C), cm(a.ln1, BT, C), p, o.attn_w, o.attn_b, C, 3 * C);
+    if (attention_ == AttentionPath::Fused)
+      k::flash_attention_forward(dims, k::packed_qkv(cm(a.qkv, BT, 3 * C)), {a.atty.data(), C},
+                                 a.att.data(), flash_);
+    else
+      k::attention_forward(m(a.atty, BT, C), Att3(a.att.data(), B_ * H_, T_, T_),
+                           cm(a.qkv, BT, 3 * C), B_, T_, H_);
+  }
   // The projections' biases are added by the kernels that read their outputs (the residual
   // adds, the GELU): one pass less over each output.
   linear_fwd(m(tmp_, BT, C), cm(a.atty, BT, C), p, o.proj_w, -1, C, C);
@@ -262,11 +281,14 @@ void Gpt2::attn_grads(int l, const UnitParams& p, Vec g) {
   const Vec dx_in = dres_out_.data() == dres_a_.data() ? dres_b_.vec() : dres_a_.vec();
   linear_bwd(m(d_atty_, BT, C), gm(g, o.proj_w, C, C), gv(g, o.proj_b, C), cm(d_tmp_, BT, C),
              cm(a.atty, BT, C), p, o.proj_w, C, C);
-  if (attention_ == AttentionPath::Fused)
-    k::flash_attention_backward(k::AttnDims{B_, T_, H_, H_, C / H_},
-                                k::packed_qkv(cm(a.qkv, BT, 3 * C)), {a.atty.data(), C},
-                                {d_atty_.data(), C}, a.att.data(),
-                                k::packed_grads(m(d_qkv_, BT, 3 * C)), flash_);
+  const k::AttnDims dims{B_, T_, H_, H_, C / H_};
+  const k::QkvGrads dqkv = k::packed_grads(m(d_qkv_, BT, 3 * C));
+  if (qkv_bf16_)
+    k::flash_attention_backward(dims, packed_qkv16(a.qkv, C), {a.atty.data(), C},
+                                {d_atty_.data(), C}, a.att.data(), dqkv, flash_);
+  else if (attention_ == AttentionPath::Fused)
+    k::flash_attention_backward(dims, k::packed_qkv(cm(a.qkv, BT, 3 * C)), {a.atty.data(), C},
+                                {d_atty_.data(), C}, a.att.data(), dqkv, flash_);
   else
     k::attention_backward(m(d_qkv_, BT, 3 * C), cm(d_atty_, BT, C),
                           ConstAtt3(a.att.data(), B_ * H_, T_, T_), cm(a.qkv, BT, 3 * C), B_, T_,

@@ -17,21 +17,25 @@
 namespace fsdp {
 
 // What one block keeps between its forward and backward. att: the softmax probabilities
-// [B*H, T, T] (materialised attention) or the rows' log-sum-exps [B*H, T] (fused).
+// [B*H, T, T] (materialised attention) or the rows' log-sum-exps [B*H, T] (fused). qkv is bf16
+// when the fused attention takes bf16 inputs (Gpt2's bf16_attention).
 struct BlockActivations {
   TrackedBuffer ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch,
       fch_gelu;
   BlockActivations(MemoryTracker& t, const std::string& tag, int B, int T, int C, int H,
-                   AttentionPath path);
+                   AttentionPath path, bool qkv_bf16);
 };
 
 class Gpt2 {
  public:
+  // bf16_attention (fsdp.mixed_precision = bf16): the fused attention reads q, k and v as bf16,
+  // kept as bf16 for backward (half the bytes); the materialised path ignores it.
   Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker,
-       UnitCut cut = UnitCut::Block);
+       UnitCut cut = UnitCut::Block, bool bf16_attention = false);
 
   const ModelConfig& config() const { return cfg_; }
   AttentionPath attention() const { return attention_; }
+  bool bf16_attention() const { return qkv_bf16_; }
   const std::vector<UnitLayout>& units() const { return units_; }
   int n_layer() const { return cfg_.n_layer; }
   int micro_batch() const { return B_; }
@@ -94,12 +98,14 @@ class Gpt2 {
   int B_, T_, C_, H_, V_;
   bool checkpointing_;
   AttentionPath attention_;
+  bool qkv_bf16_;  // fused attention on bf16 q, k, v
   kernels::FlashPlan flash_;  // the fused kernel's tiles for this head size
   TokenView inputs_, targets_;
   std::vector<TrackedBuffer> residual_;  // L+1 streams: block l reads l, writes l+1
   std::vector<std::unique_ptr<BlockActivations>> acts_;
   std::vector<TrackedBuffer> mid_;  // checkpointed sub-layers: each block's res2
   TrackedBuffer lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
+  TrackedBuffer qkv32_;  // bf16 attention: c_attn's fp32 output before the cast (shared)
   TrackedBuffer tmp_, dres_a_, dres_b_, d_ln_, d_tmp_, d_qkv_, d_atty_, d_fch_, d_fchg_,
       att_work_;  // attention score gradients: a head's (CPU), a sequence's (GPU)
   Vec dres_out_;
