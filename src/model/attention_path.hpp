@@ -13,7 +13,7 @@ enum class AttentionPath { Materialized, Fused };
 
 // On a GPU the fused kernel always: the materialised path's T x T squares are what a GPU's
 // memory and bandwidth run out of first. On a CPU core the materialised path is faster at every
-// length measured (fused: 0.77x at T = 256, 0.90x at 1024, 0.89x at 4096; a GPT-2 124M step at
+// length measured (fused: 0.77x at T = 256, 0.85-0.90x at 1024 and 4096; a GPT-2 124M step at
 // T = 1024, 0.97x): the fused backward recomputes the scores, five tile products per tile pair
 // against four. So auto keeps it while the squares are small; from kFusedFromCpu on they are
 // 64 MB per head per layer (9.7 GB for GPT-2 124M at B = 1), and soon do not fit at all.

@@ -43,13 +43,30 @@ wait_for() {
 for b in munged slurmctld slurmd; do [ -x "$SBIN/$b" ] || fail "$SBIN/$b missing (apt-get install slurmctld slurmd munge)"; done
 for b in sbatch scontrol sinfo; do command -v $b >/dev/null || fail "$b missing (apt-get install slurm-client)"; done
 
-# Three TCP ports nobody listens on (slurmctld and one per slurmd).
+# Three TCP ports nobody listens on (slurmctld and one per slurmd), below the kernel's ephemeral
+# range: a port the kernel hands out for bind(0) is released when this probe exits, and any
+# process's next outgoing connection (mpirun's, for one) may take it before slurmctld binds it
+# ("Address already in use", seen once in CI beside other MPI jobs).
 read -r P_CTL P_N1 P_N2 < <(/usr/bin/python3 - <<'PY'
-import socket
-socks = [socket.socket() for _ in range(3)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in socks))
+import random, socket
+lo = 32768
+try:
+    lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    pass
+ports, rng = [], random.SystemRandom()
+while len(ports) < 3:
+    p = rng.randrange(max(1024, lo - 12000), lo)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    if p not in ports:
+        ports.append(p)
+print(*ports)
 PY
 ) || fail "could not find free ports"
 
