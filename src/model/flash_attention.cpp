@@ -110,8 +110,9 @@ struct Backward {
   float scale;
 
   // Q, dO (as tile operands: copied into Qs and dOs, or in place), lse and
-  // D_i = rowsum(dO * O) of query rows [q0, q0 + br) of head h. Q is not scaled here: the
-  // scale goes into P's exponent and dK's store, so an in-place Q needs no copy.
+  // D_i = rowsum(dO * O) of query rows [q0, q0 + br) of head h (taken from di_rows, head h's
+  // D_i by row, where the team computed them once). Q is not scaled here: the scale goes into
+  // P's exponent and dK's store, so an in-place Q needs no copy.
   struct Queries {
     flash::Rows q, dout;
   };
