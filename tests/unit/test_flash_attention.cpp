@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The fused (FlashAttention-2) kernel against a float64 reference written here, and against the
-// materialised path, over T that is and is not a multiple of the tile, head sizes 16-128, and
-// grouped-query heads (KV = H, H/2, 1); both backward schedules (the CPU's one pass and the
-// GPU's two) run on the CPU; bf16 inputs against the float64 result of the same rounded inputs.
+// materialised path, over T that is and is not a multiple of the tile, head sizes 16-128 (24 is
+// not a multiple of the register tile: zero-padded columns), and grouped-query heads (KV = H,
+// H/2, 1); both backward schedules (the CPU's one pass and the GPU's two) run on the CPU; bf16
+// inputs against the float64 result of the same rounded inputs.
 //
 // The bound, per element: with u = 2^-24, a score s = (scale q) . k carries at most
 // ds = (D + 2) u scale max_{t,j} sum_d |q_td k_jd| of absolute error, which perturbs each
@@ -183,7 +184,7 @@ Fused run_fused(const Problem& pb, const In* x, const std::vector<float>& dout, 
 
 TEST_CASE("fused attention matches float64 and the materialised path", "[attention][flash]") {
   const int T = GENERATE(1, 7, 64, 333, 1024);
-  const int D = GENERATE(16, 64, 128);
+  const int D = GENERATE(16, 24, 64, 128);  // 24: padded to the register tile (32)
   const int H = 4, KV = GENERATE(4, 2, 1), B = T <= 64 ? 2 : 1;
   const Problem pb{B, T, H, KV, D};
   CAPTURE(T, D, H, KV, B);
