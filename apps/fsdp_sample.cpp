@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 
 #include "core/kokkos_session.hpp"
@@ -21,7 +22,7 @@
 #include "core/faults.hpp"
 #include "core/exit_codes.hpp"
 #include "data/data_error.hpp"
-#include "data/gpt2_bpe.hpp"
+#include "data/vocabulary.hpp"
 #include "io/checkpoint.hpp"
 #include "io/h5_io.hpp"
 #include "io/weight_source.hpp"
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
   app.add_option("--seed", o.seed, "sampling seed")->capture_default_str();
-  app.add_option("--encoder", encoder, "GPT-2 encoder.json: print text for a BPE vocabulary");
+  app.add_option("--encoder", encoder, "a vocabulary file (GPT-2's encoder.json): print text, not token ids");
   app.add_flag("--ids", print_ids, "print token ids, one line, instead of text");
   app.add_option("--set", overrides, "override one run-deck key, section.key=value");
   app.footer(fsdp::exit_code::help("fsdp-sample"));
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
           MPI_COMM_WORLD, "fsdp-sample", fsdp::exit_code::kBadConfig);
       rc >= 0)
     return rc;
-  fsdp::Gpt2Vocabulary vocab;
+  std::unique_ptr<fsdp::Vocabulary> vocab;
   std::string start_error;
   int start_code = 0;
   try {
@@ -124,9 +125,9 @@ int main(int argc, char** argv) {
     sets.insert(sets.end(), overrides.begin(), overrides.end());
     cfg = model_deck(path, sets);
     const std::int64_t need = std::int64_t(tokens.size()) + o.tokens;
-    cfg.model.n_positions = cfg.model.positions();  // wpe keeps its rows
+    cfg.model.n_positions = cfg.model.positions();  // the position table keeps its rows
     if (need < cfg.model.block_size) cfg.model.block_size = int(std::max<std::int64_t>(1, need));
-    if (!encoder.empty()) vocab = fsdp::Gpt2Vocabulary::load(encoder);
+    if (!encoder.empty()) vocab = fsdp::load_vocabulary(encoder);
     for (std::int32_t t : tokens)
       if (t >= cfg.model.vocab_size)
         throw fsdp::ConfigError("--prompt-ids: token " + std::to_string(t) +
@@ -162,8 +163,10 @@ int main(int argc, char** argv) {
       fsdp::Trace trace;
       fsdp::comm::ProcessGroups groups =
           fsdp::comm::make_process_groups(MPI_COMM_WORLD, nranks > 1 ? nranks : 1);
-      fsdp::Engine engine(cfg, groups, tracker, trace);
-      fsdp::Checkpointer checkpointer(MPI_COMM_WORLD, cfg);
+      fsdp::RunSetup setup = fsdp::setup_from_config(cfg, nranks, 1);
+      if (setup.strategy == fsdp::Strategy::Hybrid) setup.shard_group_size = groups.shard->size();
+      fsdp::Engine engine(setup, groups, tracker, trace);
+      fsdp::Checkpointer checkpointer(MPI_COMM_WORLD, fsdp::checkpoint_run(cfg));
       fsdp::init_weights(path, engine, checkpointer, MPI_COMM_WORLD);
       const std::size_t n_prompt = tokens.size();
       tokens = fsdp::sample(engine, *groups.world, tokens, o);
@@ -173,7 +176,7 @@ int main(int argc, char** argv) {
             std::printf("%s%d", i ? " " : "", tokens[i]);
           std::printf("\n");
         } else if (!encoder.empty()) {
-          std::printf("%s\n", vocab.decode(tokens).c_str());
+          std::printf("%s\n", vocab->decode(tokens).c_str());
         } else if (cfg.model.vocab_size <= 256) {
           std::printf("%s\n", fsdp::bytes_as_text(tokens, false).c_str());
         } else {

@@ -19,7 +19,7 @@
 #include "config/deck_agreement.hpp"
 #include "config/load_config.hpp"
 #include "core/check.hpp"
-#include "io/agree.hpp"
+#include "comm/agree.hpp"
 #include "core/memory.hpp"
 #include "data/data_error.hpp"
 #include "io/weights_error.hpp"

@@ -16,3 +16,7 @@ target_compile_definitions(test_mixed_precision PRIVATE FSDP_SOURCE_DIR="${PROJE
 fsdp_add_mpi_test(test_golden ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_golden.cpp)
 target_compile_definitions(test_golden PRIVATE FSDP_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 target_link_libraries(test_golden PRIVATE PkgConfig::XXHASH)
+# A second architecture registered inside the test: the model seam, at np 1..3.
+set(FSDP_MPI_TEST_NPS 1 2 3)
+fsdp_add_mpi_test(test_toy_architecture ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_toy_architecture.cpp)
+unset(FSDP_MPI_TEST_NPS)

@@ -17,10 +17,10 @@
 #include "core/check.hpp"
 #include "fsdp/schedule.hpp"
 #include "io/trace.hpp"
-#include "model/gpt2.hpp"
+#include "model/architecture.hpp"
+#include "model/gemm_peak.hpp"
 #include "plan/machine.hpp"
 #include "plan/memory_model.hpp"
-#include "train/trainer.hpp"
 
 namespace fsdp::bench {
 namespace {
@@ -84,20 +84,21 @@ int node_cores(MPI_Comm world) {
 class DeckPass {
  public:
   explicit DeckPass(const RunConfig& cfg)
-      : L_(cfg.model.n_layer),
-        model_(cfg.model, cfg.train.micro_batch_size, tracker_) {
-    for (const auto& u : model_.units()) {
+      : arch_(architecture_of(cfg.model)),
+        head_unit_(arch_.head_unit(cfg.model)),
+        model_(arch_.build(cfg.model, DecoderOptions{cfg.train.micro_batch_size, false}, tracker_)) {
+    for (const auto& u : model_->units()) {
       std::vector<float> full(std::size_t(u.numel));
-      gpt2_init_unit(u, full.data(), cfg.train.seed, cfg.model.n_layer);
+      arch_.init_unit(cfg.model, u, full.data(), cfg.train.seed);
       params_.emplace_back(tracker_, u.name, u.numel, MemCategory::ParamShard);
       Kokkos::deep_copy(params_.back().vec(),
                         HostConstVec(full.data(), full.size()));
       grads_.emplace_back(tracker_, u.name + "::grads", u.numel, MemCategory::Grads);
     }
-    std::vector<std::int32_t> tokens(std::size_t(model_.tokens_per_micro_batch()) + 1);
+    std::vector<std::int32_t> tokens(std::size_t(model_->tokens_per_micro_batch()) + 1);
     std::mt19937 gen(7);
     for (auto& t : tokens) t = std::int32_t(gen() % std::uint32_t(cfg.model.vocab_size));
-    model_.set_batch(tokens.data(), tokens.data() + 1);
+    model_->set_batch(tokens.data(), tokens.data() + 1);
   }
 
   // The median of `iters` passes after one warm-up, on the slowest rank.
@@ -109,18 +110,22 @@ class DeckPass {
   void pass() {
     const auto p = [&](int u) { return params_[std::size_t(u)].cvec(); };
     const auto g = [&](int u) { return grads_[std::size_t(u)].vec(); };
-    for (int u = 0; u < L_ + 2; ++u) model_.forward_unit(u, p(u));  // embedding, blocks, ln_f
-    model_.head_forward(p(0));
-    model_.head_backward(p(0), g(0), 1.f);
-    model_.lnf_backward(p(L_ + 1), g(L_ + 1));
-    for (int l = L_ - 1; l >= 0; --l) model_.block_backward(l, p(l + 1), g(l + 1));
-    model_.embed_backward(g(0));
+    const int U = int(params_.size());
+    for (const Stage& s : forward_stages(U, head_unit_)) {  // the engine's stages (schedule.hpp)
+      if (s.head) model_->head_forward(p(s.unit));
+      else model_->forward_unit(s.unit, p(s.unit));
+    }
+    for (const Stage& s : backward_stages(U, head_unit_)) {
+      if (s.head) model_->head_backward(p(s.unit), g(s.unit), 1.f);
+      else model_->backward_unit(s.unit, p(s.unit), g(s.unit));
+    }
     Kokkos::fence();
   }
 
-  int L_;
+  const Architecture& arch_;
+  int head_unit_;
   MemoryTracker tracker_;
-  Gpt2 model_;
+  std::unique_ptr<Decoder> model_;
   std::vector<TrackedBuffer> params_, grads_;
 };
 
@@ -230,12 +235,10 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
     const RunConfig& cfg = deck_cfg;
     const plan::Setup s = plan::setup_from_config(cfg, 1, 1);
     const double tok = double(cfg.train.micro_batch_size) * cfg.model.block_size;
-    const double L = cfg.model.n_layer, T = cfg.model.block_size, C = cfg.model.n_embd;
-    double flops = (6.0 * double(plan::num_params(s.model)) + 12.0 * L * T * C) * tok;
-    if (s.activation_checkpointing) {
-      const double block = 12.0 * C * C + 13.0 * C;
-      flops += L * (2.0 * block + 4.0 * T * C) * tok;
-    }
+    const Architecture& arch = architecture_of(s.model);
+    double flops = arch.flops_per_token(s.model) * tok;
+    for (const UnitFlops& f : arch.unit_flops(s.model, s.micro_batch, s.activation_checkpointing))
+      flops += f.recompute;
     const double t = median(rounds);
     m.gemm_efficiency = flops / (t * m.peak_flops_fp32);
     calibration = o.calibrate;

@@ -61,7 +61,7 @@ int run_checkpoint_bench(MPI_Comm world, const CheckpointBenchOptions& o) {
   TrainOptions topts;
   topts.log = false;
   Trainer trainer(cfg, world, topts);
-  Checkpointer reader(world, cfg);
+  Checkpointer reader(world, checkpoint_run(cfg));
   std::filesystem::create_directories(o.dir);
   const std::string dd_file = o.dir + "/dd.bin";
 
@@ -97,7 +97,7 @@ int run_checkpoint_bench(MPI_Comm world, const CheckpointBenchOptions& o) {
   std::printf(
       "# fsdp-ckpt bench: %lld parameters, %.3f GB per checkpoint (params + exp_avg + "
       "exp_avg_sq), %d ranks, %s, %s\n",
-      (long long)gpt2_num_params(cfg.model), gb, nranks, cfg.fsdp.strategy.c_str(), o.dir.c_str());
+      (long long)num_params(cfg.model), gb, nranks, cfg.fsdp.strategy.c_str(), o.dir.c_str());
   std::printf(
       "# write: collective HDF5 write + MPI_File_sync + rename; dd: conv=fsync. read: "
       "page cache dropped first, checksums verified\n");

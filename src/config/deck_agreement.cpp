@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/check.hpp"
-#include "io/agree.hpp"
+#include "comm/agree.hpp"
 
 namespace fsdp {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "io/agree.hpp"
+#include "comm/agree.hpp"
 
 namespace fsdp {
 

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "core/check.hpp"
-#include "io/agree.hpp"
+#include "comm/agree.hpp"
 
 namespace fsdp {
 

@@ -1,23 +1,15 @@
 // SPDX-License-Identifier: MIT
-// The resolved run deck: every key of the schema (config/schema.cpp) as a typed field.
+// The resolved run deck: every key of the schema (config/schema.cpp) as a typed field. The
+// model.* and checkpoint.* sections are the model's and io's own structs.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <string>
 
-namespace fsdp {
+#include "io/checkpoint_config.hpp"
+#include "model/model_config.hpp"
 
-struct ModelConfig {
-  int n_layer = 4;
-  int n_head = 4;
-  int n_embd = 128;
-  int vocab_size = 256;
-  int block_size = 64;
-  int n_positions = 0;  // rows of the position table (wpe); 0 = block_size
-  int positions() const { return n_positions > 0 ? n_positions : block_size; }
-  std::string activation_checkpointing = "none";  // none | blocks
-  std::string attention = "auto";                 // auto | fused | materialized
-};
+namespace fsdp {
 
 struct TrainConfig {
   int steps = 200;
@@ -76,12 +68,6 @@ struct MemoryConfig {
   std::int64_t device_budget = 0;  // bytes per rank; 0 = unlimited
 };
 
-struct CheckpointConfig {
-  std::string dir = "checkpoints";
-  int every = 0;  // steps; 0 = off
-  int keep = 2;
-};
-
 struct DebugConfig {
   bool check_collectives = false;
 };
@@ -101,5 +87,10 @@ struct RunConfig {
   // here took its schema default (--init-from lets the weights file decide those).
   std::map<std::string, std::string> key_origin;
 };
+
+// What a checkpointer records of this run (io/checkpoint_config.hpp).
+inline CheckpointRun checkpoint_run(const RunConfig& cfg) {
+  return {cfg.checkpoint, cfg.model, cfg.resolved_toml, cfg.fsdp.strategy};
+}
 
 }  // namespace fsdp

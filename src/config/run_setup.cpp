@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "model/attention_path.hpp"
 #include "model/bf16_gemm.hpp"
 
 namespace fsdp {
@@ -54,18 +53,6 @@ const char* strategy_name(Strategy s) {
   return "?";
 }
 
-ModelShape shape_of(const ModelConfig& m) {
-  ModelShape s;
-  s.n_layer = m.n_layer;
-  s.n_head = m.n_head;
-  s.n_embd = m.n_embd;
-  s.vocab_size = m.vocab_size;
-  s.block_size = m.block_size;
-  s.n_positions = m.n_positions;
-  s.fused_attention = resolve_attention(m.attention, m.block_size) == AttentionPath::Fused;
-  return s;
-}
-
 int RunSetup::shard_group() const {
   switch (strategy) {
     case Strategy::DDP: return 1;
@@ -95,7 +82,7 @@ std::int64_t RunSetup::padded_numel(std::int64_t numel) const {
 
 void RunSetup::validate() const {
   auto fail = [](const std::string& m) { throw std::invalid_argument(m); };
-  const ModelShape& m = model;
+  const ModelConfig& m = model;
   if (m.n_layer < 1 || m.n_head < 1 || m.n_embd < 1 || m.vocab_size < 1 || m.block_size < 1)
     fail("model: n_layer, n_head, n_embd, vocab_size and block_size must be >= 1");
   if (m.n_embd % m.n_head != 0)
@@ -141,8 +128,9 @@ void RunSetup::validate() const {
 
 RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes) {
   RunSetup s;
-  s.model = shape_of(cfg.model);
+  s.model = cfg.model;
   s.model.sublayer_units = cfg.fsdp.unit == "sublayer";
+  s.train = cfg.train;
   s.strategy = parse_strategy(cfg.fsdp.strategy);
   s.ranks = ranks;
   s.nodes = nodes;

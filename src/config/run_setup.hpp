@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The run deck resolved once into the typed setup that the trainer and the planner both use:
+// The run deck resolved once into the typed setup that the trainer, the engine and the planner
+// all use (the engine never sees the raw deck):
 // the strategy and the other fsdp.* choices as enums, the shard group, the micro-batches, the
 // padding rule of the sharded units and every check that involves the number of ranks. The
 // schema (config/schema.cpp) has checked each key and the cross-key rules that do not.
@@ -25,27 +26,15 @@ const char* strategy_name(Strategy s);
 const char* to_string(Offload o);
 const char* to_string(Precision p);
 
-// B = micro-batch, T = block_size, C = n_embd, V = vocab_size, L = n_layer, H = n_head.
-struct ModelShape {
-  int n_layer = 4;
-  int n_head = 4;
-  int n_embd = 128;
-  int vocab_size = 256;
-  int block_size = 64;
-  int n_positions = 0;  // rows of wpe; 0 = block_size
-  bool sublayer_units = false;  // fsdp.unit = sublayer: each block is two units
-  bool fused_attention = false;  // model.attention resolved (model/attention_path.hpp)
-  int positions() const { return n_positions > 0 ? n_positions : block_size; }
-};
-ModelShape shape_of(const ModelConfig& m);
-
 // Deterministic mode sums the gradient norm in blocks of this many elements and pads every
 // unit to whole blocks per shard, so block boundaries do not depend on the number of ranks.
 constexpr std::int64_t kNormBlock = 1024;
 
 // One training configuration on one machine size.
 struct RunSetup {
-  ModelShape model;
+  // model.*, with the run's cut (fsdp.unit) and the attention path resolved for this build.
+  ModelConfig model;
+  TrainConfig train;  // the optimizer, its schedule, the seed
   Strategy strategy = Strategy::Zero3;
   int ranks = 1;
   int nodes = 1;

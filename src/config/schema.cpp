@@ -4,6 +4,8 @@
 // checked and documented (--help, the resolved deck) in exactly one place.
 #include "config/schema.hpp"
 
+#include "model/architecture.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -81,6 +83,8 @@ std::vector<KeySpec> build_schema() {
   using C = CommConfig;
   using K = CheckpointConfig;
   return {
+      entry("model", "arch", &R::model, &M::arch, any(),
+            "the decoder architecture, a name model/registry.hpp registers (GPT-2's by default)"),
       entry("model", "n_layer", &R::model, &M::n_layer, within(1, 10000), "transformer blocks"),
       entry("model", "n_head", &R::model, &M::n_head, within(1, 1 << 16),
             "attention heads per block"),
@@ -91,7 +95,7 @@ std::vector<KeySpec> build_schema() {
       entry("model", "block_size", &R::model, &M::block_size, within(1, 1 << 24),
             "context length T, the longest sequence"),
       entry("model", "n_positions", &R::model, &M::n_positions, within(0, 1 << 24),
-            "rows of the position table wpe (GPT-2: 1024); 0 = block_size; >= block_size"),
+            "rows of the position table (GPT-2: 1024); 0 = block_size; >= block_size"),
       entry("model", "activation_checkpointing", &R::model, &M::activation_checkpointing,
             one_of({"none", "blocks"}), "blocks: recompute each block's activations in backward"),
       entry("model", "attention", &R::model, &M::attention, one_of({"auto", "fused", "materialized"}),
@@ -229,6 +233,13 @@ const std::vector<KeySpec>& config_schema() {
 
 const std::vector<CrossCheck>& config_cross_checks() {
   static const std::vector<CrossCheck> checks = {
+      {"model.arch", "model.arch",
+       [](const RunConfig& c) -> std::string {
+         if (has_architecture(c.model.arch)) return "";
+         std::string known;
+         for (const std::string& n : architecture_names()) known += (known.empty() ? "" : ", ") + n;
+         return "expected one of " + known + ", got '" + c.model.arch + "'";
+       }},
       {"model.n_embd", "model.n_head",
        [](const RunConfig& c) -> std::string {
          if (c.model.n_embd % c.model.n_head == 0) return "";
@@ -239,8 +250,8 @@ const std::vector<CrossCheck>& config_cross_checks() {
        [](const RunConfig& c) -> std::string {
          // The largest models trained have ~2^40 parameters; 2^50 keeps every byte count of
          // the planner, the tracker and the checkpoint reader far from overflow.
-         const double C = c.model.n_embd, L = c.model.n_layer;
-         const double p = (double(c.model.vocab_size) + c.model.positions() + L * (12 * C + 13) + 2) * C;
+         if (!has_architecture(c.model.arch)) return "";  // model.arch says so
+         const double p = double(num_params(c.model));  // int64: the key ranges keep it exact
          if (p <= 0x1p50) return "";
          return "the model would have " + number(p) + " parameters, more than 2^50";
        }},

@@ -78,4 +78,9 @@ std::string Gpt2Vocabulary::decode(const std::vector<std::int32_t>& tokens) cons
   return out;
 }
 
+// GPT-2's encoder.json is the one vocabulary format read today.
+std::unique_ptr<Vocabulary> load_vocabulary(const std::string& path) {
+  return std::make_unique<Gpt2Vocabulary>(Gpt2Vocabulary::load(path));
+}
+
 }  // namespace fsdp

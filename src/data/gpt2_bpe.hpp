@@ -7,15 +7,17 @@
 #include <string>
 #include <vector>
 
+#include "data/vocabulary.hpp"
+
 namespace fsdp {
 
-class Gpt2Vocabulary {
+class Gpt2Vocabulary final : public Vocabulary {
  public:
   // Throws DataError naming the file and the entry that is wrong.
   static Gpt2Vocabulary load(const std::string& encoder_json);
   // The bytes the tokens stand for; an id the vocabulary lacks is written as <|id|>.
-  std::string decode(const std::vector<std::int32_t>& tokens) const;
-  std::size_t size() const { return bytes_.size(); }
+  std::string decode(const std::vector<std::int32_t>& tokens) const override;
+  std::size_t size() const override { return bytes_.size(); }
 
  private:
   std::vector<std::string> bytes_;  // by id

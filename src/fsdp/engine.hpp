@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "comm/process_groups.hpp"
-#include "config/run_config.hpp"
 #include "config/run_setup.hpp"
 #include "core/memory.hpp"
 #include "fsdp/gather_pipeline.hpp"
@@ -18,7 +17,7 @@
 #include "fsdp/sharded_state.hpp"
 #include "fsdp/strategy.hpp"
 #include "io/trace.hpp"
-#include "model/gpt2.hpp"
+#include "model/architecture.hpp"
 
 namespace fsdp {
 
@@ -35,10 +34,13 @@ struct StepResult {
 
 class Engine {
  public:
-  // load(j, model): put micro-batch j's tokens into the model (Gpt2::set_batch).
-  using LoadMicroBatch = std::function<void(int j, Gpt2& model)>;
+  // load(j, model): put micro-batch j's tokens into the model (Decoder::set_batch).
+  using LoadMicroBatch = std::function<void(int j, Decoder& model)>;
 
-  Engine(const RunConfig& cfg, comm::ProcessGroups& groups, MemoryTracker& tracker, Trace& trace);
+  // setup: the run as the trainer resolved it for these process groups (hybrid's shard group
+  // included); its model's architecture (model.arch) builds the model.
+  Engine(const RunSetup& setup, comm::ProcessGroups& groups, MemoryTracker& tracker,
+         Trace& trace);
   ~Engine();
 
   // step.cpp
@@ -52,8 +54,8 @@ class Engine {
   void set_prefetch_next_step(bool on) { prefetch_next_step_ = on; }
 
   ShardedState& state() { return *state_; }
-  Gpt2& model() { return *model_; }
-  const RunConfig& config() const { return cfg_; }
+  Decoder& model() { return *model_; }
+  const RunSetup& setup() const { return setup_; }
   // The sharded state's, for the callers that hold an engine.
   Strategy strategy() const { return setup_.strategy; }
   int shard_group_size() const { return state_->shard_group_size(); }
@@ -88,12 +90,13 @@ class Engine {
   double deterministic_norm2();
   double deterministic_loss(const std::vector<double>& local, int n_micro);
 
-  RunConfig cfg_;
   RunSetup setup_;
+  const Architecture& arch_;
+  int head_unit_;  // the unit whose parameters the LM head reads
   comm::ProcessGroups& groups_;
   MemoryTracker& tracker_;
   Trace& trace_;
-  std::unique_ptr<Gpt2> model_;
+  std::unique_ptr<Decoder> model_;
   std::unique_ptr<ShardedState> state_;
   CommTimes comm_times_;
   std::unique_ptr<ParamWidener> widener_;  // fsdp.mixed_precision = bf16

@@ -5,7 +5,7 @@
 // drift apart. For a schedule of stages (the unit each needs) and prefetch depth k: when stage
 // i is needed its own gather is issued if it was not yet, then the gathers of stages up to
 // i + k; past that, more while the gathered units total at most k + 1 largest units (small
-// units such as ln_f would otherwise use up the depth). A unit is freed after its stage unless
+// units such as a final norm would otherwise use up the depth). A unit is freed after its stage unless
 // an already issued later stage needs it.
 #pragma once
 #include <algorithm>

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The step's stages for U units (0 = embedding, 1..U-2 = the blocks' units in forward order,
-// U-1 = ln_f): forward embedding, blocks, ln_f, head; backward head, ln_f, blocks in reverse,
-// embedding. The head is its own stage computed with the embedding unit's parameters (the LM
-// head is tied to wte), so the embedding unit is needed at both ends of each pass. The engine
-// runs these and the planner replays them.
+// The step's stages for U units in forward order and the unit whose parameters the LM head
+// reads (Architecture::head_unit): forward units 0..U-1, then the head (and the loss);
+// backward the head, then units U-1..0. The head is a stage of its own on that unit's
+// parameters: tied to the embedding (GPT-2), that unit is needed at both ends of each pass;
+// untied, it is the last unit (or a tensor of it) and is needed twice in a row. The engine
+// runs these stages and the planner replays them.
 #pragma once
 #include <vector>
 
@@ -11,20 +12,30 @@ namespace fsdp {
 
 struct Stage {
   int unit = 0;
-  bool head = false;  // the tied LM head (and the loss), with unit 0's parameters
+  bool head = false;  // the LM head and the loss, with the head unit's parameters
 };
 
-inline std::vector<Stage> forward_stages(int n_units) {
+inline std::vector<Stage> forward_stages(int n_units, int head_unit) {
   std::vector<Stage> s;
   for (int u = 0; u < n_units; ++u) s.push_back({u, false});
-  s.push_back({0, true});
+  s.push_back({head_unit, true});
   return s;
 }
 
-inline std::vector<Stage> backward_stages(int n_units) {
-  std::vector<Stage> s{{0, true}};
+inline std::vector<Stage> backward_stages(int n_units, int head_unit) {
+  std::vector<Stage> s{{head_unit, true}};
   for (int u = n_units - 1; u >= 0; --u) s.push_back({u, false});
   return s;
+}
+
+// Per backward stage: whether it is its unit's last use in the pass, after which the unit's
+// gradients are complete and can be reduced (the tied head is not the embedding's last use).
+inline std::vector<bool> last_uses(const std::vector<Stage>& backward) {
+  std::vector<bool> last(backward.size(), true);
+  for (std::size_t i = 0; i < backward.size(); ++i)
+    for (std::size_t j = i + 1; j < backward.size(); ++j)
+      if (backward[j].unit == backward[i].unit) last[i] = false;
+  return last;
 }
 
 // The unit each stage needs, in stage order (what the gather window schedules).
@@ -34,9 +45,8 @@ inline std::vector<int> stage_units(const std::vector<Stage>& stages) {
   return u;
 }
 
-inline std::vector<int> forward_schedule(int n_units) { return stage_units(forward_stages(n_units)); }
-inline std::vector<int> backward_schedule(int n_units) {
-  return stage_units(backward_stages(n_units));
+inline std::vector<int> forward_schedule(int n_units, int head_unit) {
+  return stage_units(forward_stages(n_units, head_unit));
 }
 
 }  // namespace fsdp

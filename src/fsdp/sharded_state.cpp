@@ -5,6 +5,7 @@
 
 #include "core/bf16.hpp"
 #include "core/host_copy.hpp"
+#include "model/architecture.hpp"
 
 namespace fsdp {
 ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>& layouts,
@@ -18,6 +19,7 @@ ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>&
   // between them are real all the same, so the path a GPU takes is the path tested here.
   const MemSpace optim_space = setup.offload == Offload::None ? MemSpace::Device : MemSpace::Host;
   const MemSpace param_space = setup.offload == Offload::Params ? MemSpace::Host : MemSpace::Device;
+  const Architecture& arch = architecture_of(setup.model);
   units_.resize(layouts.size());
   for (std::size_t u = 0; u < units_.size(); ++u) {
     ShardedUnit& su = units_[u];
@@ -30,7 +32,7 @@ ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>&
 
     // Every rank initialises the full unit the same way and keeps what it owns.
     std::vector<float> full(su.padded, 0.f);
-    gpt2_init_unit(*su.layout, full.data(), seed, setup.model.n_layer);
+    arch.init_unit(setup.model, *su.layout, full.data(), seed);
     if (shards_params(strategy)) {
       su.params = ShardBuffer(tracker, name + "::param_shard", su.shard, MemCategory::ParamShard,
                               param_space);

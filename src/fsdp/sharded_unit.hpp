@@ -8,7 +8,7 @@
 #include "comm/communicator.hpp"
 #include "core/memory.hpp"
 #include "core/shard_buffer.hpp"
-#include "model/gpt2_layout.hpp"
+#include "model/unit_layout.hpp"
 
 namespace fsdp {
 

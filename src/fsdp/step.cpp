@@ -15,12 +15,14 @@ namespace fsdp {
 
 double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool reduce_last) {
   const int U = int(state_->units().size());
-  std::vector<Stage> stages = forward_stages(U);
+  std::vector<Stage> stages = forward_stages(U, head_unit_);
   const int nf = int(stages.size());
-  for (const Stage& s : backward_stages(U)) stages.push_back(s);
+  const std::vector<Stage> backward = backward_stages(U, head_unit_);
+  const std::vector<bool> last = last_uses(backward);
+  stages.insert(stages.end(), backward.begin(), backward.end());
   const bool keep_fwd = !setup_.reshard_after_forward;
   const bool ddp = setup_.strategy == Strategy::DDP;
-  Gpt2& m = *model_;
+  Decoder& m = *model_;
   double loss = 0.0;
 
   load(j, m);
@@ -46,7 +48,7 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     ExecSpace().fence();
     trace_compute("backward ", s.unit, t0);
     gather_->release(i);
-    if (s.head || !reduce_last) continue;  // the head is not wte's last use in backward
+    if (!last[std::size_t(i - nf)] || !reduce_last) continue;  // not yet complete
     if (ddp) reduce_->all_reduce(s.unit);
     else reduce_->reduce_scatter(s.unit);
   }
@@ -117,7 +119,7 @@ double Engine::optimizer_step(int step, StepResult& r) {
   const double norm2 = setup_.deterministic ? deterministic_norm2() : optimizer_->norm2();
   const int U = int(state_->units().size());
   const std::vector<int> carried =
-      prefetch_next_step_ ? gather_->first_gathers(forward_schedule(U)) : std::vector<int>{};
+      prefetch_next_step_ ? gather_->first_gathers(forward_schedule(U, head_unit_)) : std::vector<int>{};
   // Persistent full gradients (ddp, zero1) are zeroed by the update itself: the padding of the
   // shard is never written, so it stays zero.
   const bool zero_grad = !shards_grads(setup_.strategy) && !setup_.deterministic;
@@ -147,9 +149,9 @@ void Engine::inject_fault(int step) {
 }
 
 std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {
-  const std::vector<Stage> fwd = forward_stages(int(state_->units().size()));
+  const std::vector<Stage> fwd = forward_stages(int(state_->units().size()), head_unit_);
   std::vector<double> losses;
-  Gpt2& m = *model_;
+  Decoder& m = *model_;
   for (int j = 0; j < n_micro; ++j) {
     load(j, m);
     gather_->begin(stage_units(fwd));

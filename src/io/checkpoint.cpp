@@ -14,7 +14,7 @@
 #include "core/check.hpp"
 #include "core/exit_codes.hpp"
 #include "core/faults.hpp"
-#include "io/agree.hpp"
+#include "comm/agree.hpp"
 #include "io/block_hash.hpp"
 #include "io/checkpoint_dir.hpp"
 #include "io/h5_io.hpp"
@@ -104,8 +104,8 @@ struct Checkpointer::Lock {
   ckpt::DirLock lock;
 };
 
-Checkpointer::Checkpointer(MPI_Comm world, const RunConfig& cfg, Use use)
-    : comm_(comm::OwnedComm::dup(world)), cfg_(cfg), dir_(cfg.checkpoint.dir) {
+Checkpointer::Checkpointer(MPI_Comm world, const CheckpointRun& run, Use use)
+    : comm_(comm::OwnedComm::dup(world)), run_(run), dir_(run.checkpoint.dir) {
   FSDP_MPI_CHECK(MPI_Comm_rank(comm_.get(), &rank_));
   FSDP_MPI_CHECK(MPI_Comm_size(comm_.get(), &size_));
   h5::silence_errors();
@@ -117,7 +117,7 @@ Checkpointer::Checkpointer(MPI_Comm world, const RunConfig& cfg, Use use)
   // when stopped by a signal (checkpoint.every = 0) takes it then.
   std::string err = rank_ == 0 ? ckpt::dir_problem(dir_) : std::string();
   err = agree_on_error(comm_.get(), err);
-  if (err.empty() && cfg_.checkpoint.every > 0) err = take_dir();
+  if (err.empty() && run_.checkpoint.every > 0) err = take_dir();
   if (!err.empty()) throw CheckpointWriteError(err);
 }
 
@@ -163,10 +163,10 @@ std::string Checkpointer::in_the_way(const std::string& name) const {
 
 std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
   MPI_Comm comm = comm_.get();
-  h.model = cfg_.model;
-  h.run_config = cfg_.resolved_toml;
+  h.model = run_.model;
+  h.run_config = run_.run_toml;
   h.saved_ranks = size_;
-  h.strategy = cfg_.fsdp.strategy;
+  h.strategy = run_.strategy;
   h.shard_group_size = state.shard_group_size();
   h.checksum_block_elems = kChecksumBlockElems;
   h.run_id = run_id_;
@@ -186,7 +186,7 @@ std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
       err = in_the_way(name);
     }
     if (err.empty() && !faults::skip_space_check())
-      err = ckpt::space_problem(dir_, ckpt::checkpoint_bytes(cfg_.model));
+      err = ckpt::space_problem(dir_, ckpt::checkpoint_bytes(run_.model));
     if (!err.empty()) err = "cannot write checkpoint " + dir_ + "/" + name + ": " + err;
   }
   err = agree_on_error(comm, err);
@@ -206,7 +206,7 @@ std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
       ckpt::sync_path(dir_);
       ckpt::write_latest(dir_, name);
       for (const std::string& victim : ckpt::retention_victims(
-               ckpt::scan_dir(dir_), run_id_, cfg_.checkpoint.keep, {name, resumed_from_})) {
+               ckpt::scan_dir(dir_), run_id_, run_.checkpoint.keep, {name, resumed_from_})) {
         std::error_code ec;
         fs::remove(dir_ + "/" + victim, ec);
       }
@@ -325,7 +325,7 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
     file = h5::File{FSDP_H5_ID(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()))};
     where = "root attributes";
     h = ckpt::read_header(file.get());
-    const std::string mismatch = ckpt::model_mismatch(h.model, cfg_.model);
+    const std::string mismatch = ckpt::model_mismatch(h.model, run_.model);
     if (!mismatch.empty()) throw h5::H5Error("written for a different model: " + mismatch);
     const std::int64_t B = h.checksum_block_elems;
     for (Part p : parts)

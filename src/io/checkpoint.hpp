@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "comm/owned_comm.hpp"
-#include "config/run_config.hpp"
+#include "io/checkpoint_config.hpp"
 #include "io/checkpointed_state.hpp"
 #include "io/checkpoint_format.hpp"
 
@@ -54,12 +54,12 @@ struct CheckpointWriteError : std::runtime_error {
 class Checkpointer {
  public:
   enum class Use { Read, Write };
-  // Collective over world (it duplicates it). cfg supplies checkpoint.dir and .keep, the model
+  // Collective over world (it duplicates it). run supplies checkpoint.dir and .keep, the model
   // and the deck recorded in each file. Use::Write (a training run, which may be asked for a
   // checkpoint by a signal at any step) checks now that checkpoint.dir can be written, and with
   // checkpoint.every > 0 makes it and locks it for this job (else at the first save); all throw
   // CheckpointWriteError on every rank.
-  Checkpointer(MPI_Comm world, const RunConfig& cfg, Use use = Use::Read);
+  Checkpointer(MPI_Comm world, const CheckpointRun& run, Use use = Use::Read);
   ~Checkpointer();
 
   // The run this job continues: a fresh id (rank 0's) until a resume adopts the file's.
@@ -99,7 +99,7 @@ class Checkpointer {
 
   comm::OwnedComm comm_;
   int rank_ = 0, size_ = 1;
-  RunConfig cfg_;
+  CheckpointRun run_;
   std::string dir_;
   std::string run_id_;
   std::string resumed_from_;  // a file name in dir_, protected from retention

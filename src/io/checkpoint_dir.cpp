@@ -17,7 +17,7 @@
 #include "core/memory.hpp"
 #include "io/checkpoint_format.hpp"
 #include "io/h5_io.hpp"
-#include "model/gpt2_layout.hpp"
+#include "model/architecture.hpp"
 
 namespace fsdp::ckpt {
 namespace fs = std::filesystem;
@@ -148,7 +148,7 @@ std::string read_latest(const std::string& dir) {
 
 std::int64_t checkpoint_bytes(const ModelConfig& m) {
   std::int64_t data = 0, datasets = 0;
-  for (const UnitLayout& u : gpt2_units(m))
+  for (const UnitLayout& u : model_units(m))
     for (const TensorSpec& t : u.tensors) {
       data += t.numel;
       ++datasets;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "config/run_config.hpp"
+#include "model/model_config.hpp"
 
 namespace fsdp::ckpt {
 

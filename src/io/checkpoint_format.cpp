@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+
+#include "model/registry.hpp"
 #include <regex>
 
 #include "io/checkpoint_dir.hpp"
@@ -41,6 +43,7 @@ void write_header(hid_t f, const Header& h) {
   write_attr_i64(f, "optimizer_steps", h.optimizer_steps);
   write_attr_i64(f, "lr_schedule_step", h.lr_step);
   write_attr_f64(f, "lr", h.lr);
+  write_attr_str(f, "model_arch", h.model.arch);
   write_attr_i64(f, "model_n_layer", h.model.n_layer);
   write_attr_i64(f, "model_n_head", h.model.n_head);
   write_attr_i64(f, "model_n_embd", h.model.n_embd);
@@ -83,6 +86,14 @@ Header read_header(hid_t f) {
       throw H5Error(std::string(key) + " " + std::to_string(v) + " is not a positive 32-bit count");
     return int(v);
   };
+  // Files written before model.arch existed are GPT-2's.
+  h.model.arch = has_attr(f, "model_arch") ? read_attr_str(f, "model_arch") : kDefaultArch;
+  if (!has_architecture(h.model.arch)) {
+    std::string known;
+    for (const std::string& n : architecture_names()) known += (known.empty() ? "" : ", ") + n;
+    throw H5Error("model_arch '" + h.model.arch.substr(0, 64) +
+                  "' is not an architecture this program has (" + known + ")");
+  }
   h.model.n_layer = dim("model_n_layer");
   h.model.n_head = dim("model_n_head");
   h.model.n_embd = dim("model_n_embd");
@@ -101,8 +112,10 @@ Header read_header(hid_t f) {
   if (hsize_t(h.model.n_layer) > model_group.nlinks)  // every layer has datasets of its own
     throw H5Error("model_n_layer " + std::to_string(h.model.n_layer) + ", but /model holds only " +
                   std::to_string(model_group.nlinks) + " datasets");
+  // A generous bound before any layout is built from these numbers: the embedding tables and
+  // 16C^2 + 16C per layer (GPT-2's block holds 12C^2 + 13C).
   const double C = h.model.n_embd, L = h.model.n_layer;
-  if ((double(h.model.vocab_size) + h.model.n_positions + L * (12 * C + 13) + 2) * C > 0x1p50)
+  if ((double(h.model.vocab_size) + h.model.n_positions + L * (16 * C + 16)) * C > 0x1p50)
     throw H5Error("the stored model has more than 2^50 parameters");
   h.run_config = read_attr_str(f, "run_config");
   h.saved_ranks = read_attr_i64(f, "saved_ranks");
@@ -121,6 +134,8 @@ Header read_header(hid_t f) {
 std::string model_mismatch(const ModelConfig& saved, const ModelConfig& run) {
   // block_size alone may change (a longer context over the same position table); everything
   // that shapes a parameter, and the head count, may not.
+  if (saved.arch != run.arch)
+    return "arch " + saved.arch + " (this run: " + run.arch + ")";
   std::string out;
   auto cmp = [&](const char* key, long long a, long long b) {
     if (a == b) return;

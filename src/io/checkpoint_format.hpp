@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "config/run_config.hpp"
+#include "model/model_config.hpp"
 #include "io/h5_handles.hpp"
 
 namespace fsdp::ckpt {
@@ -41,7 +41,7 @@ struct Header {
   std::int64_t optimizer_steps = 0;  // AdamW's bias-correction count (differs after skipped steps)
   std::int64_t lr_step = 0;          // the LR schedule's position (the next step's index)
   double lr = 0.0;                   // the schedule's learning rate at lr_step
-  ModelConfig model;                 // n_positions is stored resolved (rows of wpe)
+  ModelConfig model;                 // n_positions is stored resolved (the position table's rows)
   std::string run_config;            // the resolved run deck as TOML
   std::int64_t saved_ranks = 0, shard_group_size = 0;
   std::string strategy;

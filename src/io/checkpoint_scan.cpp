@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "core/check.hpp"
-#include "io/agree.hpp"
+#include "comm/agree.hpp"
 #include "io/block_hash.hpp"
-#include "model/gpt2_layout.hpp"
+#include "model/architecture.hpp"
 
 namespace fsdp::ckpt {
 
@@ -18,7 +18,7 @@ Comm::Comm(MPI_Comm c) : comm(c) {
 std::vector<Expected> expected_datasets(const ModelConfig& m) {
   std::vector<Expected> out;
   for (Part p : kParts)
-    for (const UnitLayout& u : gpt2_units(m))
+    for (const UnitLayout& u : model_units(m))
       for (const TensorSpec& t : u.tensors)
         out.push_back({std::string(group_path(p)) + "/" + t.name,
                        std::vector<hsize_t>(t.shape.begin(), t.shape.end())});

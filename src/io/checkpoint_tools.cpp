@@ -11,12 +11,12 @@
 
 #include "core/check.hpp"
 #include "core/memory.hpp"
-#include "io/agree.hpp"
+#include "comm/agree.hpp"
 #include "io/block_hash.hpp"
 #include "io/checkpoint_format.hpp"
 #include "io/checkpoint_scan.hpp"
 #include "io/h5_io.hpp"
-#include "model/gpt2_layout.hpp"
+#include "model/architecture.hpp"
 
 namespace fsdp::ckpt {
 namespace {
@@ -84,17 +84,17 @@ int info(MPI_Comm comm, const std::string& path, bool datasets, bool deck) {
   std::printf("sampler            seed %llu (counter-based: continues at step %lld)\n",
               (unsigned long long)h.sampler_seed, (long long)h.step);
   std::printf(
-      "model              n_layer %d, n_head %d, n_embd %d, vocab_size %d, block_size %d, "
+      "model              %s, n_layer %d, n_head %d, n_embd %d, vocab_size %d, block_size %d, "
       "n_positions %d (%lld parameters)\n",
-      m.n_layer, m.n_head, m.n_embd, m.vocab_size, m.block_size, m.positions(),
-      (long long)gpt2_num_params(m));
+      m.arch.c_str(), m.n_layer, m.n_head, m.n_embd, m.vocab_size, m.block_size, m.positions(),
+      (long long)num_params(m));
   std::printf("saved by           %lld ranks, strategy %s, shard group %lld\n",
               (long long)h.saved_ranks, h.strategy.c_str(), (long long)h.shard_group_size);
   const std::vector<Expected> all = expected_datasets(m);
   const std::size_t per_part = all.size() / 3;
   for (Part p : kParts) {
     std::printf("%-18s %zu datasets, %s\n", group_path(p), per_part,
-                format_bytes(4 * gpt2_num_params(m)).c_str());
+                format_bytes(4 * num_params(m)).c_str());
   }
   if (datasets)
     for (const Expected& e : all)

@@ -12,10 +12,10 @@
 #include "core/bf16.hpp"
 #include "core/check.hpp"
 #include "core/memory.hpp"
-#include "io/agree.hpp"
+#include "comm/agree.hpp"
 #include "io/block_hash.hpp"
 #include "io/checkpoint_scan.hpp"
-#include "model/gpt2_layout.hpp"
+#include "model/architecture.hpp"
 
 namespace fsdp::ckpt {
 namespace fs = std::filesystem;
@@ -47,29 +47,7 @@ void write_small_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 std::string hf_config_json(const ModelConfig& m, DType dtype) {
-  const int special = std::min(50256, m.vocab_size - 1);  // GPT-2's <|endoftext|> when it exists
-  nlohmann::ordered_json j{{"architectures", {"GPT2LMHeadModel"}},
-                           {"model_type", "gpt2"},
-                           {"vocab_size", m.vocab_size},
-                           {"n_positions", m.positions()},
-                           {"n_ctx", m.positions()},
-                           {"n_embd", m.n_embd},
-                           {"n_layer", m.n_layer},
-                           {"n_head", m.n_head},
-                           {"n_inner", nullptr},
-                           {"activation_function", "gelu_new"},
-                           {"resid_pdrop", 0.0},
-                           {"embd_pdrop", 0.0},
-                           {"attn_pdrop", 0.0},
-                           {"layer_norm_epsilon", 1e-5},
-                           {"initializer_range", 0.02},
-                           {"scale_attn_weights", true},
-                           {"use_cache", true},
-                           {"bos_token_id", special},
-                           {"eos_token_id", special},
-                           {"tie_word_embeddings", true},
-                           {"torch_dtype", dtype == DType::F32 ? "float32" : "bfloat16"}};
-  return j.dump(2) + "\n";
+  return architecture_of(m).hf.config_json(m, dtype == DType::F32 ? "float32" : "bfloat16");
 }
 
 int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& dir, DType dtype) {
@@ -87,14 +65,17 @@ int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& d
 
   // The tensors in layout order, and the file's header (the same bytes on every rank).
   std::vector<const TensorSpec*> specs;
-  const std::vector<UnitLayout> units = gpt2_units(m);
+  const Architecture& arch = architecture_of(m);
+  const std::vector<UnitLayout> units = arch.units(m);
   for (const UnitLayout& u : units)
     for (const TensorSpec& t : u.tensors) specs.push_back(&t);
   std::vector<std::string> order;
   std::map<std::string, StoredTensor> tensors;
+  std::map<const TensorSpec*, std::string> hf_name;  // the name in the Hugging Face file
   for (const TensorSpec* t : specs) {
-    order.push_back(t->name);
-    tensors[t->name] = {dtype, t->shape, 0, 0};
+    hf_name[t] = arch.hf.stored_names(t->name).front();
+    order.push_back(hf_name[t]);
+    tensors[hf_name[t]] = {dtype, t->shape, 0, 0};
   }
   const std::string header =
       weights::safetensors_header(order, tensors, {{"format", "pt"}, {"source", "fsdp"}});
@@ -150,7 +131,7 @@ int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& d
       if (damaged.empty()) damaged = checkpoint + ": " + path + ": " + bad;
       continue;
     }
-    const StoredTensor& out = tensors.at(t->name);
+    const StoredTensor& out = tensors.at(hf_name.at(t));
     std::vector<std::uint64_t> table(stored.size(), 0);
     for_my_pieces(c, t->numel, B, [&](h5::FlatRange r) {
       buf.resize(std::size_t(r.size()));
@@ -199,7 +180,7 @@ int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& d
   }
   if (c.rank == 0)
     std::printf("exported %s (step %lld, %lld parameters) to %s as %s, %s\n", checkpoint.c_str(),
-                (long long)o.header.step, (long long)gpt2_num_params(m), dir.c_str(),
+                (long long)o.header.step, (long long)num_params(m), dir.c_str(),
                 weights::dtype_name(dtype), format_bytes(std::int64_t(total)).c_str());
   return 0;
 }

@@ -54,7 +54,12 @@ class LlmcSource : public WeightSource {
     if (C <= 0 || C > (1 << 16)) bad("channels", C);
     if (NH <= 0 || C % NH != 0) bad("num_heads", NH);
     if (Vp < V) bad("padded_vocab_size", Vp);
-    shape_ = {L, NH, C, V, maxT};
+    shape_.arch = "gpt2";
+    shape_.n_layer = L;
+    shape_.n_head = NH;
+    shape_.n_embd = C;
+    shape_.vocab_size = V;
+    shape_.n_positions = maxT;
 
     const std::int64_t c = C, l = L;
     std::int64_t at = 0;

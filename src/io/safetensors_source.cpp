@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Reading GPT-2 weights from a Hugging Face safetensors file (+ config.json when present).
+// Reading weights from a Hugging Face safetensors file (+ config.json when present), in the
+// form of the architecture the file holds (model/architecture.hpp, HfAdapter).
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "io/weight_source.hpp"
 #include "io/weights_error.hpp"
 #include "io/weights_sources.hpp"
+#include "model/architecture.hpp"
 
 namespace fsdp::weights {
 namespace fs = std::filesystem;
@@ -23,20 +25,38 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
   return t + "]";
 }
 
+// The registered architecture whose Hugging Face form the file is: the one config.json's
+// "architectures" names, else the first whose tensors the file has, else the default (whose
+// shape reader then names what is missing).
+const Architecture& architecture_in(const TensorShapes& tensors, const nlohmann::json* config) {
+  if (config && config->contains("architectures") && (*config)["architectures"].is_array())
+    for (const auto& a : (*config)["architectures"])
+      for (const std::string& n : architecture_names())
+        if (a.is_string() && a.get<std::string>() == architecture(n).hf.architectures)
+          return architecture(n);
+  for (const std::string& n : architecture_names())
+    if (architecture(n).hf.recognizes(tensors)) return architecture(n);
+  return architecture(kDefaultArch);
+}
+
 class SafetensorsSource : public WeightSource {
  public:
   SafetensorsSource(const std::string& file, const std::string& config_json)
       : header_(SafetensorsHeader::read(file)), file_(file) {
     path_ = file;
-    const StoredTensor* wte = find("wte.weight");
-    const StoredTensor* wpe = find("wpe.weight");
-    if (!wte || wte->shape.size() != 2) throw WeightsError(file + ": wte.weight: missing or not 2-D");
-    if (!wpe || wpe->shape.size() != 2) throw WeightsError(file + ": wpe.weight: missing or not 2-D");
-    shape_.vocab_size = int(wte->shape[0]);
-    shape_.n_embd = int(wte->shape[1]);
-    shape_.n_positions = int(wpe->shape[0]);
-    while (find("h." + std::to_string(shape_.n_layer) + ".ln_1.weight")) ++shape_.n_layer;
-    if (!config_json.empty()) read_config(config_json);
+    const TensorShapes shapes = [this](const std::string& name) {
+      auto it = header_.tensors.find(name);
+      return it == header_.tensors.end() ? nullptr : &it->second.shape;
+    };
+    nlohmann::json config;
+    if (!config_json.empty()) config = read_config(config_json);
+    const nlohmann::json* c = config_json.empty() ? nullptr : &config;
+    arch_ = &architecture_in(shapes, c);
+    try {
+      shape_ = arch_->hf.read_shape(shapes, file, c, config_json);
+    } catch (const std::invalid_argument& e) {
+      throw WeightsError(e.what());
+    }
   }
 
   void check(const std::vector<UnitLayout>& units) const override {
@@ -59,17 +79,16 @@ class SafetensorsSource : public WeightSource {
   }
 
  private:
-  // Hugging Face writes GPT2LMHeadModel's tensors with or without the "transformer." prefix.
+  // The tensor under any name the architecture's Hugging Face form may store it as.
   const StoredTensor* find(const std::string& name) const {
-    for (const std::string& n : {name, "transformer." + name}) {
+    for (const std::string& n : arch_->hf.stored_names(name)) {
       auto it = header_.tensors.find(n);
       if (it != header_.tensors.end()) return &it->second;
     }
     return nullptr;
   }
 
-  // The GPT2Config fields that change the computation must be the ones this model computes.
-  void read_config(const std::string& path) {
+  static nlohmann::json read_config(const std::string& path) {
     nlohmann::json j;
     try {
       std::ifstream in(path);
@@ -78,43 +97,10 @@ class SafetensorsSource : public WeightSource {
       throw WeightsError(path + ": not valid JSON (" + quote(e.what()) + ")");
     }
     if (!j.is_object()) throw WeightsError(path + ": not a JSON object");
-    auto int_field = [&](const char* key, int tensors_say) {
-      if (!j.contains(key) || j[key].is_null()) return;
-      if (!j[key].is_number_integer())
-        throw WeightsError(path + ": " + key + ": not an integer");
-      const long long v = j[key].get<long long>();
-      if (tensors_say > 0 && v != tensors_say)
-        throw WeightsError(path + ": " + key + ": " + std::to_string(v) + ", but the tensors in " +
-                           path_ + " say " + std::to_string(tensors_say));
-    };
-    int_field("n_layer", shape_.n_layer);
-    int_field("n_embd", shape_.n_embd);
-    int_field("vocab_size", shape_.vocab_size);
-    int_field("n_positions", shape_.n_positions);
-    int_field("n_inner", 4 * shape_.n_embd);
-    if (j.contains("n_head")) {
-      if (!j["n_head"].is_number_integer() || j["n_head"].get<long long>() <= 0 ||
-          j["n_head"].get<long long>() > shape_.n_embd)
-        throw WeightsError(path + ": n_head: not a head count for n_embd " +
-                           std::to_string(shape_.n_embd));
-      shape_.n_head = j["n_head"].get<int>();
-    }
-    if (j.contains("activation_function") && j["activation_function"].is_string()) {
-      const std::string a = j["activation_function"];
-      if (a != "gelu_new" && a != "gelu_pytorch_tanh")
-        throw WeightsError(path + ": activation_function: " + quote(a) +
-                           ", but this model computes GPT-2's tanh GELU (gelu_new)");
-    }
-    if (j.contains("layer_norm_epsilon") && j["layer_norm_epsilon"].is_number()) {
-      const double e = j["layer_norm_epsilon"];
-      if (std::abs(e - 1e-5) > 1e-12)
-        throw WeightsError(path + ": layer_norm_epsilon: " + std::to_string(e) +
-                           ", but this model's LayerNorm uses 1e-5");
-    }
-    if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"] == false)
-      throw WeightsError(path + ": tie_word_embeddings: false, but this model's LM head is wte");
+    return j;
   }
 
+  const Architecture* arch_ = nullptr;
   SafetensorsHeader header_;
   RawFile file_;
 };

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Files of GPT-2 weights that a run can start from (fsdp-train --init-from), read in Hugging
-// Face GPT-2 names and layouts (Conv1D weights input-major) whatever the file's own layout:
-//   a Hugging Face directory (model.safetensors, optional config.json) or a .safetensors file;
-//   an llm.c parameter file (gpt2_124M.bin: 256 int32 header, magic 20240326, version 3 fp32
+// Files of weights that a run can start from (fsdp-train --init-from), read in the model's own
+// tensor names and layouts (model/architecture.hpp) whatever the file's own layout:
+//   a Hugging Face directory (model.safetensors, optional config.json) or a .safetensors file,
+//   in the form of the architecture its tensors (or config.json's "architectures") say;
+//   an llm.c GPT-2 parameter file (llm.c's 124M .bin: 256 int32 header, magic 20240326, version 3 fp32
 //   or 5 bf16, PyTorch Linear layouts, the vocabulary padded to Vp rows).
 // (An fsdp checkpoint's /model group is read by io/checkpoint.hpp, which also verifies it.)
 // A source reads only the byte ranges asked for, so each rank reads its shard and nothing else.
@@ -12,20 +13,17 @@
 #include <string>
 #include <vector>
 
-#include "model/gpt2_layout.hpp"
+#include "model/model_config.hpp"
+#include "model/unit_layout.hpp"
 
 namespace fsdp::weights {
-
-// The model shape a file implies; n_head is 0 when the file does not say.
-struct FileShape {
-  int n_layer = 0, n_head = 0, n_embd = 0, vocab_size = 0, n_positions = 0;
-};
 
 class WeightSource {
  public:
   virtual ~WeightSource() = default;
   const std::string& path() const { return path_; }
-  const FileShape& shape() const { return shape_; }
+  // The model a file implies: its architecture and shape (n_head 0 when the file does not say).
+  const ModelConfig& shape() const { return shape_; }
   // Throws WeightsError naming the tensor if the file lacks one that `units` hold, or holds it
   // in another shape.
   virtual void check(const std::vector<UnitLayout>& units) const = 0;
@@ -35,7 +33,7 @@ class WeightSource {
 
  protected:
   std::string path_;
-  FileShape shape_;
+  ModelConfig shape_;
 };
 
 enum class WeightFormat { Safetensors, Llmc, Checkpoint };

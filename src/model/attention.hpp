@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Causal multi-head self-attention core (between c_attn and c_proj).
+// Causal multi-head self-attention core (between the q, k, v projection and the output projection).
 // B = batch, T = time, C = channels, H = heads, D = C / H head size.
 // qkv [B*T, 3C] holds q | k | v; out [B*T, C]; att [B*H, T, T] keeps the softmax probabilities
 // (row t uses columns 0..t; columns past t up to the end of t's causal block hold 0).

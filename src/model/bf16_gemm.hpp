@@ -45,11 +45,12 @@ class Bf16Gemms {
   // dinp = dout @ w^T; dw += inp^T @ dout.
   void backward(const Mat& dinp, const Mat& dw, const ConstMat& dout, const ConstMat& inp,
                 const ConstBf16Mat& w);
-  // The tied head, wte [V, C]: logits = x @ wte^T, and backward dx = dlogits @ wte,
-  // dwte += dlogits^T @ x, in row chunks whose cast fits the scratch (dlogits is B*T x V).
-  void head_forward(const Mat& logits, const ConstMat& x, const ConstBf16Mat& wte);
-  void head_backward(const Mat& dx, const Mat& dwte, const ConstMat& dlogits, const ConstMat& x,
-                     const ConstBf16Mat& wte);
+  // The LM head, emb [V, C] (the token embedding when tied): logits = x @ emb^T, and backward
+  // dx = dlogits @ emb, demb += dlogits^T @ x, in row chunks whose cast fits the scratch
+  // (dlogits is B*T x V).
+  void head_forward(const Mat& logits, const ConstMat& x, const ConstBf16Mat& emb);
+  void head_backward(const Mat& dx, const Mat& demb, const ConstMat& dlogits, const ConstMat& x,
+                     const ConstBf16Mat& emb);
 
  private:
   ConstBf16Mat cast(const TrackedBuffer& into, const float* rows, std::int64_t n, std::int64_t cols);

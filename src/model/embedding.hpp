@@ -7,22 +7,22 @@
 
 namespace fsdp::kernels {
 
-// x[B*T, C] = wte[tok] + wpe[t]
-inline void embedding_forward(const Mat& x, const ConstTokens& tokens, const ConstMat& wte,
-                              const ConstMat& wpe, int T) {
+// x[B*T, C] = tok_table[tok] + pos_table[t]
+inline void embedding_forward(const Mat& x, const ConstTokens& tokens, const ConstMat& tok_table,
+                              const ConstMat& pos_table, int T) {
   const int BT = x.extent(0), C = x.extent(1);
   Kokkos::parallel_for(
       "embedding::forward", Kokkos::RangePolicy<ExecSpace>(0, BT), KOKKOS_LAMBDA(const int bt) {
         const int tok = tokens(bt), t = bt % T;
-        for (int c = 0; c < C; ++c) x(bt, c) = wte(tok, c) + wpe(t, c);
+        for (int c = 0; c < C; ++c) x(bt, c) = tok_table(tok, c) + pos_table(t, c);
       });
 }
 
 // Channels per thread in the backward: each token's row segment is a contiguous (vector) update.
 constexpr int kEmbeddingChannelBlock = 32;
 
-// dwte[tok] += dx, dwpe[t] += dx
-inline void embedding_backward(const Mat& dwte, const Mat& dwpe, const ConstMat& dx,
+// dtok[tok] += dx, dpos[t] += dx
+inline void embedding_backward(const Mat& dtok, const Mat& dpos, const ConstMat& dx,
                                const ConstTokens& tokens, int T) {
   const int BT = dx.extent(0), C = dx.extent(1);
   constexpr int CB = kEmbeddingChannelBlock;
@@ -32,8 +32,8 @@ inline void embedding_backward(const Mat& dwte, const Mat& dwpe, const ConstMat&
         const int c0 = blk * CB, c1 = c0 + CB < C ? c0 + CB : C;
         for (int bt = 0; bt < BT; ++bt) {
           const int tok = tokens(bt), t = bt % T;
-          for (int c = c0; c < c1; ++c) dwte(tok, c) += dx(bt, c);
-          for (int c = c0; c < c1; ++c) dwpe(t, c) += dx(bt, c);
+          for (int c = c0; c < c1; ++c) dtok(tok, c) += dx(bt, c);
+          for (int c = c0; c < c1; ++c) dpos(t, c) += dx(bt, c);
         }
       });
 }

@@ -7,7 +7,7 @@
 
 namespace fsdp {
 
-bool is_gemm_weight(const TensorSpec& t) { return t.shape.size() == 2 && t.name != "wpe.weight"; }
+bool is_gemm_weight(const TensorSpec& t) { return t.gemm; }
 
 ParamWidener::ParamWidener(MemoryTracker& tracker, const std::vector<UnitLayout>& units) {
   std::int64_t weight = 0, small = 0;

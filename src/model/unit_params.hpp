@@ -4,7 +4,7 @@
 // gathered bf16 unit, or a float buffer rounded through bf16) and the kernels, whose GEMMs are
 // float (Debian's OpenBLAS has no bf16 GEMM), read widened copies: each GEMM weight is widened
 // into one shared slot when a kernel asks for it, and the unit's other tensors (biases,
-// LayerNorms, wpe) once when the unit is bound. So a widened copy never exceeds one weight
+// LayerNorms, position tables) once when the unit is bound. So a widened copy never exceeds one weight
 // matrix plus the small tensors, whatever the prefetch depth.
 #pragma once
 #include <cstdint>
@@ -12,12 +12,11 @@
 
 #include "core/bf16.hpp"
 #include "core/memory.hpp"
-#include "model/gpt2_layout.hpp"
+#include "model/unit_layout.hpp"
 
 namespace fsdp {
 
-// A tensor the kernels use as a GEMM operand (every 2-D weight but the position table, which
-// the embedding reads together with wte).
+// A tensor the kernels use as a GEMM operand (TensorSpec::gemm, as the architecture lists it).
 bool is_gemm_weight(const TensorSpec& t);
 
 // The float scratch that bf16 units are widened into (MemCategory::WidenedParams).

@@ -6,34 +6,19 @@
 #include <stdexcept>
 
 #include "fsdp/canonical_tree.hpp"
+#include "model/architecture.hpp"
 #include "plan/step_replay.hpp"
 
 namespace fsdp::plan {
 
-std::vector<std::int64_t> unit_numels(const ModelShape& s) {
-  const std::int64_t C = s.n_embd, V = s.vocab_size, T = s.positions();
+std::vector<std::int64_t> unit_numels(const ModelConfig& s) {
   std::vector<std::int64_t> u;
-  u.push_back(V * C + T * C);                    // wte, wpe
-  for (int l = 0; l < s.n_layer; ++l) {
-    if (s.sublayer_units) {
-      u.push_back(4 * C * C + 6 * C);            // ln_1, c_attn, c_proj
-      u.push_back(8 * C * C + 7 * C);            // ln_2, c_fc, c_proj
-    } else {
-      u.push_back(12 * C * C + 13 * C);          // ln_1, c_attn, c_proj, ln_2, c_fc, c_proj
-    }
-  }
-  u.push_back(2 * C);                            // ln_f
+  for (const UnitLayout& l : model_units(s)) u.push_back(l.numel);
   return u;
 }
 
-std::int64_t num_params(const ModelShape& s) {
-  std::int64_t n = 0;
-  for (std::int64_t x : unit_numels(s)) n += x;
-  return n;
-}
-
-ModelShape family_shape(int n_layer, const ModelShape& like, double aspect, int head_dim) {
-  ModelShape s = like;
+ModelConfig family_shape(int n_layer, const ModelConfig& like, double aspect, int head_dim) {
+  ModelConfig s = like;
   s.n_layer = std::max(1, n_layer);
   const long k = std::max(1L, std::lround(aspect * s.n_layer / head_dim));
   s.n_embd = int(k * head_dim);
@@ -41,11 +26,11 @@ ModelShape family_shape(int n_layer, const ModelShape& like, double aspect, int 
   return s;
 }
 
-ModelShape shape_for_params(double params, const ModelShape& like, double aspect, int head_dim) {
-  ModelShape best = family_shape(1, like, aspect, head_dim);
+ModelConfig shape_for_params(double params, const ModelConfig& like, double aspect, int head_dim) {
+  ModelConfig best = family_shape(1, like, aspect, head_dim);
   double best_err = std::fabs(double(num_params(best)) - params);
   for (int L = 2; L <= 4096; ++L) {
-    const ModelShape s = family_shape(L, like, aspect, head_dim);
+    const ModelConfig s = family_shape(L, like, aspect, head_dim);
     const double n = double(num_params(s));
     const double err = std::fabs(n - params);
     if (err < best_err) {
@@ -68,24 +53,8 @@ ElementBytes element_bytes(const Setup& s) {
   return b;
 }
 
-std::int64_t activation_elements(const ModelShape& s, int micro_batch, bool checkpointing) {
-  const std::int64_t B = micro_batch, T = s.block_size, C = s.n_embd, H = s.n_head,
-                     V = s.vocab_size, L = s.n_layer;
-  const std::int64_t BT = B * T, BTC = BT * C;
-  // BlockActivations: ln1, atty, res2, ln2 (BTC each), qkv 3BTC, fch and fch_gelu 4BTC each;
-  // ln1/ln2 mean and rstd (BT each); the attention probabilities B*H*T*T, or the fused kernel's
-  // log-sum-exps B*H*T.
-  const std::int64_t att = s.fused_attention ? B * H * T : B * H * T * T;
-  const std::int64_t per_block = 15 * BTC + 4 * BT + att;
-  const std::int64_t blocks = checkpointing ? 1 : L;
-  // lnf BTC, lnf mean/rstd 2BT, logits BTV, losses BT; backward scratch tmp, dres_a, dres_b,
-  // d_ln, d_tmp, d_atty (BTC each), d_qkv 3BTC, d_fch and d_fch_gelu 4BTC each; att_work T*T
-  // (materialised only: the fused kernel's tiles are team scratch).
-  const std::int64_t once =
-      BTC + 3 * BT + BT * V + 6 * BTC + 3 * BTC + 8 * BTC + (s.fused_attention ? 0 : T * T);
-  // Checkpointed sub-layer units keep each block's res2 too: the MLP's recompute starts there.
-  const std::int64_t mid = checkpointing && s.sublayer_units ? L * BTC : 0;
-  return (L + 1) * BTC + blocks * per_block + once + mid;
+std::int64_t activation_elements(const ModelConfig& s, int micro_batch, bool checkpointing) {
+  return architecture_of(s).activation_elements(s, micro_batch, checkpointing);
 }
 
 MemoryPlan plan_memory(const Setup& s) {

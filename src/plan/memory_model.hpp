@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The planner's memory model: what one rank of this trainer allocates, by tracker category and
-// space, for a GPT shape, a strategy, N ranks, prefetch depth, offload, precision, micro-batch
+// space, for a model, a strategy, N ranks, prefetch depth, offload, precision, micro-batch
 // and activation checkpointing. It replays the engine's allocations (plan/step_replay.hpp), so
 // for fp32 without offload it reproduces the MemoryTracker's peaks exactly. Also the closed-form
 // ZeRO model-state formulas (the paper's "mixed precision Adam, K = 12" mode) and the search for
@@ -15,11 +15,12 @@
 #include "core/memory.hpp"
 #include "config/run_setup.hpp"
 #include "fsdp/strategy.hpp"
+#include "model/architecture.hpp"
 
 namespace fsdp::plan {
 
 // The typed setup the trainer runs (config/run_setup.hpp), under the planner's names.
-using fsdp::ModelShape;
+using fsdp::ModelConfig;
 using fsdp::Offload;
 using fsdp::Precision;
 using fsdp::kNormBlock;
@@ -30,19 +31,17 @@ using fsdp::to_string;
 using fsdp::parse_offload;
 using fsdp::parse_precision;
 
-// Parameters per sharding unit, in the engine's order [embedding, h.0 .. h.{L-1}, ln_f]
-// (model/gpt2_layout.cpp): embedding V*C + positions*C, block 12C^2 + 13C, ln_f 2C; with
-// sub-layer units each block is attention 4C^2 + 6C, then MLP 8C^2 + 7C.
-std::vector<std::int64_t> unit_numels(const ModelShape& s);
-std::int64_t num_params(const ModelShape& s);
+// Parameters per sharding unit, in the engine's order, as the model's architecture lists its
+// units (model/architecture.hpp); fsdp::num_params(s) is their sum.
+std::vector<std::int64_t> unit_numels(const ModelConfig& s);
 
 // The GPT family the planner scales along: n_embd = aspect * n_layer, rounded to a multiple of
 // head_dim, n_head = n_embd / head_dim; vocabulary and context are taken from `like`.
 // aspect 128 with head_dim 128 is GPT-3's ratio from 6.7B up (4096/32, 12288/96).
-ModelShape family_shape(int n_layer, const ModelShape& like, double aspect = 128.0,
+ModelConfig family_shape(int n_layer, const ModelConfig& like, double aspect = 128.0,
                         int head_dim = 128);
 // The family member whose parameter count is nearest `params`.
-ModelShape shape_for_params(double params, const ModelShape& like, double aspect = 128.0,
+ModelConfig shape_for_params(double params, const ModelConfig& like, double aspect = 128.0,
                             int head_dim = 128);
 
 // Bytes per element of each kind of buffer. fp32 is replayed exactly as the engine runs it.
@@ -59,12 +58,9 @@ struct ElementBytes {
 };
 ElementBytes element_bytes(const Setup& s);
 
-// Activation elements one rank allocates (Gpt2's constructor, all persistent): the residual
-// stream (L+1)BTC; per block (x L, or x 1 with checkpointing) 15BTC + 4BT + BHT^2 (ln1, qkv,
-// atty, res2, ln2, fch, fch_gelu, two LayerNorms' mean/rstd, the attention matrix); and once
-// 18BTC + 3BT + BTV + T^2 (ln_f with its mean/rstd, logits, losses, the backward scratch, the
-// attention backward's T x T work buffer).
-std::int64_t activation_elements(const ModelShape& s, int micro_batch, bool checkpointing);
+// Activation elements one rank allocates (the model's constructor, all persistent), as the
+// architecture counts them.
+std::int64_t activation_elements(const ModelConfig& s, int micro_batch, bool checkpointing);
 
 struct MemoryPlan {
   std::int64_t params = 0;         // real parameters
@@ -102,10 +98,10 @@ double zero_model_state_bytes(double psi, int n, Strategy s,
 // ---- The largest model that fits ----------------------------------------------------------
 struct LargestModel {
   bool found = false;  // false: not even one layer fits
-  ModelShape shape;
+  ModelConfig shape;
   std::int64_t params = 0;
   MemoryPlan memory;
-  ModelShape next_shape;  // the first family member that does not fit
+  ModelConfig next_shape;  // the first family member that does not fit
   std::int64_t next_device_total = 0;
 };
 // Walks the family (family_shape) up in depth and returns the largest member whose device peak

@@ -97,7 +97,7 @@ nlohmann::json time_json(const TimePlan& t) {
           {"scaling_efficiency", t.scaling_efficiency}};
 }
 
-nlohmann::json shape_json(const ModelShape& s) {
+nlohmann::json shape_json(const ModelConfig& s) {
   return {{"n_layer", s.n_layer},       {"n_head", s.n_head},         {"n_embd", s.n_embd},
           {"vocab_size", s.vocab_size}, {"block_size", s.block_size}, {"n_positions", s.positions()},
           {"params", num_params(s)}};
@@ -279,9 +279,9 @@ void print_tables(const Report& r, const PlanOptions& o) {
   const bool largest = o.largest_model;
   const double aspect = o.aspect;
   const int head_dim = o.head_dim;
-  const ModelShape& m = base.model;
-  std::printf("fsdp-plan: GPT %d layers x %d channels (%d heads), vocab %d, context %d: %s parameters\n",
-              m.n_layer, m.n_embd, m.n_head, m.vocab_size, m.block_size,
+  const ModelConfig& m = base.model;
+  std::printf("fsdp-plan: %s %d layers x %d channels (%d heads), vocab %d, context %d: %s parameters\n",
+              architecture_of(m).family.c_str(), m.n_layer, m.n_embd, m.n_head, m.vocab_size, m.block_size,
               with_commas(num_params(m)).c_str());
   std::printf("  %d rank(s) on %d node(s), machine %s, %s%s, %s units, prefetch %d%s, %d "
               "micro-batch(es) of %d per rank, checkpointing %s, offload %s\n\n",

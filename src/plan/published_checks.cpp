@@ -18,8 +18,8 @@ std::vector<ZeroPaperRow> zero_paper_check() {
   return rows;
 }
 
-ModelShape gpt3_175b_shape() {
-  ModelShape s;
+ModelConfig gpt3_175b_shape() {
+  ModelConfig s;
   s.n_layer = 96;
   s.n_head = 96;
   s.n_embd = 12288;

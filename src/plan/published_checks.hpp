@@ -26,7 +26,7 @@ std::vector<ZeroPaperRow> zero_paper_check();
 // The setup the planner assumes for it: sequence length 2048, vocabulary 50257, bf16
 // parameters and gradient reduction with fp32 master weights and AdamW state, activation
 // checkpointing of every block, prefetch 1, one micro-batch per step, 8 GPUs per node.
-ModelShape gpt3_175b_shape();
+ModelConfig gpt3_175b_shape();
 Setup fsdp_paper_setup(int gpus, int batch_per_gpu);
 std::vector<std::string> fsdp_paper_assumptions();
 struct FsdpPaperRow {

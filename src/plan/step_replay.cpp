@@ -7,7 +7,7 @@
 #include "fsdp/canonical_tree.hpp"
 #include "fsdp/gather_window.hpp"
 #include "fsdp/schedule.hpp"
-#include "model/bf16_gemm.hpp"
+#include "model/architecture.hpp"
 
 #include <algorithm>
 
@@ -37,7 +37,11 @@ class Replay {
         nshard_(s.shard_group()),
         sharded_(shards_params(s.strategy)),
         offload_(s.offload != Offload::None),
-        window_(padded_units(s), s.prefetch) {
+        window_(padded_units(s), s.prefetch),
+        head_unit_(architecture_of(s.model).head_unit(s.model)),
+        flops_(architecture_of(s.model).unit_flops(s.model, s.micro_batch,
+                                                   s.activation_checkpointing)),
+        head_flops_(architecture_of(s.model).head_flops(s.model, s.micro_batch)) {
     const std::vector<std::int64_t> numel = unit_numels(s.model);
     for (std::int64_t n : numel) {
       const std::int64_t padded = s.padded_numel(n);
@@ -105,7 +109,7 @@ class Replay {
     ev_.push_back(e);
   }
 
-  // ---- Gpt2 and Engine constructors ---------------------------------------------------------
+  // ---- The model's and the Engine's constructors ---------------------------------------------------------
   // Offload (Engine::Engine): AdamW's moments live on the host with any offload; with
   // offload = params the parameter shard and the gradient shard do too. Full parameters and
   // full gradients (ddp, zero1, zero2) stay on the device.
@@ -114,11 +118,10 @@ class Replay {
              double(b_.activation) *
                  double(activation_elements(s_.model, s_.micro_batch, s_.activation_checkpointing)),
              -1);
-    // Gpt2::use_bf16_gemms: the two bf16 casts of a GEMM's activation operands.
+    // Decoder::use_bf16_gemms: the two bf16 casts of a GEMM's activation operands.
     if (s_.bf16_gemms) {
-      const double cast = 2.0 * double(kernels::bf16_gemm_scratch_elements(
-                                    std::int64_t(s_.micro_batch) * s_.model.block_size,
-                                    s_.model.n_embd, s_.model.vocab_size));
+      const double cast = 2.0 * double(architecture_of(s_.model).bf16_scratch_elements(
+                                    s_.model, s_.micro_batch));
       allocate(C::Activations, kDev, cast, -1);
       allocate(C::Activations, kDev, cast, -1);
     }
@@ -303,46 +306,34 @@ class Replay {
   double wire_bytes() const { return s_.reduce_bf16 ? 2.0 : double(b_.grad); }
 
   // ---- Engine::micro_batch -----------------------------------------------------------------
-  // Model FLOPs per stage: a unit's GEMMs cost 2 x its parameters per token forward and twice
-  // that backward; attention adds 4TC forward and 8TC backward per block and token. The
-  // embedding's GEMM is the tied LM head (wte); wpe and the lookups are free. Summed over the
-  // stages: 6P + 12LTC per token.
+  // Model FLOPs per stage as the architecture counts them (Architecture::unit_flops).
   void micro_batch(bool reduce_last) {
     const int U = int(numel_.size());
-    const std::vector<int> fwd = forward_schedule(U), bwd = backward_schedule(U);
-    sched_ = fwd;
-    sched_.insert(sched_.end(), bwd.begin(), bwd.end());
+    const std::vector<Stage> fwd = forward_stages(U, head_unit_), bwd = backward_stages(U, head_unit_);
+    const std::vector<bool> last = last_uses(bwd);
+    sched_ = stage_units(fwd);
+    for (int u : stage_units(bwd)) sched_.push_back(u);
     const int nf = int(fwd.size());
     const bool keep_fwd = !s_.reshard_after_forward;
-    const double tok = double(s_.micro_batch) * s_.model.block_size;
-    const double TC = double(s_.model.block_size) * s_.model.n_embd;
-    const int lnf = U - 1;
-    // Sub-layer units alternate attention (odd indices), MLP (even): the MLP has no attention.
-    auto fwd_flops = [&](int u) {
-      if (u == 0) return 0.0;
-      if (u == lnf || (s_.model.sublayer_units && u % 2 == 0)) return 2.0 * double(numel_[u]) * tok;
-      return (2.0 * double(numel_[u]) + 4.0 * TC) * tok;
-    };
-    const double head = 2.0 * double(numel_[0]) * tok;
 
     window_.begin(sched_);
     for (int i = 0; i < nf; ++i) {
       acquire(i);
       carry_ = false;  // only the step's first acquire takes over carried gathers
-      compute(i == nf - 1 ? head : fwd_flops(sched_[i]), 0.0, sched_[i]);
+      const Stage st = fwd[std::size_t(i)];
+      compute(st.head ? head_flops_.forward : flops_[std::size_t(st.unit)].forward, 0.0, st.unit);
       release(i, keep_fwd);
     }
     for (int i = nf; i < int(sched_.size()); ++i) {
       const int u = sched_[i];
+      const int b = i - nf;
+      const Stage st = bwd[std::size_t(b)];
       acquire(i);
       begin_unit_backward(u);
-      const int b = i - nf;
-      if (b == 0) compute(2.0 * head, 0.0, u);
-      else if (u == 0) compute(0.0, 0.0, u);
-      else if (u == lnf) compute(2.0 * fwd_flops(u), 0.0, u);
-      else compute(2.0 * fwd_flops(u), s_.activation_checkpointing ? fwd_flops(u) : 0.0, u);
+      const UnitFlops& f = st.head ? head_flops_ : flops_[std::size_t(u)];
+      compute(f.backward, f.recompute, u);
       release(i);
-      if (b != 0) finish_unit_backward(u, reduce_last);  // the head stage is not wte's last use
+      if (last[std::size_t(b)]) finish_unit_backward(u, reduce_last);
     }
     finish_pipeline();
   }
@@ -350,7 +341,7 @@ class Replay {
   // ---- Engine::train_step -------------------------------------------------------------------
   void train_step() {
     carry_ = sharded_ && k_ > 0 && s_.prefetch_across_steps;
-    if (carry_) carried_ = window_.first_gathers(forward_schedule(int(numel_.size())));
+    if (carry_) carried_ = window_.first_gathers(forward_schedule(int(numel_.size()), head_unit_));
     if (s_.deterministic) {
       tree_reduce_grads();
       // The step loss: every rank's micro-batch losses, one slot each.
@@ -484,6 +475,9 @@ class Replay {
   std::vector<double> upload_;  // offload = params under bf16: the host cast, per unit
   std::vector<int> sched_;
   GatherWindow window_;
+  int head_unit_;                 // the unit whose parameters the LM head reads
+  std::vector<UnitFlops> flops_;  // per unit's stage
+  UnitFlops head_flops_;
   bool carry_ = false;         // the step's first gathers were issued by the last optimizer
   std::vector<int> carried_;  // which units those are
   std::vector<Pending> pending_;

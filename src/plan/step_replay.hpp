@@ -38,7 +38,7 @@ struct StepEvent {
   double carried_lead = -1.0;
 };
 
-// Construction (Gpt2 then Engine) followed by one training step of s.micro_batches()
+// Construction (the model, then the Engine) followed by one training step of s.micro_batches()
 // micro-batches (the tracker's peaks are reached in the first step and repeat in later ones).
 // max_micro_batches > 0 replays at most that many: the first micro-batch reduces straight
 // into the gradient shards, and from the third on each one repeats the previous one's

@@ -182,12 +182,11 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
     }
   }
   r.step_s = t;
-  const double P = double(num_params(s.model));
-  const double L = s.model.n_layer, T = s.model.block_size, Cc = s.model.n_embd;
+  const double T = s.model.block_size;
   r.tokens_per_step = double(s.global_batch()) * T;
   r.tokens_per_s = r.tokens_per_step / r.step_s;
   r.tokens_per_s_per_rank = r.tokens_per_s / s.ranks;
-  r.model_flops_per_token = 6.0 * P + 12.0 * L * T * Cc;
+  r.model_flops_per_token = architecture_of(s.model).flops_per_token(s.model);
   const double tokens_per_rank = r.tokens_per_step / s.ranks;
   r.hardware_flops_per_token = r.model_flops_per_token + recompute_flops / tokens_per_rank;
   r.mfu = r.tokens_per_s * r.model_flops_per_token / (s.ranks * r.peak_flops);
@@ -210,10 +209,10 @@ std::vector<std::string> time_assumptions(const Setup& s, const Machine& m) {
               " per rank (" + (bf16 ? "bf16" : "fp32") + " peak " +
               fmt(m.peak_flops(bf16) / 1e12, "TFLOP/s") + " x GEMM efficiency " +
               fmt(m.gemm_efficiency, "") + ")");
-  a.push_back("model FLOPs per token 6P + 12LTC (T = block_size)" +
-              std::string(s.activation_checkpointing
-                              ? "; checkpointing recomputes each block's forward (2P_block + 4TC)"
-                              : ""));
+  const Architecture& arch = architecture_of(s.model);
+  a.push_back("model FLOPs per token " + arch.flops_formula +
+              (s.activation_checkpointing ? "; checkpointing recomputes " + arch.recompute_formula
+                                          : std::string()));
   const double slice = m.oversubscription(s.ranks_per_node());
   if (slice > 1.0)
     a.push_back(std::to_string(s.ranks_per_node()) + " ranks share " +

@@ -4,7 +4,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "config/load_config.hpp"
-#include "io/agree.hpp"
+#include "comm/agree.hpp"
 #include "io/checkpoint_format.hpp"
 #include "io/h5_io.hpp"
 #include "io/weight_source.hpp"
@@ -13,29 +13,28 @@
 namespace fsdp {
 namespace {
 
-using weights::FileShape;
 using weights::WeightsError;
 using weights::WeightFormat;
 
-FileShape checkpoint_shape(const std::string& path) {
+ModelConfig checkpoint_shape(const std::string& path) {
   h5::silence_errors();
   try {
     if (const std::string why = ckpt::not_hdf5(path); !why.empty()) throw h5::H5Error(why);
     h5::File f{FSDP_H5_ID(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT))};
-    const ModelConfig m = ckpt::read_header(f.get()).model;
-    return {m.n_layer, m.n_head, m.n_embd, m.vocab_size, m.positions()};
+    return ckpt::read_header(f.get()).model;
   } catch (const std::exception& e) {
     throw WeightsError(path + ": " + e.what());
   }
 }
 
-FileShape file_shape(const std::string& path) {
+ModelConfig file_shape(const std::string& path) {
   if (weights::detect_weight_format(path) == WeightFormat::Checkpoint) return checkpoint_shape(path);
   return weights::open_weights(path)->shape();
 }
 
 // Why a file of shape f cannot fill model m, or "".
-std::string shape_mismatch(const FileShape& f, const ModelConfig& m) {
+std::string shape_mismatch(const ModelConfig& f, const ModelConfig& m) {
+  if (f.arch != m.arch) return "arch " + f.arch + " (this run: " + m.arch + ")";
   std::string out;
   auto cmp = [&](const char* key, int file, int model) {
     if (file != model)
@@ -52,9 +51,14 @@ std::string shape_mismatch(const FileShape& f, const ModelConfig& m) {
 }  // namespace
 
 RunConfig with_init_shape(const RunConfig& cfg, const std::string& path) {
-  const FileShape f = file_shape(path);
+  const ModelConfig f = file_shape(path);
   RunConfig out = cfg;
   ModelConfig& m = out.model;
+  if (const auto given = cfg.key_origin.find("model.arch"); given == cfg.key_origin.end())
+    m.arch = f.arch;
+  else if (f.arch != m.arch)
+    throw WeightsError("--init-from " + path + ": model.arch: the file has " + f.arch + ", but " +
+                       given->second + " sets " + m.arch);
   auto take = [&](const char* key, int file_value, int deck_value, int& field) {
     if (file_value <= 0) return;  // the file does not say (n_head without a config.json)
     const auto given = cfg.key_origin.find(std::string("model.") + key);
@@ -96,7 +100,7 @@ void init_weights(const std::string& path, Engine& engine, Checkpointer& checkpo
   std::unique_ptr<weights::WeightSource> src;
   try {
     src = weights::open_weights(path);
-    const std::string mismatch = shape_mismatch(src->shape(), engine.config().model);
+    const std::string mismatch = shape_mismatch(src->shape(), engine.setup().model);
     if (!mismatch.empty()) throw WeightsError(path + ": written for a different model: " + mismatch);
     src->check(engine.model().units());
   } catch (const std::exception& e) {

@@ -50,7 +50,7 @@ std::int32_t pick_token(const std::vector<float>& logits, double temperature, in
 std::vector<std::int32_t> sample(Engine& engine, comm::Communicator& world, std::vector<std::int32_t> tokens,
                                  const SampleOptions& o) {
   const int rank = world.rank();
-  Gpt2& model = engine.model();
+  Decoder& model = engine.model();
   const int T = model.config().block_size, B = model.micro_batch();
   std::vector<std::int32_t> inputs(std::size_t(B) * T, 0), targets(inputs.size(), 0);
   for (int n = 0; n < o.tokens; ++n) {
@@ -58,7 +58,7 @@ std::vector<std::int32_t> sample(Engine& engine, comm::Communicator& world, std:
     // keeps from reaching the position read.
     const int len = int(std::min<std::size_t>(tokens.size(), std::size_t(T)));
     std::copy(tokens.end() - len, tokens.end(), inputs.begin());
-    engine.evaluate(1, [&](int, Gpt2& m) { m.set_batch(inputs.data(), targets.data()); });
+    engine.evaluate(1, [&](int, Decoder& m) { m.set_batch(inputs.data(), targets.data()); });
     std::int32_t next = 0;
     if (rank == 0)
       next = pick_token(model.logits_at(0, len - 1), o.temperature, o.top_k,

@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "comm/agree.hpp"
 #include "comm/safety.hpp"
 #include "core/bf16.hpp"
 #include "comm/training_groups.hpp"
@@ -17,12 +18,12 @@
 #include "core/faults.hpp"
 #include "core/kernel_profile.hpp"
 #include "core/exit_codes.hpp"
-#include "io/agree.hpp"
 #include "io/output_path.hpp"
 #include "model/attention_path.hpp"
 #include "model/flash_attention.hpp"
 #include "model/bf16_gemm.hpp"
 #include "model/gemm.hpp"
+#include "model/gemm_peak.hpp"
 #include "model/gemm_paths.hpp"
 #include "train/init_weights.hpp"
 #include "train/sample.hpp"
@@ -81,38 +82,6 @@ std::unique_ptr<TokenFile> load_everywhere(const std::string& path, const RunCon
 
 }  // namespace
 
-double measure_gemm_flops(bool bf16) {
-  const int n = 1024;
-  FlatView a("peak::a", n * n), b("peak::b", n * n), c("peak::c", n * n);
-  Kokkos::View<std::uint16_t*, DeviceSpace> ha("peak::a_bf16", bf16 ? n * n : 0),
-      hb("peak::b_bf16", bf16 ? n * n : 0);
-  Kokkos::deep_copy(a, 1.f);
-  Kokkos::deep_copy(b, 0.5f);
-  if (bf16) {
-    cast_to_bf16(ConstVec(a.data(), n * n), Bf16Vec(ha.data(), n * n));
-    cast_to_bf16(ConstVec(b.data(), n * n), Bf16Vec(hb.data(), n * n));
-  }
-  const ConstMat A(a.data(), n, n), B(b.data(), n, n);
-  const ConstBf16Mat HA(ha.data(), n, n), HB(hb.data(), n, n);
-  const Mat C(c.data(), n, n);
-  auto run = [&] {
-    if (bf16)
-      kernels::gemm_bf16("N", "N", 1.f, HA, HB, 0.f, C);
-    else
-      kernels::gemm("N", "N", 1.f, A, B, 0.f, C);
-  };
-  run();  // warm-up
-  double best = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
-    ExecSpace().fence();
-    const double t0 = now_s();
-    run();
-    ExecSpace().fence();
-    best = std::min(best, now_s() - t0);
-  }
-  return 2.0 * n * n * n / best;
-}
-
 // Why an output path of this run is unusable, agreed over world ("" when none is).
 std::string output_paths_problem(const RunConfig& cfg, const TrainOptions& o, int rank,
                                  MPI_Comm world) {
@@ -129,12 +98,26 @@ std::string output_paths_problem(const RunConfig& cfg, const TrainOptions& o, in
   return agree_on_error(world, err);
 }
 
+// Construction, step by step: each step below is one named member function.
 Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
     : cfg_(cfg), opts_(std::move(opts)), errors_(comm::OwnedComm::dup(world)),
       tracker_(cfg.memory.device_budget) {
   MPI_Comm_rank(world, &rank_);
   MPI_Comm_size(world, &nranks_);
-  const auto& t = cfg_.train;
+  guard_start_up(world);
+  resolve_setup(world);
+  faults::stall(-1, rank_);  // a rank stuck at start-up (a test hook)
+  load_data(world);
+  std::optional<comm::Watch> startup;  // until the checkpoint directory is ready
+  startup.emplace("start-up: process groups and the sharded model");
+  make_groups(world);
+  build_engine();
+  open_checkpoints(world);
+  open_metrics(world);
+  choose_peak_flops();
+}
+
+void Trainer::guard_start_up(MPI_Comm world) {
   // Start-up's collectives are watched too: a rank that never arrives ends the job.
   if (cfg_.comm.timeout_s > 0) comm::start_watchdog(cfg_.comm.timeout_s);
   // A rank that runs out of memory alone would leave the others in a collective: when not
@@ -146,68 +129,80 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
     throw SetupError(bad, true);
   // OpenBLAS allocates its work buffers at its first call and spins, rather than failing, when
   // that allocation fails: make the first call now, before the model takes the memory.
-  {
-    FlatView a("blas_warmup", 64 * 64);
-    const ConstMat A(a.data(), 8, 8);
-    const Mat C(a.data() + 64, 8, 8);
-    kernels::gemm("N", "N", 1.f, A, A, 0.f, C);
-  }
-  // Every check that involves the number of ranks, the same as the planner's (config/run_setup).
-  RunSetup setup = setup_from_config(cfg_, nranks_, 1);
-  if (setup.strategy == Strategy::Hybrid && setup.shard_group_size <= 0)
-    setup.shard_group_size = comm::ranks_per_node(world);
+  FlatView a("blas_warmup", 64 * 64);
+  const ConstMat A(a.data(), 8, 8);
+  const Mat C(a.data() + 64, 8, 8);
+  kernels::gemm("N", "N", 1.f, A, A, 0.f, C);
+}
+
+void Trainer::resolve_setup(MPI_Comm world) {
+  // The run resolved once, for the trainer, the engine and every check that involves the
+  // number of ranks, the same as the planner's (config/run_setup).
+  setup_ = setup_from_config(cfg_, nranks_, 1);
+  if (setup_.strategy == Strategy::Hybrid && setup_.shard_group_size <= 0)
+    setup_.shard_group_size = comm::ranks_per_node(world);
   try {
-    setup.validate();
+    setup_.validate();
   } catch (const std::invalid_argument& e) {
     throw SetupError(e.what(), true);
   }
-  per_rank_batch_ = t.batch_size / nranks_;
-  n_micro_ = setup.micro_batches();
+  per_rank_batch_ = cfg_.train.batch_size / nranks_;
+  n_micro_ = setup_.micro_batches();
+}
 
-  faults::stall(-1, rank_);  // a rank stuck at start-up (a test hook)
-  {
-    comm::Watch watch("start-up: loading " + cfg_.data.train + " and " + cfg_.data.val +
-                      " on every rank");
-    train_ = load_everywhere(cfg_.data.train, cfg_, world);
-    val_ = load_everywhere(cfg_.data.val, cfg_, world);
-  }
-  train_sampler_ = std::make_unique<Sampler>(*train_, cfg_.model.block_size, t.seed);
-  val_sampler_ = std::make_unique<Sampler>(*val_, cfg_.model.block_size, t.seed);
+void Trainer::load_data(MPI_Comm world) {
+  comm::Watch watch("start-up: loading " + cfg_.data.train + " and " + cfg_.data.val +
+                    " on every rank");
+  train_ = load_everywhere(cfg_.data.train, cfg_, world);
+  val_ = load_everywhere(cfg_.data.val, cfg_, world);
+  train_sampler_ = std::make_unique<Sampler>(*train_, cfg_.model.block_size, cfg_.train.seed);
+  val_sampler_ = std::make_unique<Sampler>(*val_, cfg_.model.block_size, cfg_.train.seed);
+}
 
+void Trainer::make_groups(MPI_Comm world) {
   comm::LinkEmulation link{cfg_.comm.emulate_latency_us, cfg_.comm.emulate_gbps};
   comm::MpiOptions mpi_options;
   mpi_options.progress_thread = cfg_.comm.progress_thread;
-  std::optional<comm::Watch> startup;  // until the checkpoint directory is ready
-  startup.emplace("start-up: process groups and the sharded model");
-  {
-    comm::TrainingGroups made;
-    try {
-      made = comm::make_training_groups(world, setup.shard_group(), cfg_.comm.backend, link,
-                                        mpi_options);
-    } catch (const comm::BackendError& e) {
-      throw SetupError(e.what(), true);
-    }
-    groups_ = std::move(made.groups);
-    if (rank_ == 0 && opts_.log)
-      for (const std::string& path : made.paths) std::printf("fsdp-train: comm %s\n", path.c_str());
+  comm::TrainingGroups made;
+  try {
+    made = comm::make_training_groups(world, setup_.shard_group(), cfg_.comm.backend, link,
+                                      mpi_options);
+  } catch (const comm::BackendError& e) {
+    throw SetupError(e.what(), true);
   }
+  groups_ = std::move(made.groups);
+  if (rank_ == 0 && opts_.log)
+    for (const std::string& path : made.paths) std::printf("fsdp-train: comm %s\n", path.c_str());
   for (comm::Communicator* c : {groups_.world.get(), groups_.shard.get(), groups_.replicate.get()})
     c->set_check_collectives(cfg_.debug.check_collectives);
   if (!opts_.trace_path.empty() || opts_.trace_in_memory) trace_.enable(opts_.trace_path, rank_);
-  engine_ = std::make_unique<Engine>(cfg_, groups_, tracker_, trace_);
+}
+
+void Trainer::build_engine() {
+  engine_ = std::make_unique<Engine>(setup_, groups_, tracker_, trace_);
   if (const ShardVec p0 = engine_->param_shard(0); !p0.in_host_memory())
     faults::touch_device_on_host(p0.device().data());
+  const std::int64_t T = cfg_.model.block_size;
+  inputs_.resize(std::size_t(cfg_.train.micro_batch_size) * T);
+  targets_.resize(inputs_.size());
+  flops_per_token_ = architecture_of(setup_.model).flops_per_token(setup_.model);
+}
+
+void Trainer::open_checkpoints(MPI_Comm world) {
   // A training run may be asked for a checkpoint at any step (a preemption signal), so its
   // directory is made, checked and locked now whatever checkpoint.every is.
   checkpointer_ = std::make_unique<Checkpointer>(
-      world, cfg_, t.steps > 0 ? Checkpointer::Use::Write : Checkpointer::Use::Read);
+      world, checkpoint_run(cfg_), cfg_.train.steps > 0 ? Checkpointer::Use::Write : Checkpointer::Use::Read);
   if (!opts_.resume.empty()) resume();
   if (!opts_.init_from.empty() && !resumed_) {
     init_weights(opts_.init_from, *engine_, *checkpointer_, world);
     if (rank_ == 0 && opts_.log)
       std::printf("fsdp-train: initialised from %s (%lld parameters), fresh optimizer\n",
-                  opts_.init_from.c_str(), (long long)gpt2_num_params(cfg_.model));
+                  opts_.init_from.c_str(), (long long)num_params(cfg_.model));
   }
+}
+
+void Trainer::open_metrics(MPI_Comm world) {
   // Rank 0 writes the metrics; every rank learns if it cannot, so all of them stop together.
   std::string metrics_error;
   if (rank_ == 0 && !opts_.metrics_path.empty()) try {
@@ -217,16 +212,14 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
     }
   metrics_error = agree_on_error(world, metrics_error);
   if (!metrics_error.empty()) throw SetupError(metrics_error, true);
+}
 
-  const std::int64_t T = cfg_.model.block_size;
-  inputs_.resize(std::size_t(t.micro_batch_size) * T);
-  targets_.resize(inputs_.size());
-  const double P = double(gpt2_num_params(cfg_.model));
-  flops_per_token_ = 6.0 * P + 12.0 * cfg_.model.n_layer * T * cfg_.model.n_embd;
+void Trainer::choose_peak_flops() {
+  const auto& t = cfg_.train;
   // MFU's denominator: the deck's figure, else a known GPU's data-sheet peak for the precision
   // the GEMMs run in, else a measured GEMM (a CPU, or a GPU not in the table).
   const DeviceInfo device = this_device();
-  const bool bf16 = engine_->state().setup().bf16_gemms;
+  const bool bf16 = setup_.bf16_gemms;
   const double sheet = device.gpu ? datasheet_peak_tflops(device.name, bf16) : 0.0;
   peak_flops_ = t.peak_tflops > 0 ? t.peak_tflops * 1e12
                 : sheet > 0     ? sheet * 1e12
@@ -264,7 +257,7 @@ double Trainer::evaluate() {
   for (std::int64_t i = rank_; i < S; i += nranks_) mine.push_back(i);
   const std::int64_t per_rank = (S + nranks_ - 1) / nranks_;
   const int n_micro = int((per_rank + B - 1) / B);
-  auto load = [&](int j, Gpt2& m) {
+  auto load = [&](int j, Decoder& m) {
     for (int b = 0; b < B; ++b) {
       const std::size_t k = std::size_t(j) * B + b;
       const std::int64_t w = k < mine.size() ? mine[k] : 0;
@@ -352,7 +345,7 @@ TrainSummary Trainer::run() {
     std::printf("fsdp-train: %lld parameters (%lld padded), %d ranks, strategy %s, shard group %d, "
                 "%zu units (%s), prefetch %d, %d micro-batch(es) of %d per rank, GEMM peak %.1f "
                 "GFLOP/s per rank\n",
-                (long long)gpt2_num_params(cfg_.model), (long long)engine_->padded_params(),
+                (long long)num_params(cfg_.model), (long long)engine_->padded_params(),
                 nranks_, cfg_.fsdp.strategy.c_str(), engine_->shard_group_size(),
                 engine_->units().size(), cfg_.fsdp.unit.c_str(), cfg_.fsdp.prefetch, n_micro_, B,
                 peak_flops_ / 1e9);
@@ -366,7 +359,7 @@ TrainSummary Trainer::run() {
   }
   kernels::gemm_paths::reset();  // the MFU probe's GEMMs are not the model's
   for (int step = start_step_; step < cfg_.train.steps; ++step) {
-    auto load = [&](int j, Gpt2& m) {
+    auto load = [&](int j, Decoder& m) {
       train_sampler_->fill(step, std::int64_t(rank_) * per_rank_batch_ + std::int64_t(j) * B, B,
                            inputs_.data(), targets_.data());
       m.set_batch(inputs_.data(), targets_.data());
@@ -378,7 +371,7 @@ TrainSummary Trainer::run() {
       profile::enable();
       kernels::gemm_paths::reset();
     }
-    engine_->set_prefetch_next_step(cfg_.fsdp.prefetch_across_steps && cfg_.fsdp.prefetch > 0 &&
+    engine_->set_prefetch_next_step(setup_.prefetch_across_steps && setup_.prefetch > 0 &&
                                     step + 1 < cfg_.train.steps);
     const StepResult r = engine_->train_step(step, n_micro_, load);
     const double dt = now_s() - t0;

@@ -80,11 +80,22 @@ class Trainer {
   std::string save_checkpoint();
 
  private:
+  // Construction's steps, in order.
+  void guard_start_up(MPI_Comm world);  // watchdog, failure handler, output paths, BLAS
+  void resolve_setup(MPI_Comm world);   // the one RunSetup of the run
+  void load_data(MPI_Comm world);
+  void make_groups(MPI_Comm world);     // process groups and the trace
+  void build_engine();
+  void open_checkpoints(MPI_Comm world);  // the directory; --resume or --init-from
+  void open_metrics(MPI_Comm world);
+  void choose_peak_flops();             // MFU's denominator and the start-up lines
+
   void log_step(int step, const StepResult& r, double step_s, double tok_s);
   void resume();  // trainer_checkpoint.cpp
   void print_sample(int step);
 
   RunConfig cfg_;
+  RunSetup setup_;  // cfg_ resolved for this run's ranks (the engine's too)
   TrainOptions opts_;
   int rank_ = 0, nranks_ = 1;
   int per_rank_batch_ = 0, n_micro_ = 0;
@@ -105,8 +116,5 @@ class Trainer {
   std::string last_saved_path_;  // the file of step last_saved_ (its name may carry the run id)
   bool resumed_ = false;
 };
-
-// FLOP/s of one rank's float GEMM, measured on a 1024^3 product (MFU's denominator).
-double measure_gemm_flops(bool bf16 = false);
 
 }  // namespace fsdp

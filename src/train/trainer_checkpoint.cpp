@@ -22,7 +22,7 @@ void Trainer::resume() {
       // A failed attempt may have overwritten part of the shards: start from the seed again.
       if (any_failed) {
         engine_.reset();
-        engine_ = std::make_unique<Engine>(cfg_, groups_, tracker_, trace_);
+        engine_ = std::make_unique<Engine>(setup_, groups_, tracker_, trace_);
       }
       if (rank_ == 0 && opts_.log)
         std::printf("fsdp-train: --resume auto: no complete checkpoint in %s, starting fresh\n",
@@ -60,7 +60,7 @@ std::string Trainer::save_checkpoint() {
   last_saved_ = steps_done_;
   last_saved_path_ = path;
   if (rank_ == 0 && opts_.log) {
-    const double bytes = 3.0 * 4.0 * double(gpt2_num_params(cfg_.model));  // params + 2 moments
+    const double bytes = 3.0 * 4.0 * double(num_params(cfg_.model));  // params + 2 moments
     const double s = now_s() - t0;
     std::printf("checkpoint %s: step %d, %s in %.2f s (%.0f MB/s)\n", path.c_str(), steps_done_,
                 format_bytes(std::int64_t(bytes)).c_str(), s, bytes / s / 1e6);

@@ -12,6 +12,7 @@
 
 #include "io/weight_source.hpp"
 #include "io/weights_error.hpp"
+#include "model/architecture.hpp"
 
 namespace {
 
@@ -32,15 +33,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     const auto src = fsdp::weights::open_weights(path);
-    const fsdp::weights::FileShape s = src->shape();
+    const fsdp::ModelConfig& s = src->shape();
     if (s.n_layer <= 0 || s.n_embd <= 0 || s.vocab_size <= 0 || s.n_positions <= 0) return 0;
-    fsdp::ModelConfig m;
-    m.n_layer = s.n_layer;
+    fsdp::ModelConfig m = s;
     m.n_head = 1;
-    m.n_embd = s.n_embd;
-    m.vocab_size = s.vocab_size;
-    m.block_size = m.n_positions = s.n_positions;
-    const std::vector<fsdp::UnitLayout> units = fsdp::gpt2_units(m);
+    m.block_size = s.n_positions;
+    const std::vector<fsdp::UnitLayout> units = fsdp::model_units(m);
     src->check(units);  // from here on every tensor's bytes are inside the file
     std::vector<float> buf;
     for (const fsdp::UnitLayout& u : units)

@@ -12,7 +12,7 @@
 
 #include "damage.hpp"
 #include "engine_fixture.hpp"
-#include "io/agree.hpp"
+#include "comm/agree.hpp"
 #include "io/block_hash.hpp"
 #include "io/checkpoint.hpp"
 #include "io/h5_io.hpp"

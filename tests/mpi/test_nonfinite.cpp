@@ -34,7 +34,7 @@ TEST_CASE("a NaN in one unit's gradient is named and handled per on_nonfinite", 
   const int T = cfg.model.block_size, B = cfg.train.micro_batch_size;
   std::vector<std::int32_t> tok(std::size_t(B) * T);
   for (std::size_t i = 0; i < tok.size(); ++i) tok[i] = std::int32_t((i * 31 + 7) % 256);
-  auto load = [&](int, Gpt2& m) { m.set_batch(tok.data(), tok.data()); };
+  auto load = [&](int, Decoder& m) { m.set_batch(tok.data(), tok.data()); };
   const int n_micro = cfg.train.batch_size / test::world_size() / B;
 
   SECTION("skip_step") {

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "gradcheck_util.hpp"
-#include "model/gpt2.hpp"
+#include "model/gpt2/gpt2.hpp"
 
 using namespace fsdp;
 

@@ -9,8 +9,7 @@
 
 #include <cmath>
 
-#include "model/gpt2.hpp"
-#include "model/gpt2_layout.hpp"
+#include "model/gpt2/gpt2.hpp"
 #include "plan/machine.hpp"
 #include "plan/memory_model.hpp"
 #include "plan/published_checks.hpp"
@@ -22,8 +21,8 @@ using C = MemCategory;
 
 namespace {
 
-ModelShape shape(int L, int H, int Cc, int V, int T, int pos = 0) {
-  ModelShape s;
+ModelConfig shape(int L, int H, int Cc, int V, int T, int pos = 0) {
+  ModelConfig s;
   s.n_layer = L;
   s.n_head = H;
   s.n_embd = Cc;
@@ -33,23 +32,8 @@ ModelShape shape(int L, int H, int Cc, int V, int T, int pos = 0) {
   return s;
 }
 
-UnitCut cut_of(const ModelShape& s) {
-  return s.sublayer_units ? UnitCut::Sublayer : UnitCut::Block;
-}
-
-ModelConfig config_of(const ModelShape& s) {
-  ModelConfig m;
-  m.n_layer = s.n_layer;
-  m.n_head = s.n_head;
-  m.n_embd = s.n_embd;
-  m.vocab_size = s.vocab_size;
-  m.block_size = s.block_size;
-  m.n_positions = s.n_positions;
-  return m;
-}
-
-const ModelShape kGpt2Small = shape(12, 12, 768, 50257, 1024);
-const ModelShape kGpt175B = gpt3_175b_shape();
+const ModelConfig kGpt2Small = shape(12, 12, 768, 50257, 1024);
+const ModelConfig kGpt175B = gpt3_175b_shape();
 
 // A one-node CPU machine: GEMM 100 GFLOP/s, 10 GB/s collectives, memory at mem_bandwidth.
 Machine small_cpu(double mem_bandwidth) {
@@ -60,36 +44,44 @@ Machine small_cpu(double mem_bandwidth) {
 
 }  // namespace
 
-TEST_CASE("planner unit sizes are the model's sharding units", "[plan]") {
-  for (ModelShape s :
+TEST_CASE("planner unit sizes are GPT-2's, in closed form", "[plan]") {
+  // Independent of the layout code: embedding V*C + positions*C, block 12C^2 + 13C (attention
+  // 4C^2 + 6C, then MLP 8C^2 + 7C as sub-layer units), ln_f 2C.
+  for (ModelConfig s :
        {shape(2, 2, 20, 256, 8), kGpt2Small, shape(3, 4, 64, 1000, 32, 128), shape(1, 1, 8, 11, 6)})
     for (bool sub : {false, true}) {
       s.sublayer_units = sub;
-      const auto units = gpt2_units(config_of(s), cut_of(s));
-      const auto numel = unit_numels(s);
-      REQUIRE(numel.size() == units.size());
-      for (std::size_t u = 0; u < units.size(); ++u) {
-        INFO("unit " << units[u].name);
-        REQUIRE(numel[u] == units[u].numel);
+      const std::int64_t C = s.n_embd;
+      std::vector<std::int64_t> want{std::int64_t(s.vocab_size) * C + std::int64_t(s.positions()) * C};
+      for (int l = 0; l < s.n_layer; ++l) {
+        if (sub) {
+          want.push_back(4 * C * C + 6 * C);
+          want.push_back(8 * C * C + 7 * C);
+        } else {
+          want.push_back(12 * C * C + 13 * C);
+        }
       }
-      REQUIRE(num_params(s) == gpt2_num_params(config_of(s)));
+      want.push_back(2 * C);
+      REQUIRE(unit_numels(s) == want);
+      std::int64_t total = 0;
+      for (std::int64_t n : want) total += n;
+      REQUIRE(num_params(s) == total);
     }
   REQUIRE(num_params(kGpt2Small) == 124439808);  // GPT-2 small
 }
 
 TEST_CASE("planned activations are what Gpt2 allocates", "[plan]") {
-  for (ModelShape s : {shape(2, 2, 20, 256, 8), shape(3, 4, 32, 97, 16, 40)})
+  for (ModelConfig s : {shape(2, 2, 20, 256, 8), shape(3, 4, 32, 97, 16, 40)})
     for (int B : {1, 3})
       for (const char* ckpt : {"none", "blocks"})
         for (bool sub : {false, true})
           for (bool fused : {false, true}) {
             s.sublayer_units = sub;
-            s.fused_attention = fused;
+            s.attention = fused ? "fused" : "materialized";
             MemoryTracker tracker;
-            ModelConfig m = config_of(s);
+            ModelConfig m = s;
             m.activation_checkpointing = ckpt;
-            m.attention = fused ? "fused" : "materialized";
-            Gpt2 model(m, B, tracker, cut_of(s));
+            Gpt2 model(m, B, tracker);
             INFO("L=" << s.n_layer << " B=" << B << " ckpt=" << ckpt << " sublayer=" << sub
                       << " fused=" << fused);
             REQUIRE(tracker.current(C::Activations) ==
@@ -158,7 +150,7 @@ TEST_CASE("ZeRO paper: 7.5B parameters on 64 GPUs, mixed-precision Adam", "[plan
   // moments: 4 + 8 = K) on a 7.5B GPT shape keeps the same model states for ddp, zero1 and
   // zero2. Under zero3 it keeps no bf16 copy of the shard (the gather casts the fp32 master),
   // so 14 psi/N instead of the paper's 16 psi/N.
-  const ModelShape m = shape_for_params(psi, kGpt2Small);
+  const ModelConfig m = shape_for_params(psi, kGpt2Small);
   const double p = double(num_params(m));
   REQUIRE(p == Approx(psi).epsilon(0.05));
   Setup s;

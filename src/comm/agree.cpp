@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "io/agree.hpp"
+#include "comm/agree.hpp"
 
 #include <chrono>
 #include <thread>

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-#include "model/gpt2.hpp"
+#include "model/gpt2/gpt2.hpp"
 
 #include <algorithm>
 
 #include "model/attention.hpp"
 #include "model/cross_entropy.hpp"
+#include "model/gpt2/gpt2_arch.hpp"
 #include "model/embedding.hpp"
 #include "model/gelu.hpp"
 #include "model/layernorm.hpp"
@@ -33,9 +34,9 @@ BlockActivations::BlockActivations(MemoryTracker& t, const std::string& tag, int
       fch_gelu(t, tag + "::fch_gelu", std::int64_t(B) * T * 4 * C, MC::Activations) {}
 
 namespace {
-BlockOffsets offsets_of(const std::vector<UnitLayout>& units, UnitCut cut) {
+BlockOffsets offsets_of(const std::vector<UnitLayout>& units, bool sublayer) {
   if (units.size() < 3) return {};  // no block
-  return block_offsets(units[1], units[cut == UnitCut::Sublayer ? 2 : 1]);
+  return block_offsets(units[1], units[sublayer ? 2 : 1]);
 }
 }  // namespace
 
@@ -47,11 +48,10 @@ k::QkvRows<std::uint16_t> packed_qkv16(const TrackedBuffer& qkv, std::int64_t C)
 }
 }  // namespace
 
-Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, UnitCut cut,
-           bool bf16_attention)
+Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, bool bf16_attention)
     : cfg_(cfg),
-      units_(gpt2_units(cfg, cut)),
-      off_(offsets_of(units_, cut)),
+      units_(gpt2_units(cfg)),
+      off_(offsets_of(units_, cfg.sublayer_units)),
       B_(micro_batch),
       T_(cfg.block_size),
       C_(cfg.n_embd),
@@ -73,7 +73,7 @@ Gpt2::Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker, Unit
                                            attention_, qkv_bf16_));
   // Checkpointed sub-layers: the MLP's recompute starts from the attention's output, which is
   // kept per block as the stream between the two units.
-  if (checkpointing_ && cut == UnitCut::Sublayer)
+  if (checkpointing_ && cfg.sublayer_units)
     for (int l = 0; l < cfg.n_layer; ++l)
       mid_.emplace_back(tracker, "h." + std::to_string(l) + "::res2", BTC, MC::Activations);
   lnf_ = TrackedBuffer(tracker, "gpt2::lnf", BTC, MC::Activations);
@@ -194,12 +194,12 @@ void Gpt2::block_forward(int l, const UnitParams& p) {
 void Gpt2::forward_unit(int u, const UnitParams& p) {
   const UnitLayout& unit = units_[std::size_t(u)];
   switch (unit.kind) {
-    case UnitKind::Embedding: return embed_forward(p);
-    case UnitKind::Block: return block_forward(unit.layer, p);
-    case UnitKind::Attn: return attn_compute(unit.layer, p, acts(unit.layer), res2_of(unit.layer));
-    case UnitKind::Mlp:
+    case kGpt2Embedding: return embed_forward(p);
+    case kGpt2Block: return block_forward(unit.layer, p);
+    case kGpt2Attn: return attn_compute(unit.layer, p, acts(unit.layer), res2_of(unit.layer));
+    case kGpt2Mlp:
       return mlp_compute(unit.layer, p, acts(unit.layer), residual_[unit.layer + 1].vec());
-    case UnitKind::LnF: return lnf_forward(p);
+    case kGpt2LnF: return lnf_forward(p);
   }
 }
 
@@ -327,11 +327,11 @@ void Gpt2::attn_backward(int l, const UnitParams& p, Vec g) {
 void Gpt2::backward_unit(int u, const UnitParams& p, Vec g) {
   const UnitLayout& unit = units_[std::size_t(u)];
   switch (unit.kind) {
-    case UnitKind::LnF: return lnf_backward(p, g);
-    case UnitKind::Block: return block_backward(unit.layer, p, g);
-    case UnitKind::Mlp: return mlp_backward(unit.layer, p, g);
-    case UnitKind::Attn: return attn_backward(unit.layer, p, g);
-    case UnitKind::Embedding: return embed_backward(g);
+    case kGpt2LnF: return lnf_backward(p, g);
+    case kGpt2Block: return block_backward(unit.layer, p, g);
+    case kGpt2Mlp: return mlp_backward(unit.layer, p, g);
+    case kGpt2Attn: return attn_backward(unit.layer, p, g);
+    case kGpt2Embedding: return embed_backward(g);
   }
 }
 
@@ -339,6 +339,11 @@ void Gpt2::embed_backward(Vec emb_grad) {
   const int BT = B_ * T_;
   k::embedding_backward(gm(emb_grad, 0, V_, C_), gm(emb_grad, std::int64_t(V_) * C_, T_, C_),
                         ConstMat(dres_out_.data(), BT, C_), inputs_, T_);
+}
+
+std::unique_ptr<Decoder> gpt2::make_model(const ModelConfig& m, const DecoderOptions& o,
+                                          MemoryTracker& tracker) {
+  return std::make_unique<Gpt2>(m, o.micro_batch, tracker, o.bf16_attention);
 }
 
 }  // namespace fsdp

@@ -1,63 +1,25 @@
 // SPDX-License-Identifier: MIT
-#include "model/gpt2_layout.hpp"
+#include "model/gpt2/gpt2_layout.hpp"
 
 #include <cmath>
-#include <stdexcept>
+
+#include "model/counter_init.hpp"
 
 namespace fsdp {
 namespace {
-
-void add(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape) {
-  TensorSpec t;
-  t.name = name;
-  t.shape = std::move(shape);
-  t.numel = 1;
-  for (auto d : t.shape) t.numel *= d;
-  t.offset = u.numel;
-  t.decay = t.shape.size() == 2;
-  u.numel += t.numel;
-  u.tensors.push_back(std::move(t));
-}
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-std::uint64_t hash_name(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
-
-// Standard normal from two counter-based uniforms (Box-Muller).
-float normal_at(std::uint64_t key, std::int64_t i) {
-  const std::uint64_t a = splitmix64(key ^ splitmix64(2 * static_cast<std::uint64_t>(i)));
-  const std::uint64_t b = splitmix64(key ^ splitmix64(2 * static_cast<std::uint64_t>(i) + 1));
-  const double u1 = ((a >> 11) + 1.0) * (1.0 / 9007199254740993.0);  // (0, 1]
-  const double u2 = (b >> 11) * (1.0 / 9007199254740992.0);
-  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
-}
 
 bool ends_with(const std::string& s, const std::string& suf) {
   return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
 }
 
+// Weight decay for the 2-D weights; every 2-D weight but the position table (which the
+// embedding reads together with wte) is a GEMM operand.
+void add(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape) {
+  const bool matrix = shape.size() == 2;
+  add_tensor(u, name, std::move(shape), matrix, matrix && name != "wpe.weight");
+}
+
 }  // namespace
-
-const TensorSpec& UnitLayout::tensor(const std::string& suffix) const {
-  for (const auto& t : tensors)
-    if (ends_with(t.name, suffix)) return t;
-  throw std::out_of_range("unit " + name + " has no tensor " + suffix);
-}
-
-UnitCut unit_cut(const std::string& fsdp_unit) {
-  if (fsdp_unit == "block") return UnitCut::Block;
-  if (fsdp_unit == "sublayer") return UnitCut::Sublayer;
-  throw std::invalid_argument("fsdp.unit: '" + fsdp_unit + "' is not block or sublayer");
-}
 
 BlockOffsets block_offsets(const UnitLayout& a, const UnitLayout& m) {
   return {a.tensor("ln_1.weight").offset,       a.tensor("ln_1.bias").offset,
@@ -68,20 +30,21 @@ BlockOffsets block_offsets(const UnitLayout& a, const UnitLayout& m) {
           m.tensor("mlp.c_proj.weight").offset, m.tensor("mlp.c_proj.bias").offset};
 }
 
-std::vector<UnitLayout> gpt2_units(const ModelConfig& m, UnitCut cut) {
+std::vector<UnitLayout> gpt2_units(const ModelConfig& m) {
   const std::int64_t C = m.n_embd, V = m.vocab_size, T = m.positions();
+  const bool whole = !m.sublayer_units;
   std::vector<UnitLayout> units;
   UnitLayout emb;
   emb.name = "embedding";
-  emb.kind = UnitKind::Embedding;
+  emb.kind = kGpt2Embedding;
   add(emb, "wte.weight", {V, C});
   add(emb, "wpe.weight", {T, C});
   units.push_back(std::move(emb));
   for (int l = 0; l < m.n_layer; ++l) {
     const std::string h = "h." + std::to_string(l), p = h + ".";
     UnitLayout a;
-    a.name = cut == UnitCut::Block ? h : p + "attn";
-    a.kind = cut == UnitCut::Block ? UnitKind::Block : UnitKind::Attn;
+    a.name = whole ? h : p + "attn";
+    a.kind = whole ? kGpt2Block : kGpt2Attn;
     a.layer = l;
     add(a, p + "ln_1.weight", {C});
     add(a, p + "ln_1.bias", {C});
@@ -90,10 +53,10 @@ std::vector<UnitLayout> gpt2_units(const ModelConfig& m, UnitCut cut) {
     add(a, p + "attn.c_proj.weight", {C, C});
     add(a, p + "attn.c_proj.bias", {C});
     UnitLayout mlp;
-    UnitLayout& b = cut == UnitCut::Block ? a : mlp;
-    if (cut == UnitCut::Sublayer) {
+    UnitLayout& b = whole ? a : mlp;
+    if (!whole) {
       mlp.name = p + "mlp";
-      mlp.kind = UnitKind::Mlp;
+      mlp.kind = kGpt2Mlp;
       mlp.layer = l;
     }
     add(b, p + "ln_2.weight", {C});
@@ -103,21 +66,15 @@ std::vector<UnitLayout> gpt2_units(const ModelConfig& m, UnitCut cut) {
     add(b, p + "mlp.c_proj.weight", {4 * C, C});
     add(b, p + "mlp.c_proj.bias", {C});
     units.push_back(std::move(a));
-    if (cut == UnitCut::Sublayer) units.push_back(std::move(mlp));
+    if (!whole) units.push_back(std::move(mlp));
   }
   UnitLayout lnf;
   lnf.name = "ln_f";
-  lnf.kind = UnitKind::LnF;
+  lnf.kind = kGpt2LnF;
   add(lnf, "ln_f.weight", {C});
   add(lnf, "ln_f.bias", {C});
   units.push_back(std::move(lnf));
   return units;
-}
-
-std::int64_t gpt2_num_params(const ModelConfig& m) {
-  std::int64_t n = 0;
-  for (const auto& u : gpt2_units(m)) n += u.numel;
-  return n;
 }
 
 void gpt2_init_unit(const UnitLayout& unit, float* full, std::uint64_t seed, int n_layer) {
@@ -133,7 +90,7 @@ void gpt2_init_unit(const UnitLayout& unit, float* full, std::uint64_t seed, int
       const bool resid = ends_with(t.name, "attn.c_proj.weight") ||
                          ends_with(t.name, "mlp.c_proj.weight");
       const float std = resid ? resid_std : 0.02f;
-      const std::uint64_t key = splitmix64(seed ^ hash_name(t.name));
+      const std::uint64_t key = tensor_stream(seed, t.name);
       for (std::int64_t i = 0; i < t.numel; ++i) p[i] = std * normal_at(key, i);
     }
   }

@@ -6,12 +6,12 @@
 #include <memory>
 #include <vector>
 
-#include "config/run_config.hpp"
 #include "core/memory.hpp"
 #include "model/attention_path.hpp"
 #include "model/bf16_gemm.hpp"
+#include "model/decoder.hpp"
 #include "model/flash_attention.hpp"
-#include "model/gpt2_layout.hpp"
+#include "model/gpt2/gpt2_layout.hpp"
 #include "model/unit_params.hpp"
 
 namespace fsdp {
@@ -26,40 +26,40 @@ struct BlockActivations {
                    AttentionPath path, bool qkv_bf16);
 };
 
-class Gpt2 {
+class Gpt2 final : public Decoder {
  public:
   // bf16_attention (fsdp.mixed_precision = bf16): the fused attention reads q, k and v as bf16,
   // kept as bf16 for backward (half the bytes); the materialised path ignores it.
+  // The units are cut as cfg.sublayer_units says.
   Gpt2(const ModelConfig& cfg, int micro_batch, MemoryTracker& tracker,
-       UnitCut cut = UnitCut::Block, bool bf16_attention = false);
+       bool bf16_attention = false);
 
-  const ModelConfig& config() const { return cfg_; }
+  const ModelConfig& config() const override { return cfg_; }
   AttentionPath attention() const { return attention_; }
   bool bf16_attention() const { return qkv_bf16_; }
-  const std::vector<UnitLayout>& units() const { return units_; }
+  const std::vector<UnitLayout>& units() const override { return units_; }
   int n_layer() const { return cfg_.n_layer; }
-  int micro_batch() const { return B_; }
-  std::int64_t tokens_per_micro_batch() const { return std::int64_t(B_) * T_; }
+  int micro_batch() const override { return B_; }
 
   // inputs and targets: host arrays of B*T tokens each.
-  void set_batch(const std::int32_t* inputs, const std::int32_t* targets);
+  void set_batch(const std::int32_t* inputs, const std::int32_t* targets) override;
 
   // Forward, in unit order. head_forward returns the micro-batch's mean loss.
   void embed_forward(const UnitParams& emb);
   void block_forward(int l, const UnitParams& p);
   void lnf_forward(const UnitParams& p);
-  double head_forward(const UnitParams& emb);
+  double head_forward(const UnitParams& emb) override;
   // Unit u's forward (not the head), whatever kind of unit it is.
-  void forward_unit(int u, const UnitParams& p);
+  void forward_unit(int u, const UnitParams& p) override;
   // Per-sequence mean losses of the last head_forward (evaluation sums these across ranks).
-  const std::vector<double>& sequence_losses() const { return seq_losses_; }
+  const std::vector<double>& sequence_losses() const override { return seq_losses_; }
   // The last head_forward's logits of sequence b at position t (V floats, copied to the host):
   // what sampling draws the next token from.
-  std::vector<float> logits_at(int b, int t) const;
+  std::vector<float> logits_at(int b, int t) const override;
 
   // Backward, in reverse unit order; parameter gradients accumulate (+=) into the unit's grads.
   // dloss is the weight of this micro-batch's mean loss in the step's objective.
-  void head_backward(const UnitParams& emb, Vec emb_grad, float dloss);
+  void head_backward(const UnitParams& emb, Vec emb_grad, float dloss) override;
   void lnf_backward(const UnitParams& p, Vec g);
   void block_backward(int l, const UnitParams& p, Vec g);
   void embed_backward(Vec emb_grad);
@@ -67,12 +67,12 @@ class Gpt2 {
   void mlp_backward(int l, const UnitParams& p, Vec g);
   void attn_backward(int l, const UnitParams& p, Vec g);
   // Unit u's backward (not the head), whatever kind of unit it is.
-  void backward_unit(int u, const UnitParams& p, Vec g);
+  void backward_unit(int u, const UnitParams& p, Vec g) override;
 
   // fsdp.gemm_dtype = bf16: the linear layers and the tied head take bf16 weights and
   // activations (model/bf16_gemm.hpp). Needs units bound as bf16 (UnitParams::from_bf16 or
   // rounded); allocates the casts' scratch.
-  void use_bf16_gemms(MemoryTracker& tracker);
+  void use_bf16_gemms(MemoryTracker& tracker) override;
   bool bf16_gemms() const { return bf16_ != nullptr; }
 
  private:

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+// The checkpoint.* section of the deck (config/ fills it) and what a checkpointer records of
+// the run it saves: io's own structs, so io needs nothing from config/.
+#pragma once
+#include <string>
+
+#include "model/model_config.hpp"
+
+namespace fsdp {
+
+struct CheckpointConfig {
+  std::string dir = "checkpoints";
+  int every = 0;  // steps; 0 = off
+  int keep = 2;
+};
+
+struct CheckpointRun {
+  CheckpointConfig checkpoint;
+  ModelConfig model;     // the deck's model.* (its shape; the run's cut is not stored)
+  std::string run_toml;  // the resolved run deck, recorded in every file
+  std::string strategy;  // fsdp.strategy, recorded for fsdp-ckpt info
+};
+
+}  // namespace fsdp

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// Everything fsdp needs to know about a decoder architecture, in one place (the spirit of
+// torchtitan's ModelSpec): its units and their initialisation, the model itself, which unit
+// the LM head reads, what a micro-batch allocates and computes (the planner's replay and the
+// step log's MFU), and its Hugging Face form. The engine, planner, checkpoints and Hugging
+// Face I/O see an architecture only through this; model/registry.hpp maps model.arch to one.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/memory.hpp"
+#include "model/decoder.hpp"
+#include "model/model_config.hpp"
+#include "model/unit_layout.hpp"
+
+namespace fsdp {
+
+// Model FLOPs of one stage for one micro-batch.
+struct UnitFlops {
+  double forward = 0.0;
+  double backward = 0.0;
+  double recompute = 0.0;  // activation checkpointing's forward again, inside backward
+};
+
+struct DecoderOptions {
+  int micro_batch = 1;
+  // fsdp.mixed_precision = bf16: attention may take bf16 inputs (an architecture may ignore it).
+  bool bf16_attention = false;
+};
+
+// A safetensors file's tensor shapes by name (null: the file has no such tensor).
+using TensorShapes = std::function<const std::vector<std::int64_t>*(const std::string& name)>;
+
+struct HfAdapter {
+  std::string architectures;  // config.json's "architectures", e.g. "GPT2LMHeadModel"
+  // config.json for model m whose tensors are stored as torch_dtype ("float32", "bfloat16").
+  std::function<std::string(const ModelConfig& m, const std::string& torch_dtype)> config_json;
+  // Whether a file's tensors are this architecture's (what --init-from reads it as).
+  std::function<bool(const TensorShapes& tensors)> recognizes;
+  // The shape that the tensors of `file` and, when there is one, its config.json (parsed, read
+  // from config_path) imply (n_head 0 when nothing says). Throws std::invalid_argument with a
+  // one-line reason that names the file and the tensor or key.
+  std::function<ModelConfig(const TensorShapes& tensors, const std::string& file,
+                            const nlohmann::json* config, const std::string& config_path)>
+      read_shape;
+  // The names a checkpoint tensor may have in a Hugging Face file, the one export writes first.
+  std::function<std::vector<std::string>(const std::string& name)> stored_names;
+};
+
+struct Architecture {
+  std::string name;    // model.arch
+  std::string family;  // what the planner's report calls it, e.g. "GPT"
+
+  // The units in forward order, cut as m.sublayer_units says. The tensors, their names and
+  // shapes do not depend on the cut; only the grouping does.
+  std::function<std::vector<UnitLayout>(const ModelConfig& m)> units;
+  // Initialises one unit's full flat buffer (counter-based: model/counter_init.hpp).
+  std::function<void(const ModelConfig& m, const UnitLayout& unit, float* full,
+                     std::uint64_t seed)>
+      init_unit;
+  // The unit whose parameters the LM head reads: a unit's tensor when the head is tied, the
+  // unit that holds the head when it is not.
+  std::function<int(const ModelConfig& m)> head_unit;
+  std::function<std::unique_ptr<Decoder>(const ModelConfig& m, const DecoderOptions& o,
+                                         MemoryTracker& tracker)>
+      build;
+
+  // What build allocates for activations (all persistent), in elements of the activation
+  // dtype, for micro-batch B, with or without activation checkpointing.
+  std::function<std::int64_t(const ModelConfig& m, int B, bool checkpointing)>
+      activation_elements;
+  // Elements of each of the two bf16 casts Decoder::use_bf16_gemms allocates.
+  std::function<std::int64_t(const ModelConfig& m, int B)> bf16_scratch_elements;
+  // Model FLOPs per unit's stage and the head's, for micro-batch B.
+  std::function<std::vector<UnitFlops>(const ModelConfig& m, int B, bool checkpointing)>
+      unit_flops;
+  std::function<UnitFlops(const ModelConfig& m, int B)> head_flops;
+  // Model FLOPs per token of a training step (forward and backward, no recompute): MFU.
+  std::function<double(const ModelConfig& m)> flops_per_token;
+  // The two counts in words, for the planner's list of assumptions.
+  std::string flops_formula, recompute_formula;
+
+  HfAdapter hf;
+};
+
+// Convenience over the registry: model m's architecture, units and parameter count.
+const Architecture& architecture_of(const ModelConfig& m);
+std::vector<UnitLayout> model_units(const ModelConfig& m);
+std::int64_t num_params(const ModelConfig& m);
+
+}  // namespace fsdp

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+// A decoder as the engine runs it: one sharding unit at a time, with parameters the engine
+// gathers and frees. The engine owns the parameters and decides when each unit's full values
+// exist; the model computes with the views it is handed and owns its activations.
+//
+// The step (fsdp/schedule.hpp): forward_unit for units 0..U-1, then the head (the loss) with
+// the parameters of Architecture::head_unit; backward: the head, then backward_unit for
+// U-1..0. Parameter gradients accumulate (+=) into the unit's gradient buffer.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/memory.hpp"
+#include "model/model_config.hpp"
+#include "model/unit_layout.hpp"
+#include "model/unit_params.hpp"
+
+namespace fsdp {
+
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+
+  virtual const ModelConfig& config() const = 0;
+  virtual const std::vector<UnitLayout>& units() const = 0;
+  virtual int micro_batch() const = 0;
+  std::int64_t tokens_per_micro_batch() const {
+    return std::int64_t(micro_batch()) * config().block_size;
+  }
+
+  // inputs and targets: host arrays of micro_batch() * block_size tokens each.
+  virtual void set_batch(const std::int32_t* inputs, const std::int32_t* targets) = 0;
+
+  virtual void forward_unit(int u, const UnitParams& p) = 0;
+  // The LM head and the loss: returns the micro-batch's mean loss. p: the head unit's
+  // parameters (Architecture::head_unit).
+  virtual double head_forward(const UnitParams& p) = 0;
+  // dloss: the weight of this micro-batch's mean loss in the step's objective. grad: the head
+  // unit's gradients.
+  virtual void head_backward(const UnitParams& p, Vec grad, float dloss) = 0;
+  virtual void backward_unit(int u, const UnitParams& p, Vec grad) = 0;
+
+  // Per-sequence mean losses of the last head_forward (evaluation sums these across ranks).
+  virtual const std::vector<double>& sequence_losses() const = 0;
+  // The last head_forward's logits of sequence b at position t (vocab_size floats, on the
+  // host): what sampling draws the next token from.
+  virtual std::vector<float> logits_at(int b, int t) const = 0;
+
+  // fsdp.gemm_dtype = bf16: the GEMMs take bf16 weights and activations. Needs units bound as
+  // bf16 (UnitParams::from_bf16 or rounded); allocates the casts' scratch
+  // (Architecture::bf16_scratch_elements, twice).
+  virtual void use_bf16_gemms(MemoryTracker& tracker) = 0;
+};
+
+}  // namespace fsdp

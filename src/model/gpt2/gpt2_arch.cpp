@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+#include "model/gpt2/gpt2_arch.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "model/attention_path.hpp"
+#include "model/bf16_gemm.hpp"
+#include "model/gpt2/gpt2_layout.hpp"
+
+namespace fsdp::gpt2 {
+namespace {
+
+// Activation elements Gpt2's constructor allocates (all persistent): the residual stream
+// (L+1)BTC; per block (x L, or x 1 with checkpointing) 15BTC + 4BT + BHT^2 (ln1, qkv, atty,
+// res2, ln2, fch, fch_gelu, two LayerNorms' mean/rstd, the attention probabilities; fused
+// attention keeps B*H*T log-sum-exps instead); and once 18BTC + 3BT + BTV + T^2 (ln_f with
+// its mean/rstd, logits, losses, the backward scratch, the materialised attention backward's
+// T x T work buffer).
+std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool checkpointing) {
+  const bool fused = resolve_attention(m.attention, m.block_size) == AttentionPath::Fused;
+  const std::int64_t B = micro_batch, T = m.block_size, C = m.n_embd, H = m.n_head,
+                     V = m.vocab_size, L = m.n_layer;
+  const std::int64_t BT = B * T, BTC = BT * C;
+  // BlockActivations: ln1, atty, res2, ln2 (BTC each), qkv 3BTC, fch and fch_gelu 4BTC each;
+  // ln1/ln2 mean and rstd (BT each); the attention probabilities B*H*T*T, or the fused kernel's
+  // log-sum-exps B*H*T.
+  const std::int64_t att = fused ? B * H * T : B * H * T * T;
+  const std::int64_t per_block = 15 * BTC + 4 * BT + att;
+  const std::int64_t blocks = checkpointing ? 1 : L;
+  // lnf BTC, lnf mean/rstd 2BT, logits BTV, losses BT; backward scratch tmp, dres_a, dres_b,
+  // d_ln, d_tmp, d_atty (BTC each), d_qkv 3BTC, d_fch and d_fch_gelu 4BTC each; att_work T*T
+  // (materialised only: the fused kernel's tiles are team scratch).
+  const std::int64_t once = BTC + 3 * BT + BT * V + 6 * BTC + 3 * BTC + 8 * BTC + (fused ? 0 : T * T);
+  // Checkpointed sub-layer units keep each block's res2 too: the MLP's recompute starts there.
+  const std::int64_t mid = checkpointing && m.sublayer_units ? L * BTC : 0;
+  return (L + 1) * BTC + blocks * per_block + once + mid;
+}
+
+// Model FLOPs: a unit's GEMMs cost 2 x its parameters per token forward and twice that
+// backward; attention adds 4TC forward and 8TC backward per block and token. The embedding's
+// GEMM is the tied LM head (wte, counted with wpe's rows as the head's); the lookups are free.
+// Summed over the stages: 6P + 12LTC per token.
+std::vector<UnitFlops> unit_flops(const ModelConfig& m, int micro_batch, bool checkpointing) {
+  const std::vector<UnitLayout> units = gpt2_units(m);
+  const double tok = double(micro_batch) * m.block_size;
+  const double TC = double(m.block_size) * m.n_embd;
+  std::vector<UnitFlops> f;
+  for (const UnitLayout& u : units) {
+    UnitFlops x;
+    switch (u.kind) {
+      case kGpt2Embedding: break;
+      case kGpt2LnF:
+      case kGpt2Mlp: x.forward = 2.0 * double(u.numel) * tok; break;
+      default: x.forward = (2.0 * double(u.numel) + 4.0 * TC) * tok;
+    }
+    x.backward = 2.0 * x.forward;
+    if (checkpointing && (u.kind == kGpt2Block || u.kind == kGpt2Attn || u.kind == kGpt2Mlp))
+      x.recompute = x.forward;
+    f.push_back(x);
+  }
+  return f;
+}
+
+UnitFlops head_flops(const ModelConfig& m, int micro_batch) {
+  const double tok = double(micro_batch) * m.block_size;
+  const double head = 2.0 * double(gpt2_units(m).front().numel) * tok;
+  return {head, 2.0 * head, 0.0};
+}
+
+double flops_per_token(const ModelConfig& m) {
+  const double P = double(total_numel(gpt2_units(m)));
+  const double L = m.n_layer, T = m.block_size, C = m.n_embd;
+  return 6.0 * P + 12.0 * L * T * C;
+}
+
+std::string hf_config_json(const ModelConfig& m, const std::string& torch_dtype) {
+  const int special = std::min(50256, m.vocab_size - 1);  // GPT-2's <|endoftext|> when it exists
+  nlohmann::ordered_json j{{"architectures", {"GPT2LMHeadModel"}},
+                           {"model_type", "gpt2"},
+                           {"vocab_size", m.vocab_size},
+                           {"n_positions", m.positions()},
+                           {"n_ctx", m.positions()},
+                           {"n_embd", m.n_embd},
+                           {"n_layer", m.n_layer},
+                           {"n_head", m.n_head},
+                           {"n_inner", nullptr},
+                           {"activation_function", "gelu_new"},
+                           {"resid_pdrop", 0.0},
+                           {"embd_pdrop", 0.0},
+                           {"attn_pdrop", 0.0},
+                           {"layer_norm_epsilon", 1e-5},
+                           {"initializer_range", 0.02},
+                           {"scale_attn_weights", true},
+                           {"use_cache", true},
+                           {"bos_token_id", special},
+                           {"eos_token_id", special},
+                           {"tie_word_embeddings", true},
+                           {"torch_dtype", torch_dtype}};
+  return j.dump(2) + "\n";
+}
+
+// Hugging Face writes GPT2LMHeadModel's tensors with or without the "transformer." prefix.
+std::vector<std::string> stored_names(const std::string& name) {
+  return {name, "transformer." + name};
+}
+
+const std::vector<std::int64_t>* find(const TensorShapes& tensors, const std::string& name) {
+  for (const std::string& n : stored_names(name))
+    if (const auto* s = tensors(n)) return s;
+  return nullptr;
+}
+
+// A value quoted from a file, clipped to one short line (a hostile file may hold megabytes).
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 80)) out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  return s.size() > 80 ? out + "..." : out;
+}
+
+// The GPT2Config fields that change the computation must be the ones this model computes.
+void check_config(const nlohmann::json& j, const std::string& path, const std::string& file,
+                  ModelConfig& shape) {
+  auto int_field = [&](const char* key, int tensors_say) {
+    if (!j.contains(key) || j[key].is_null()) return;
+    if (!j[key].is_number_integer()) throw std::invalid_argument(path + ": " + key + ": not an integer");
+    const long long v = j[key].get<long long>();
+    if (tensors_say > 0 && v != tensors_say)
+      throw std::invalid_argument(path + ": " + key + ": " + std::to_string(v) +
+                                  ", but the tensors in " + file + " say " +
+                                  std::to_string(tensors_say));
+  };
+  int_field("n_layer", shape.n_layer);
+  int_field("n_embd", shape.n_embd);
+  int_field("vocab_size", shape.vocab_size);
+  int_field("n_positions", shape.n_positions);
+  int_field("n_inner", 4 * shape.n_embd);
+  if (j.contains("n_head")) {
+    if (!j["n_head"].is_number_integer() || j["n_head"].get<long long>() <= 0 ||
+        j["n_head"].get<long long>() > shape.n_embd)
+      throw std::invalid_argument(path + ": n_head: not a head count for n_embd " +
+                                  std::to_string(shape.n_embd));
+    shape.n_head = j["n_head"].get<int>();
+  }
+  if (j.contains("activation_function") && j["activation_function"].is_string()) {
+    const std::string a = j["activation_function"];
+    if (a != "gelu_new" && a != "gelu_pytorch_tanh")
+      throw std::invalid_argument(path + ": activation_function: " + one_line(a) + ", but this model computes GPT-2's tanh GELU (gelu_new)");
+  }
+  if (j.contains("layer_norm_epsilon") && j["layer_norm_epsilon"].is_number()) {
+    const double e = j["layer_norm_epsilon"];
+    if (std::abs(e - 1e-5) > 1e-12)
+      throw std::invalid_argument(path + ": layer_norm_epsilon: " + std::to_string(e) +
+                                  ", but this model's LayerNorm uses 1e-5");
+  }
+  if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"] == false)
+    throw std::invalid_argument(path + ": tie_word_embeddings: false, but this model's LM head is wte");
+}
+
+ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
+                       const nlohmann::json* config, const std::string& config_path) {
+  const auto* wte = find(tensors, "wte.weight");
+  const auto* wpe = find(tensors, "wpe.weight");
+  if (!wte || wte->size() != 2) throw std::invalid_argument(file + ": wte.weight: missing or not 2-D");
+  if (!wpe || wpe->size() != 2) throw std::invalid_argument(file + ": wpe.weight: missing or not 2-D");
+  ModelConfig s;
+  s.arch = "gpt2";
+  s.n_layer = 0;
+  s.n_head = 0;
+  s.vocab_size = int((*wte)[0]);
+  s.n_embd = int((*wte)[1]);
+  s.n_positions = int((*wpe)[0]);
+  while (find(tensors, "h." + std::to_string(s.n_layer) + ".ln_1.weight")) ++s.n_layer;
+  if (config) check_config(*config, config_path, file, s);
+  return s;
+}
+
+}  // namespace
+
+Architecture architecture() {
+  Architecture a;
+  a.name = "gpt2";
+  a.family = "GPT";
+  a.units = gpt2_units;
+  a.init_unit = [](const ModelConfig& m, const UnitLayout& u, float* full, std::uint64_t seed) {
+    gpt2_init_unit(u, full, seed, m.n_layer);
+  };
+  a.head_unit = [](const ModelConfig&) { return 0; };  // tied: the embedding unit's wte
+  a.build = make_model;
+  a.activation_elements = activation_elements;
+  a.bf16_scratch_elements = [](const ModelConfig& m, int B) {
+    return kernels::bf16_gemm_scratch_elements(std::int64_t(B) * m.block_size, m.n_embd,
+                                               m.vocab_size);
+  };
+  a.unit_flops = unit_flops;
+  a.head_flops = head_flops;
+  a.flops_per_token = flops_per_token;
+  a.flops_formula = "6P + 12LTC (T = block_size)";
+  a.recompute_formula = "each block's forward (2P_block + 4TC)";
+  a.hf.architectures = "GPT2LMHeadModel";
+  a.hf.config_json = hf_config_json;
+  a.hf.recognizes = [](const TensorShapes& t) { return find(t, "wte.weight") != nullptr; };
+  a.hf.read_shape = read_shape;
+  a.hf.stored_names = stored_names;
+  return a;
+}
+
+}  // namespace fsdp::gpt2

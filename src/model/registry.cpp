@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+#include "model/registry.hpp"
+
+#include <map>
+#include <stdexcept>
+
+#include "model/architecture.hpp"
+#include "model/gpt2/gpt2_arch.hpp"
+
+namespace fsdp {
+namespace {
+
+// The built-in architectures, registered on first use (a static library drops registration
+// objects that nothing references, so they are listed here rather than self-registering).
+std::map<std::string, Architecture>& table() {
+  static std::map<std::string, Architecture> t = [] {
+    std::map<std::string, Architecture> m;
+    Architecture g = gpt2::architecture();
+    m.emplace(g.name, std::move(g));
+    return m;
+  }();
+  return t;
+}
+
+}  // namespace
+
+const Architecture& architecture(const std::string& name) {
+  const auto& t = table();
+  const auto it = t.find(name);
+  if (it != t.end()) return it->second;
+  std::string known;
+  for (const auto& [n, a] : t) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("model.arch: '" + name + "' is not an architecture (" + known + ")");
+}
+
+bool has_architecture(const std::string& name) { return table().count(name) > 0; }
+
+void register_architecture(const Architecture& a) { table()[a.name] = a; }
+
+std::vector<std::string> architecture_names() {
+  std::vector<std::string> n;
+  for (const auto& [name, a] : table()) n.push_back(name);
+  return n;
+}
+
+const Architecture& architecture_of(const ModelConfig& m) { return architecture(m.arch); }
+
+std::vector<UnitLayout> model_units(const ModelConfig& m) { return architecture_of(m).units(m); }
+
+std::int64_t num_params(const ModelConfig& m) { return total_numel(model_units(m)); }
+
+}  // namespace fsdp

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+#include "model/unit_layout.hpp"
+
+#include <stdexcept>
+
+namespace fsdp {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+}  // namespace
+
+const TensorSpec& UnitLayout::tensor(const std::string& suffix) const {
+  for (const auto& t : tensors)
+    if (ends_with(t.name, suffix)) return t;
+  throw std::out_of_range("unit " + name + " has no tensor " + suffix);
+}
+
+void add_tensor(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape,
+                bool decay, bool gemm) {
+  TensorSpec t;
+  t.name = name;
+  t.shape = std::move(shape);
+  t.numel = 1;
+  for (auto d : t.shape) t.numel *= d;
+  t.offset = u.numel;
+  t.decay = decay;
+  t.gemm = gemm;
+  u.numel += t.numel;
+  u.tensors.push_back(std::move(t));
+}
+
+UnitCut unit_cut(const std::string& fsdp_unit) {
+  if (fsdp_unit == "block") return UnitCut::Block;
+  if (fsdp_unit == "sublayer") return UnitCut::Sublayer;
+  throw std::invalid_argument("fsdp.unit: '" + fsdp_unit + "' is not block or sublayer");
+}
+
+std::int64_t total_numel(const std::vector<UnitLayout>& units) {
+  std::int64_t n = 0;
+  for (const UnitLayout& u : units) n += u.numel;
+  return n;
+}
+
+}  // namespace fsdp

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// A model's parameters as sharding units: each unit is one flat buffer, its tensors offsets
+// into it. The architecture (model/architecture.hpp) lists them; the engine shards, gathers,
+// checkpoints and exports them by these names and shapes without knowing what they compute.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fsdp {
+
+struct TensorSpec {
+  std::string name;  // the checkpoint's dataset name, e.g. "h.0.mlp.c_proj.weight"
+  std::vector<std::int64_t> shape;
+  std::int64_t offset = 0;  // into the unit's flat buffer
+  std::int64_t numel = 0;
+  bool decay = false;  // AdamW weight decay applies
+  bool gemm = false;   // a GEMM operand: bf16 runs widen or cast it one weight at a time
+};
+
+struct UnitLayout {
+  std::string name;  // e.g. "embedding", "h.3", "h.3.attn"
+  int kind = 0;      // what the unit holds, in the architecture's own terms
+  int layer = -1;    // the block's index, for units inside a block
+  std::vector<TensorSpec> tensors;
+  std::int64_t numel = 0;
+  // By name suffix, e.g. "ln_1.weight"; throws std::out_of_range naming the unit.
+  const TensorSpec& tensor(const std::string& suffix) const;
+};
+
+// Appends a tensor at the end of u's flat buffer.
+void add_tensor(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape,
+                bool decay, bool gemm);
+
+// fsdp.unit: a block is one unit, or two (its attention and its MLP sub-layers).
+enum class UnitCut { Block, Sublayer };
+UnitCut unit_cut(const std::string& fsdp_unit);  // "block" | "sublayer"
+
+std::int64_t total_numel(const std::vector<UnitLayout>& units);
+
+}  // namespace fsdp
