@@ -27,6 +27,7 @@
 #include "io/h5_io.hpp"
 #include "io/weight_source.hpp"
 #include "io/weights_error.hpp"
+#include "model/bf16_gemm.hpp"
 #include "train/init_weights.hpp"
 #include "train/sample.hpp"
 
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
       fsdp::Trace trace;
       fsdp::comm::ProcessGroups groups =
           fsdp::comm::make_process_groups(MPI_COMM_WORLD, nranks > 1 ? nranks : 1);
-      fsdp::RunSetup setup = fsdp::setup_from_config(cfg, nranks, 1);
+      fsdp::RunSetup setup = fsdp::setup_from_config(cfg, nranks, 1, fsdp::kernels::gemm_bf16_computes());
       if (setup.strategy == fsdp::Strategy::Hybrid) setup.shard_group_size = groups.shard->size();
       fsdp::Engine engine(setup, groups, tracker, trace);
       fsdp::Checkpointer checkpointer(MPI_COMM_WORLD, fsdp::checkpoint_run(cfg));

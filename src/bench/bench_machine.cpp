@@ -233,7 +233,7 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
     // kernels took, against the 1024^3 rate. Small GEMMs and the non-GEMM kernels are in it.
     rounds.push_back(deck->seconds(o.iters, c));
     const RunConfig& cfg = deck_cfg;
-    const plan::Setup s = plan::setup_from_config(cfg, 1, 1);
+    const plan::Setup s = plan::setup_from_config(cfg, 1, 1, kernels::gemm_bf16_computes());
     const double tok = double(cfg.train.micro_batch_size) * cfg.model.block_size;
     const Architecture& arch = architecture_of(s.model);
     double flops = arch.flops_per_token(s.model) * tok;

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "model/bf16_gemm.hpp"
 
 namespace fsdp {
 
@@ -126,7 +125,7 @@ void RunSetup::validate() const {
          "are gathered as fp32 and there are no bf16 weights to multiply");
 }
 
-RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes) {
+RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16_gemm_hardware) {
   RunSetup s;
   s.model = cfg.model;
   s.model.sublayer_units = cfg.fsdp.unit == "sublayer";
@@ -145,7 +144,7 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes) {
   // kernels), else fp32 GEMMs on the widened weights: widening per GEMM is slower than fp32.
   const std::string& g = cfg.fsdp.gemm_dtype;
   s.bf16_gemms = s.precision == Precision::BF16 &&
-                 (g == "bf16" || (g == "auto" && kernels::gemm_bf16_computes()));
+                 (g == "bf16" || (g == "auto" && bf16_gemm_hardware));
   s.bf16_gemms_asked = g == "bf16";
   s.activation_checkpointing = cfg.model.activation_checkpointing == "blocks";
   s.accumulate_sharded = cfg.fsdp.accumulate == "sharded";

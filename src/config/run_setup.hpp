@@ -73,7 +73,10 @@ struct RunSetup {
   void validate() const;
 };
 
-// The run deck on `ranks` ranks over `nodes` nodes.
-RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes);
+// The run deck on `ranks` ranks over `nodes` nodes. bf16_gemm_hardware: whether the machine
+// the run is for computes bf16 GEMMs natively (fsdp.gemm_dtype = auto chooses them there);
+// config/ does not probe the hardware itself: the trainer asks its own device
+// (kernels::gemm_bf16_computes), a planner may answer for the machine it plans.
+RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16_gemm_hardware);
 
 }  // namespace fsdp

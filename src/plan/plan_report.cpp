@@ -2,6 +2,7 @@
 #include "plan/plan_report.hpp"
 
 #include "core/check.hpp"
+#include "model/bf16_gemm.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -146,7 +147,7 @@ Report make_report(const RunConfig& cfg, const PlanOptions& o) {
     const int rpn = std::max(1, machine.ranks_per_node);
     nodes = ranks > rpn && ranks % rpn == 0 ? ranks / rpn : 1;
   }
-  Setup base = setup_from_config(cfg, ranks, nodes);
+  Setup base = setup_from_config(cfg, ranks, nodes, kernels::gemm_bf16_computes());
   // fsdp.gemm_dtype = auto follows the machine planned for, not the one planning: a GPU (device
   // memory behind a host link) runs bf16 GEMMs on its tensor cores; a CPU machine as this host.
   if (base.precision == Precision::BF16 && cfg.fsdp.gemm_dtype == "auto" && machine.pcie_bandwidth > 0)

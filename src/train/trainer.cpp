@@ -138,7 +138,7 @@ void Trainer::guard_start_up(MPI_Comm world) {
 void Trainer::resolve_setup(MPI_Comm world) {
   // The run resolved once, for the trainer, the engine and every check that involves the
   // number of ranks, the same as the planner's (config/run_setup).
-  setup_ = setup_from_config(cfg_, nranks_, 1);
+  setup_ = setup_from_config(cfg_, nranks_, 1, kernels::gemm_bf16_computes());
   if (setup_.strategy == Strategy::Hybrid && setup_.shard_group_size <= 0)
     setup_.shard_group_size = comm::ranks_per_node(world);
   try {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "engine_fixture.hpp"
+#include "model/bf16_gemm.hpp"
 #include "plan/memory_model.hpp"
 
 using namespace fsdp;
@@ -99,7 +100,7 @@ void compare(const Case& c, MPI_Comm comm) {
   t.run();
   const MemoryTracker& m = t.tracker();
   // All ranks are on this one node, so hybrid's default shard group is the whole world.
-  const plan::MemoryPlan p = plan::plan_memory(plan::setup_from_config(cfg, ranks, 1));
+  const plan::MemoryPlan p = plan::plan_memory(plan::setup_from_config(cfg, ranks, 1, kernels::gemm_bf16_computes()));
   INFO(describe(c) << " on " << ranks << " rank(s)");
   REQUIRE(p.shard_group == t.engine().shard_group_size());
   REQUIRE(p.padded_params == t.engine().padded_params());
@@ -142,7 +143,7 @@ TEST_CASE("the device budget the planner predicts is the one a run needs", "[pla
   const Case c{"zero3", 1};
   RunConfig cfg = config_for(c, ranks);
   const std::int64_t need =
-      plan::plan_memory(plan::setup_from_config(cfg, ranks, 1)).device_total();
+      plan::plan_memory(plan::setup_from_config(cfg, ranks, 1, kernels::gemm_bf16_computes())).device_total();
   cfg.memory.device_budget = need;
   {
     Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
@@ -175,7 +176,7 @@ TEST_CASE("under bf16 the planner pads as the engine and plans its model state b
       Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
       t.run();
       const MemoryTracker& m = t.tracker();
-      const plan::MemoryPlan p = plan::plan_memory(plan::setup_from_config(cfg, ranks, 1));
+      const plan::MemoryPlan p = plan::plan_memory(plan::setup_from_config(cfg, ranks, 1, kernels::gemm_bf16_computes()));
       INFO(s << " bf16, reduce " << reduce << ", on " << ranks << " rank(s)");
       REQUIRE(p.padded_params == t.engine().padded_params());
       REQUIRE(p.largest_unit == t.engine().largest_unit());

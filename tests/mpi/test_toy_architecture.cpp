@@ -25,6 +25,7 @@
 #include "model/architecture.hpp"
 #include "model/counter_init.hpp"
 #include "model/cross_entropy.hpp"
+#include "model/bf16_gemm.hpp"
 #include "model/gemm.hpp"
 #include "plan/memory_model.hpp"
 
@@ -301,7 +302,7 @@ TEST_CASE("a second architecture trains, checkpoints, resumes and plans through 
       Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
       straight = t.run().losses;
       // The planner, from the architecture's counts, byte for byte against the tracker.
-      const plan::MemoryPlan p = plan::plan_memory(plan::setup_from_config(cfg, N, 1));
+      const plan::MemoryPlan p = plan::plan_memory(plan::setup_from_config(cfg, N, 1, kernels::gemm_bf16_computes()));
       const MemoryTracker& m = t.tracker();
       REQUIRE(p.padded_params == t.engine().padded_params());
       for (int ci = 0; ci < kNumMemCategories; ++ci) {
