@@ -11,7 +11,10 @@ namespace fsdp::comm {
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv) {
-    FSDP_MPI_CHECK(MPI_Init(argc, argv));
+    // MPI_THREAD_MULTIPLE where the library has it: a checkpoint is written by a thread of its
+    // own on a communicator of its own while training goes on (io/async_checkpointer.hpp).
+    int provided = MPI_THREAD_SINGLE;
+    FSDP_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     FSDP_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
     FSDP_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
   }

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -29,11 +30,9 @@ std::string base_name(const char* path) {
   return slash ? slash + 1 : path;
 }
 
-struct WatchdogState {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool started = false;
-  double timeout_s = 0.0;
+// One watched operation per thread at a time (the training thread and a checkpoint writer
+// each have their own); a nested watch saves its thread's enclosing one.
+struct WatchSlot {
   bool active = false;
   std::chrono::steady_clock::time_point since;
   std::string what;
@@ -41,19 +40,28 @@ struct WatchdogState {
   std::uint64_t seq = 0;
 };
 
+struct WatchdogState {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false;
+  double timeout_s = 0.0;
+  std::map<std::thread::id, WatchSlot> slots;
+};
+
+// Never destroyed: the detached watchdog thread may still read it while the process exits.
 WatchdogState& watchdog() {
-  static WatchdogState w;
-  return w;
+  static WatchdogState* w = new WatchdogState;
+  return *w;
 }
 
-[[noreturn]] void watchdog_fire(const WatchdogState& w, double waited) {
+[[noreturn]] void watchdog_fire(const WatchdogState& ws, const WatchSlot& w, double waited) {
   std::string who = w.board ? w.board->missing(w.seq) : "";
   if (who.empty()) who = w.board ? "none (all arrived; the transport is stuck)"
                                  : "unknown (not tracked across nodes or inside file I/O)";
   std::fprintf(stderr,
                "fsdp: watchdog on rank %d (%s): %s has not completed after %.1f s "
                "(comm.timeout_s = %g); ranks that have not arrived: %s\n",
-               world_rank(), host_name().c_str(), w.what.c_str(), waited, w.timeout_s,
+               world_rank(), host_name().c_str(), w.what.c_str(), waited, ws.timeout_s,
                who.c_str());
   std::fflush(stderr);
   std::fflush(stdout);
@@ -65,10 +73,12 @@ void watchdog_loop() {
   std::unique_lock<std::mutex> lock(w.mu);
   for (;;) {
     w.cv.wait_for(lock, std::chrono::milliseconds(100));
-    if (!w.active) continue;
-    const double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - w.since).count();
-    if (waited > w.timeout_s) watchdog_fire(w, waited);
+    for (const auto& [id, slot] : w.slots) {
+      if (!slot.active) continue;
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - slot.since).count();
+      if (waited > w.timeout_s) watchdog_fire(w, slot, waited);
+    }
   }
 }
 
@@ -173,25 +183,27 @@ Watch::Watch(std::string what, const ArrivalBoard* board, std::uint64_t seq) {
   WatchdogState& w = watchdog();
   if (!w.started) return;
   std::lock_guard<std::mutex> lock(w.mu);
-  if (w.active) outer_.reset(new Saved{true, w.since, std::move(w.what), w.board, w.seq});
-  w.active = true;
-  w.since = std::chrono::steady_clock::now();
-  w.what = std::move(what);
-  w.board = board;
-  w.seq = seq;
+  WatchSlot& s = w.slots[std::this_thread::get_id()];
+  if (s.active) outer_.reset(new Saved{true, s.since, std::move(s.what), s.board, s.seq});
+  s.active = true;
+  s.since = std::chrono::steady_clock::now();
+  s.what = std::move(what);
+  s.board = board;
+  s.seq = seq;
 }
 
 Watch::~Watch() {
   WatchdogState& w = watchdog();
   if (!w.started) return;
   std::lock_guard<std::mutex> lock(w.mu);
-  w.active = false;
+  WatchSlot& s = w.slots[std::this_thread::get_id()];
+  s.active = false;
   if (!outer_) return;
-  w.active = true;
-  w.since = outer_->since;
-  w.what = std::move(outer_->what);
-  w.board = outer_->board;
-  w.seq = outer_->seq;
+  s.active = true;
+  s.since = outer_->since;
+  s.what = std::move(outer_->what);
+  s.board = outer_->board;
+  s.seq = outer_->seq;
 }
 
 }  // namespace fsdp::comm

@@ -151,6 +151,7 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   s.micro_batch = cfg.train.micro_batch_size;
   s.batch_size = cfg.train.batch_size;
   s.deterministic = cfg.train.deterministic;
+  s.checkpoint_staging = cfg.checkpoint.async && cfg.checkpoint.every > 0;
   return s;
 }
 

@@ -54,6 +54,9 @@ struct RunSetup {
   int micro_batch = 1;              // sequences per forward+backward on one rank
   int batch_size = 0;               // global sequences per step; 0 = one micro-batch per rank
   bool deterministic = false;       // train.deterministic: canonical tree sums (fp32 only)
+  // checkpoint.every > 0 with checkpoint.async: each rank that writes its shard keeps a host
+  // copy of it (parameters and both moments) for the background writer.
+  bool checkpoint_staging = false;
 
   int ranks_per_node() const { return ranks / nodes; }
   int shard_group() const;      // ddp 1, zero1/2/3 all ranks, hybrid the configured size

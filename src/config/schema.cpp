@@ -191,6 +191,9 @@ std::vector<KeySpec> build_schema() {
             "save every this many steps; 0 = off"),
       entry("checkpoint", "keep", &R::checkpoint, &K::keep, at_least(1),
             "newest checkpoints kept on disk"),
+      entry("checkpoint", "async", &R::checkpoint, &K::async, any(),
+            "periodic saves copy the shards and write the file in the background (the same "
+            "file); false: training waits for each write"),
 
       entry("debug", "check_collectives", &R::debug, &DebugConfig::check_collectives, any(),
             "cross-check collective sizes across ranks (slow)"),

@@ -30,6 +30,8 @@ const char* to_string(MemCategory c) {
       return "comm_buffers";
     case MemCategory::WidenedParams:
       return "widened_params";
+    case MemCategory::CheckpointStaging:
+      return "checkpoint_staging";
   }
   return "?";
 }

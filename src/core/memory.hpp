@@ -16,6 +16,8 @@
 namespace fsdp {
 
 // WidenedParams: the float copies that bf16 parameters are widened into for float kernels.
+// CheckpointStaging: host copies of this rank's shards that an asynchronous checkpoint writes
+// while training goes on (io/async_checkpointer.hpp); host memory only.
 enum class MemCategory {
   ParamShard,
   GatheredParams,
@@ -23,10 +25,11 @@ enum class MemCategory {
   OptimizerState,
   Activations,
   CommBuffers,
-  WidenedParams
+  WidenedParams,
+  CheckpointStaging
 };
 enum class MemSpace { Device, Host };
-constexpr int kNumMemCategories = 7;
+constexpr int kNumMemCategories = 8;
 const char* to_string(MemCategory c);
 const char* to_string(MemSpace s);
 

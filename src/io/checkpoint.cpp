@@ -236,16 +236,18 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
   {
     comm::Watch watch("checkpoint " + tmp + ": creating it" + stall_hint);
     const h5::Plist fapl = ckpt::file_access(comm);
-    file = h5::File{FSDP_H5_ID(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()))};
+    const h5::Plist fcpl = ckpt::file_creation();
+    file = h5::File{FSDP_H5_ID(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()))};
     fatal_context.set("writing checkpoint " + tmp + ": root attributes");
     ckpt::write_header(file.get(), h);
   }
   const h5::Plist dcpl = ckpt::dataset_creation(), dxpl = ckpt::collective_transfer();
+  const h5::Plist gcpl = ckpt::group_creation();
   h5::Group optim{
-      FSDP_H5_ID(H5Gcreate2(file.get(), "/optim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT))};
+      FSDP_H5_ID(H5Gcreate2(file.get(), "/optim", H5P_DEFAULT, gcpl.get(), H5P_DEFAULT))};
   for (Part p : ckpt::kParts) {
     h5::Group g{FSDP_H5_ID(
-        H5Gcreate2(file.get(), ckpt::group_path(p), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT))};
+        H5Gcreate2(file.get(), ckpt::group_path(p), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT))};
     for (const UnitShard& su : shards) {
       // A host copy of the shard, wherever it lives (the device, or offloaded host memory).
       const std::vector<float> host = part_shard(su, p).values();

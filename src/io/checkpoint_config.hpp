@@ -12,6 +12,9 @@ struct CheckpointConfig {
   std::string dir = "checkpoints";
   int every = 0;  // steps; 0 = off
   int keep = 2;
+  // Periodic saves copy the state and write the file in the background
+  // (io/async_checkpointer.hpp); the same file as a synchronous save.
+  bool async = true;
 };
 
 struct CheckpointRun {

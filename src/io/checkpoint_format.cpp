@@ -182,6 +182,18 @@ h5::Plist collective_transfer() {
   return p;
 }
 
+h5::Plist file_creation() {
+  h5::Plist p{FSDP_H5_ID(H5Pcreate(H5P_FILE_CREATE))};
+  FSDP_H5_CHECK(H5Pset_obj_track_times(p.get(), false));  // the root group's, as the datasets'
+  return p;
+}
+
+h5::Plist group_creation() {
+  h5::Plist p{FSDP_H5_ID(H5Pcreate(H5P_GROUP_CREATE))};
+  FSDP_H5_CHECK(H5Pset_obj_track_times(p.get(), false));
+  return p;
+}
+
 h5::Plist dataset_creation() {
   h5::Plist p{FSDP_H5_ID(H5Pcreate(H5P_DATASET_CREATE))};
   FSDP_H5_CHECK(H5Pset_layout(p.get(), H5D_CONTIGUOUS));

@@ -64,6 +64,10 @@ std::string not_hdf5(const std::string& path);
 h5::Plist file_access(MPI_Comm comm);
 h5::Plist collective_transfer();
 // Contiguous float32 storage, allocated at creation, never pre-filled, no timestamps.
+// Creation lists without object times, for the file's root group and its groups: the same
+// state gives the same bytes whenever it is written (a background save is the synchronous file).
+h5::Plist file_creation();
+h5::Plist group_creation();
 h5::Plist dataset_creation();
 
 std::string file_name(std::int64_t step);  // "step_000010.h5"

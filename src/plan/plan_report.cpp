@@ -298,6 +298,7 @@ void print_tables(const Report& r, const PlanOptions& o) {
   std::printf("\n");
   for (int ci = 0; ci < kNumMemCategories; ++ci) {
     const MemCategory cat = MemCategory(ci);
+    if (cat == MemCategory::CheckpointStaging) continue;  // host memory only
     row(std::string("  ") + to_string(cat), cols,
         [&](const Column& c) { return format_bytes(c.mem.device(cat)); });
   }

@@ -148,6 +148,13 @@ class Replay {
       // AdamW's exp_avg and exp_avg_sq over the shard.
       allocate(C::OptimizerState, optim_space, b_.optimizer * S, ui);
     }
+    // AsyncCheckpointer's staging (io/checkpoint_staging.hpp): the writer rank's shards of the
+    // parameters and both moments in host memory, from the first save on.
+    if (s_.checkpoint_staging) {
+      double elems = 0.0;
+      for (std::int64_t n : shard_) elems += double(n);
+      allocate(C::CheckpointStaging, kHost, 3 * 4 * elems, -1);
+    }
     // ShardedOptimizer: offload = optimizer stages fp32 parameter and gradient shards through
     // two host sets, each sized to the largest shard.
     if (s_.offload == Offload::Optimizer) {

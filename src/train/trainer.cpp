@@ -200,6 +200,16 @@ void Trainer::open_checkpoints(MPI_Comm world) {
       std::printf("fsdp-train: initialised from %s (%lld parameters), fresh optimizer\n",
                   opts_.init_from.c_str(), (long long)num_params(cfg_.model));
   }
+  // Periodic saves in the background: where MPI lets a second thread call it.
+  if (cfg_.checkpoint.async && cfg_.checkpoint.every > 0 && cfg_.train.steps > 0) {
+    if (AsyncCheckpointer::available()) {
+      async_ = std::make_unique<AsyncCheckpointer>(*checkpointer_, tracker_, rank_ == 0 && opts_.log,
+                                                   12 * num_params(cfg_.model));
+    } else if (rank_ == 0) {
+      std::printf("fsdp-train: checkpoint.async: this MPI does not provide MPI_THREAD_MULTIPLE, "
+                  "so checkpoints are written synchronously\n");
+    }
+  }
 }
 
 void Trainer::open_metrics(MPI_Comm world) {
@@ -399,10 +409,11 @@ TrainSummary Trainer::run() {
       print_sample(step + 1);
     }
     steps_done_ = step + 1;
-    if (cfg_.checkpoint.every > 0 && steps_done_ % cfg_.checkpoint.every == 0) save_checkpoint();
+    if (cfg_.checkpoint.every > 0 && steps_done_ % cfg_.checkpoint.every == 0) save_periodic();
     // A stop request (SIGUSR1/SIGTERM on any rank, train/signals.hpp) ends the run after this
     // step on every rank, with a checkpoint of it; fsdp-train exits 75 and the job resumes.
     if (!last && (sum.stop_signal = groups_.world->all_reduce_max(stop_signal())) != 0) {
+      finish_background_save();  // the write in flight first: it may be this step's
       sum.checkpoint = last_saved_ == steps_done_
                            ? last_saved_path_
                            : save_checkpoint();
@@ -425,6 +436,7 @@ TrainSummary Trainer::run() {
     print_sample(0);
   }
   if (cfg_.checkpoint.every > 0 && last_saved_ != steps_done_) save_checkpoint();  // the final one
+  finish_background_save();  // run() returns with every checkpoint complete
   if (!rates.empty()) {
     std::sort(rates.begin(), rates.end());
     sum.tokens_per_s = rates[rates.size() / 2];

@@ -15,6 +15,7 @@
 #include "core/memory.hpp"
 #include "data/sampler.hpp"
 #include "fsdp/engine.hpp"
+#include "io/async_checkpointer.hpp"
 #include "io/checkpoint.hpp"
 #include "io/metrics.hpp"
 #include "io/trace.hpp"
@@ -76,7 +77,8 @@ class Trainer {
   int micro_batches_per_step() const { return n_micro_; }
   // The step run() starts at: 0, or the resumed checkpoint's step.
   int start_step() const { return start_step_; }
-  // Writes a checkpoint of the steps completed so far and returns its path. Collective.
+  // Writes a checkpoint of the steps completed so far and returns its path, after any
+  // background write in flight has completed. Collective.
   std::string save_checkpoint();
 
  private:
@@ -91,7 +93,12 @@ class Trainer {
   void choose_peak_flops();             // MFU's denominator and the start-up lines
 
   void log_step(int step, const StepResult& r, double step_s, double tok_s);
-  void resume();  // trainer_checkpoint.cpp
+  // trainer_checkpoint.cpp
+  void resume();
+  // A checkpoint.every save: in the background where checkpoint.async is on, else save_checkpoint.
+  void save_periodic();
+  // Waits for the background write in flight, if any (its file becomes last_saved_path_).
+  void finish_background_save();
   void print_sample(int step);
 
   RunConfig cfg_;
@@ -112,6 +119,7 @@ class Trainer {
   double flops_per_token_ = 0.0;
   double run_start_s_ = 0.0;
   std::unique_ptr<Checkpointer> checkpointer_;
+  std::unique_ptr<AsyncCheckpointer> async_;  // destroyed first: waits for its write
   int start_step_ = 0, steps_done_ = 0, last_saved_ = -1;
   std::string last_saved_path_;  // the file of step last_saved_ (its name may carry the run id)
   bool resumed_ = false;

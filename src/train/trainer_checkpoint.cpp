@@ -47,14 +47,53 @@ void Trainer::resume() {
                 path.c_str(), (long long)h.step, (long long)h.saved_ranks, h.strategy.c_str());
 }
 
-std::string Trainer::save_checkpoint() {
+namespace {
+
+ckpt::Header header_at(int steps_done, const RunConfig& cfg, const Sampler& sampler,
+                       Engine& engine) {
   ckpt::Header h;
-  h.step = steps_done_;
-  h.tokens_seen = std::int64_t(steps_done_) * cfg_.train.batch_size * cfg_.model.block_size;
-  h.sampler_seed = train_sampler_->seed();
-  h.optimizer_steps = engine_->optimizer_steps();
-  h.lr_step = steps_done_;
-  h.lr = optim::learning_rate(cfg_.train, steps_done_);
+  h.step = steps_done;
+  h.tokens_seen = std::int64_t(steps_done) * cfg.train.batch_size * cfg.model.block_size;
+  h.sampler_seed = sampler.seed();
+  h.optimizer_steps = engine.optimizer_steps();
+  h.lr_step = steps_done;
+  h.lr = optim::learning_rate(cfg.train, steps_done);
+  return h;
+}
+
+}  // namespace
+
+void Trainer::finish_background_save() {
+  if (!async_) return;
+  const AsyncCheckpointer::Written w = async_->wait();
+  if (w.step == last_saved_ && last_saved_path_.empty()) last_saved_path_ = w.path;
+}
+
+void Trainer::save_periodic() {
+  if (!async_) {
+    save_checkpoint();
+    return;
+  }
+  const AsyncCheckpointer::Started s =
+      async_->save(engine_->state(), header_at(steps_done_, cfg_, *train_sampler_, *engine_));
+  last_saved_ = steps_done_;
+  last_saved_path_.clear();  // known when the write completes (finish_background_save)
+  if (rank_ == 0 && opts_.log) {
+    std::printf("checkpoint step %d: staged %s in %.3f s (training waited %.3f s for the "
+                "previous write); writing in the background\n",
+                steps_done_, format_bytes(async_->staging_bytes()).c_str(), s.staged_s,
+                s.waited_s);
+    std::fflush(stdout);
+  }
+  if (metrics_)
+    metrics_->write({{"step", steps_done_},
+                     {"checkpoint_staged_s", s.staged_s},
+                     {"checkpoint_waited_s", s.waited_s}});
+}
+
+std::string Trainer::save_checkpoint() {
+  finish_background_save();
+  const ckpt::Header h = header_at(steps_done_, cfg_, *train_sampler_, *engine_);
   const double t0 = now_s();
   const std::string path = checkpointer_->save(engine_->state(), h);
   last_saved_ = steps_done_;

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Stop signals under mpirun, without Slurm (2 ranks): SIGUSR1 to mpirun (forwarded to every
 # rank) and SIGTERM to each rank both end the run after a whole step with a checkpoint and exit
-# code 75; the run resumed from that checkpoint gives the uninterrupted run's losses exactly.
+# code 75; the run resumed from that checkpoint gives the uninterrupted run's losses exactly;
+# the same while a background (checkpoint.async) write is in flight.
 # SIGTERM to mpirun itself is reported, not asserted: OpenMPI kills its ranks on it, which is
 # why the job scripts forward USR1.
 source "$(dirname "$0")/lib.sh"
@@ -30,8 +31,9 @@ mpirun -np 2 "$TRAIN" "${ARGS[@]}" --set checkpoint.dir="$WORK/ref" --metrics "$
 # term-ranks, term-mpirun) and leaves its exit code in $rc, its output in $WORK/NAME.log.
 stop_run() {
   local name=$1 how=$2
+  shift 2
   mpirun -np 2 "$TRAIN" "${ARGS[@]}" --set checkpoint.dir="$WORK/$name" \
-    --metrics "$WORK/$name.jsonl" >"$WORK/$name.log" 2>&1 &
+    --metrics "$WORK/$name.jsonl" "$@" >"$WORK/$name.log" 2>&1 &
   local p=$!
   wait_step "$WORK/$name.jsonl" 3 60 || bad "$name: no step 3"
   case $how in
@@ -61,6 +63,29 @@ stop_run term term-ranks
 ckpt=$(sed -n 's/.*checkpoint written: \([^ ;]*\).*/\1/p' "$WORK/term.log" | head -1)
 [ $rc -eq 75 ] && grep -q "stop requested (SIGTERM)" "$WORK/term.log" && [ -e "$ckpt" ] &&
   ok "SIGTERM to every rank: exit 75, checkpoint $ckpt" || { bad "SIGTERM to the ranks: exit $rc"; tail -5 "$WORK/term.log"; }
+
+# A signal while a background write is in flight (checkpoint.async, every 2 steps, each write
+# held 2 s inside the file): the stop waits for that write, then saves the stopped step, exits
+# 75; both files verify and the resumed run gives the uninterrupted losses.
+for how in usr1-mpirun term-ranks; do
+  FSDP_TEST_PAUSE_IN_CHECKPOINT_WRITE=2 stop_run "bg_$how" $how --set checkpoint.every=2
+  ckpt=$(sed -n 's/.*checkpoint written: \([^ ;]*\).*/\1/p' "$WORK/bg_$how.log" | head -1)
+  verified=$(for f in "$WORK/bg_$how"/step_*.h5; do "$BUILD/fsdp-ckpt" verify "$f" >/dev/null && echo "$(basename "$f")"; done | tr '\n' ' ')
+  if [ $rc -eq 75 ] && grep -q "writing in the background" "$WORK/bg_$how.log" && [ -e "$ckpt" ] &&
+     [ "$(ls "$WORK/bg_$how"/step_*.h5 | wc -l)" -ge 2 ] && [ "$(echo $verified | wc -w)" -ge 2 ] &&
+     ! compgen -G "$WORK/bg_$how/*.tmp" >/dev/null; then
+    ok "$how during a background write: exit 75, $(basename "$ckpt"); verified: $verified"
+  else
+    bad "$how during a background write: exit $rc, checkpoint '$ckpt', verified: $verified"
+    tail -5 "$WORK/bg_$how.log"
+  fi
+  mpirun -np 2 "$TRAIN" "${ARGS[@]}" --set checkpoint.dir="$WORK/bg_$how" --set checkpoint.every=2 \
+    --metrics "$WORK/bg_$how.resumed.jsonl" --resume auto >"$WORK/bg_$how.resume.log" 2>&1 ||
+    bad "resume after $how failed: $(tail -3 "$WORK/bg_$how.resume.log")"
+  [ "$(losses "$WORK/bg_$how.jsonl" "$WORK/bg_$how.resumed.jsonl")" = "$(losses "$WORK/ref.jsonl")" ] &&
+    ok "resumed after $how during a background write: losses equal the uninterrupted run's" ||
+    bad "resumed losses after $how differ"
+done
 
 stop_run term_mpirun term-mpirun
 echo "info: SIGTERM to mpirun itself: exit $rc, checkpoint line: $(grep -c 'checkpoint written' "$WORK/term_mpirun.log")"

@@ -12,7 +12,8 @@
 
 int main(int argc, char** argv) {
   fsdp::select_blas_kernel(argv);
-  MPI_Init(&argc, &argv);
+  int provided = MPI_THREAD_SINGLE;  // as the apps ask (comm/mpi_session.hpp)
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int failed = 0;
   {
     fsdp::KokkosSession kokkos(argc, argv);

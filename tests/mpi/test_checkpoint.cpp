@@ -8,14 +8,19 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include "damage.hpp"
 #include "engine_fixture.hpp"
 #include "comm/agree.hpp"
 #include "io/block_hash.hpp"
+#include "io/async_checkpointer.hpp"
 #include "io/checkpoint.hpp"
 #include "io/h5_io.hpp"
+#include "model/bf16_gemm.hpp"
+#include "plan/memory_model.hpp"
 
 using namespace fsdp;
 namespace fs = std::filesystem;
@@ -333,4 +338,73 @@ TEST_CASE("damaged checkpoints fail on every rank, naming the dataset", "[checkp
   REQUIRE(fresh.start_step() == 0);
   Trainer plain(cfg, MPI_COMM_WORLD, test::quiet());
   REQUIRE(shards(fresh.engine()).p == shards(plain.engine()).p);
+}
+
+namespace {
+
+std::vector<char> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_CASE("an asynchronous checkpoint is the synchronous file, byte for byte", "[checkpoint]") {
+  // Both saves of the same state from one run: the synchronous one, then the background one,
+  // whose live shards are overwritten with NaN right after staging: the file holds the staged
+  // copy, not what training does meanwhile. The second checkpointer continues the first's run
+  // (adopt_run), so even the run id attribute is the same.
+  const std::string strategy =
+      GENERATE(std::string("zero3"), std::string("ddp"), std::string("hybrid"));
+  INFO(strategy);
+  REQUIRE(AsyncCheckpointer::available());  // the tests' MPI provides MPI_THREAD_MULTIPLE
+  SharedTmpDir tmp;
+  RunConfig cfg = ckpt_config(strategy, tmp.path + "/sync");
+  cfg.train.steps = 3;
+  cfg.resolved_toml = "# the same deck recorded in both files\n";
+  Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+  t.run();
+  ckpt::Header h;
+  h.step = 3;
+  h.tokens_seen = 123;
+  h.sampler_seed = cfg.train.seed;
+  h.optimizer_steps = t.engine().optimizer_steps();
+  h.lr_step = 3;
+  h.lr = 1e-3;
+  Checkpointer sync(MPI_COMM_WORLD, checkpoint_run(cfg), Checkpointer::Use::Write);
+  const std::string a = sync.save(t.engine().state(), h);
+
+  RunConfig other = cfg;
+  other.checkpoint.dir = tmp.path + "/async";
+  Checkpointer ck(MPI_COMM_WORLD, checkpoint_run(other), Checkpointer::Use::Write);
+  ck.adopt_run(sync.run_id(), "");
+  std::string b;
+  {
+    AsyncCheckpointer async(ck, t.tracker(), false, 0);
+    const AsyncCheckpointer::Started s = async.save(t.engine().state(), h);
+    CHECK(s.staged_s >= 0.0);
+    for (int u = 0; u < int(t.engine().units().size()); ++u) {  // training goes on
+      t.engine().param_shard(u).fill(std::nanf(""));
+      t.engine().exp_avg_shard(u).fill(std::nanf(""));
+    }
+    b = async.wait().path;
+    // The planner counts the staging as the tracker does.
+    const plan::MemoryPlan p = plan::plan_memory([&] {
+      RunConfig c = cfg;
+      c.checkpoint.every = 3;
+      return plan::setup_from_config(c, test::world_size(), 1, kernels::gemm_bf16_computes());
+    }());
+    const std::int64_t mine = t.tracker().peak(MemCategory::CheckpointStaging, MemSpace::Host);
+    std::int64_t most = 0;
+    MPI_Allreduce(&mine, &most, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(p.host(MemCategory::CheckpointStaging) == most);
+    CHECK(most > 0);
+  }
+  REQUIRE(fs::path(b).filename() == fs::path(a).filename());
+  if (world_rank() == 0) {
+    const std::vector<char> x = file_bytes(a), y = file_bytes(b);
+    REQUIRE(x.size() > 10000);
+    REQUIRE(x == y);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
 }

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+#include "io/async_checkpointer.hpp"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "core/check.hpp"
+#include "core/exit_codes.hpp"
+#include "core/memory.hpp"
+
+namespace fsdp {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+bool AsyncCheckpointer::available() {
+  int level = MPI_THREAD_SINGLE;
+  FSDP_MPI_CHECK(MPI_Query_thread(&level));
+  return level == MPI_THREAD_MULTIPLE;
+}
+
+AsyncCheckpointer::AsyncCheckpointer(Checkpointer& checkpointer, MemoryTracker& tracker,
+                                     bool log, std::int64_t file_bytes)
+    : checkpointer_(checkpointer), staged_(tracker), log_(log), file_bytes_(file_bytes) {
+  writer_ = std::thread([this] { writer_loop(); });
+}
+
+AsyncCheckpointer::~AsyncCheckpointer() {
+  wait();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  writer_.join();
+}
+
+bool AsyncCheckpointer::in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_;
+}
+
+AsyncCheckpointer::Written AsyncCheckpointer::wait(double* waited_s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !pending_; });
+  if (waited_s) *waited_s = seconds_since(t0);
+  return last_;
+}
+
+AsyncCheckpointer::Started AsyncCheckpointer::save(CheckpointedState& live, const ckpt::Header& h) {
+  Started s;
+  wait(&s.waited_s);  // at most one save in flight
+  const auto t0 = std::chrono::steady_clock::now();
+  staged_.stage(live);
+  s.staged_s = seconds_since(t0);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    header_ = h;
+    pending_ = true;
+  }
+  cv_.notify_all();
+  return s;
+}
+
+void AsyncCheckpointer::writer_loop() {
+  for (;;) {
+    ckpt::Header h;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return pending_ || stop_; });
+      if (!pending_) return;  // stopped with nothing to write
+      h = header_;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string path;
+    try {
+      path = checkpointer_.save(staged_, h);
+    } catch (const std::exception& e) {
+      // Every rank meets an agreed failure at the same point; ending here, in this thread, is
+      // what a synchronous save's exit 7 does, without the training thread having to notice.
+      fatal(std::string("checkpoint of step ") + std::to_string(h.step) + ": " + e.what(),
+            exit_code::kCheckpointWrite);
+    }
+    const double write_s = seconds_since(t0);
+    if (log_) {
+      std::printf("checkpoint %s: step %lld, %s written in the background in %.2f s (%.0f MB/s)\n",
+                  path.c_str(), (long long)h.step, format_bytes(file_bytes_).c_str(), write_s,
+                  double(file_bytes_) / write_s / 1e6);
+      std::fflush(stdout);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_ = {path, h.step, write_s};
+      pending_ = false;
+    }
+    cv_.notify_all();
+  }
+}
+
+}  // namespace fsdp

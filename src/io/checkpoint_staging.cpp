@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+#include "io/checkpoint_staging.hpp"
+
+#include "core/check.hpp"
+
+namespace fsdp {
+
+void StagedState::stage(CheckpointedState& live) {
+  const std::vector<UnitShard> shards = live.unit_shards();
+  writes_ = live.writes_shard();
+  shard_group_size_ = live.shard_group_size();
+  optimizer_steps_ = live.optimizer_steps();
+  if (units_.empty()) {
+    for (const UnitShard& s : shards) {
+      Unit u;
+      u.meta = {s.layout, s.shard_begin, s.shard, {}, {}, {}};
+      if (writes_) {
+        const std::string tag = "checkpoint_staging::" + s.layout->name;
+        const auto buffer = [&](const ShardVec& v, const char* part) {
+          return ShardBuffer(tracker_, tag + part, v.size(), MemCategory::CheckpointStaging,
+                             MemSpace::Host);
+        };
+        u.params = buffer(s.params, "::params");
+        u.exp_avg = buffer(s.exp_avg, "::exp_avg");
+        u.exp_avg_sq = buffer(s.exp_avg_sq, "::exp_avg_sq");
+      }
+      units_.push_back(std::move(u));
+    }
+  }
+  if (units_.size() != shards.size()) fatal("checkpoint staging: the state's units changed");
+  if (!writes_) return;
+  ExecSpace().fence();  // the shards are final before they are copied
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    shards[i].params.copy_to(units_[i].params.host().data());
+    shards[i].exp_avg.copy_to(units_[i].exp_avg.host().data());
+    shards[i].exp_avg_sq.copy_to(units_[i].exp_avg_sq.host().data());
+  }
+}
+
+std::int64_t StagedState::bytes() const {
+  std::int64_t n = 0;
+  for (const Unit& u : units_)
+    if (u.params.allocated()) n += 4 * (u.params.size() + u.exp_avg.size() + u.exp_avg_sq.size());
+  return n;
+}
+
+std::vector<UnitShard> StagedState::unit_shards() {
+  std::vector<UnitShard> out;
+  for (const Unit& u : units_) {
+    UnitShard s = u.meta;
+    if (u.params.allocated()) {
+      s.params = u.params.view();
+      s.exp_avg = u.exp_avg.view();
+      s.exp_avg_sq = u.exp_avg_sq.view();
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace fsdp
