@@ -39,6 +39,10 @@ class AsyncCheckpointer {
   AsyncCheckpointer(const AsyncCheckpointer&) = delete;
   AsyncCheckpointer& operator=(const AsyncCheckpointer&) = delete;
 
+  // Makes (and touches) the staging buffers for `live` now, at start-up, rather than at the
+  // first save.
+  void prepare(CheckpointedState& live) { staged_.allocate(live); }
+
   struct Started {
     double waited_s = 0.0;  // for the previous write to complete
     double staged_s = 0.0;  // copying the shards

@@ -249,13 +249,17 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
     h5::Group g{FSDP_H5_ID(
         H5Gcreate2(file.get(), ckpt::group_path(p), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT))};
     for (const UnitShard& su : shards) {
-      // A host copy of the shard, wherever it lives (the device, or offloaded host memory).
-      const std::vector<float> host = part_shard(su, p).values();
+      // The shard in host memory: itself where it lives there (offloaded, or a background
+      // save's staged copy), else a host copy of the device's.
+      const ShardVec shard = part_shard(su, p);
+      std::vector<float> copy;
+      if (!shard.in_host_memory()) copy = shard.values();
+      const float* host = shard.in_host_memory() ? shard.host().data() : copy.data();
       std::vector<DistributedArray> arrays;
       for (const TensorSpec& t : su.layout->tensors) {
         const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
         const float* local =
-            mine.empty() ? nullptr : host.data() + (t.offset + mine.begin - su.shard_begin);
+            mine.empty() ? nullptr : host + (t.offset + mine.begin - su.shard_begin);
         arrays.push_back({hash_ranges(map, su, t), local, t.numel});
       }
       const std::string unit = std::string(ckpt::group_path(p)) + "/" + su.layout->name;

@@ -5,28 +5,33 @@
 
 namespace fsdp {
 
+void StagedState::allocate(CheckpointedState& live) {
+  if (!units_.empty()) return;
+  writes_ = live.writes_shard();
+  for (const UnitShard& s : live.unit_shards()) {
+    Unit u;
+    u.meta = {s.layout, s.shard_begin, s.shard, {}, {}, {}};
+    if (writes_) {
+      const std::string tag = "checkpoint_staging::" + s.layout->name;
+      const auto buffer = [&](const ShardVec& v, const char* part) {
+        return ShardBuffer(tracker_, tag + part, v.size(), MemCategory::CheckpointStaging,
+                           MemSpace::Host);
+      };
+      u.params = buffer(s.params, "::params");
+      u.exp_avg = buffer(s.exp_avg, "::exp_avg");
+      u.exp_avg_sq = buffer(s.exp_avg_sq, "::exp_avg_sq");
+      for (const ShardBuffer* b : {&u.params, &u.exp_avg, &u.exp_avg_sq}) b->view().fill(0.f);
+    }
+    units_.push_back(std::move(u));
+  }
+}
+
 void StagedState::stage(CheckpointedState& live) {
+  allocate(live);
   const std::vector<UnitShard> shards = live.unit_shards();
   writes_ = live.writes_shard();
   shard_group_size_ = live.shard_group_size();
   optimizer_steps_ = live.optimizer_steps();
-  if (units_.empty()) {
-    for (const UnitShard& s : shards) {
-      Unit u;
-      u.meta = {s.layout, s.shard_begin, s.shard, {}, {}, {}};
-      if (writes_) {
-        const std::string tag = "checkpoint_staging::" + s.layout->name;
-        const auto buffer = [&](const ShardVec& v, const char* part) {
-          return ShardBuffer(tracker_, tag + part, v.size(), MemCategory::CheckpointStaging,
-                             MemSpace::Host);
-        };
-        u.params = buffer(s.params, "::params");
-        u.exp_avg = buffer(s.exp_avg, "::exp_avg");
-        u.exp_avg_sq = buffer(s.exp_avg_sq, "::exp_avg_sq");
-      }
-      units_.push_back(std::move(u));
-    }
-  }
   if (units_.size() != shards.size()) fatal("checkpoint staging: the state's units changed");
   if (!writes_) return;
   ExecSpace().fence();  // the shards are final before they are copied

@@ -17,6 +17,9 @@ class StagedState final : public CheckpointedState {
  public:
   explicit StagedState(MemoryTracker& tracker) : tracker_(tracker) {}
 
+  // Makes the buffers for `live`'s shards and touches every page, so the first save costs a
+  // copy and not the page faults of fresh memory (done by stage() when not done before).
+  void allocate(CheckpointedState& live);
   // Copies what a checkpoint of `live` writes. A rank that is not its shard's writer (a
   // replica) keeps no copy: it only takes part in the file's collectives.
   void stage(CheckpointedState& live);

@@ -205,6 +205,7 @@ void Trainer::open_checkpoints(MPI_Comm world) {
     if (AsyncCheckpointer::available()) {
       async_ = std::make_unique<AsyncCheckpointer>(*checkpointer_, tracker_, rank_ == 0 && opts_.log,
                                                    12 * num_params(cfg_.model));
+      async_->prepare(engine_->state());  // the staging memory is there from the start
     } else if (rank_ == 0) {
       std::printf("fsdp-train: checkpoint.async: this MPI does not provide MPI_THREAD_MULTIPLE, "
                   "so checkpoints are written synchronously\n");

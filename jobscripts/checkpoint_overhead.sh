@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# What checkpoints cost a training run: the same run with no checkpoints, with synchronous
+# saves and with background saves (checkpoint.async), interleaved round by round on one machine
+# (paired: a drift in the machine's speed hits all three alike). Prints each run's wall time,
+# the medians, the extra time of each over no checkpoints and their ratio, and per save what
+# training waited (the staging copy and any wait for the previous write) against the
+# synchronous save's time. docs/checkpoints.md quotes its figures.
+#   jobscripts/checkpoint_overhead.sh [BUILD_DIR]
+#   STEPS (100), EVERY (10), ROUNDS (3), NP (2), DECK (inputs/bench_124m.toml), DIR (a temp dir)
+set -euo pipefail
+BUILD=${1:-build}
+STEPS=${STEPS:-100} EVERY=${EVERY:-10} ROUNDS=${ROUNDS:-3} NP=${NP:-2}
+DECK=${DECK:-inputs/bench_124m.toml}
+DIR=${DIR:-$(mktemp -d)}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
+ARGS=(--config "$DECK" --set fsdp.strategy=zero3 --set train.batch_size=$((2 * NP))
+      --set train.micro_batch_size=2 --set train.steps="$STEPS" --set train.peak_tflops=1)
+declare -A MODE=([none]="--set checkpoint.every=0"
+                 [sync]="--set checkpoint.every=$EVERY --set checkpoint.async=false"
+                 [async]="--set checkpoint.every=$EVERY --set checkpoint.async=true")
+echo "# $STEPS steps of $DECK at np $NP (zero3), checkpoint.every = $EVERY, $ROUNDS rounds; $DIR"
+for r in $(seq 1 "$ROUNDS"); do
+  for m in none sync async; do
+    rm -rf "$DIR/ck_$m"
+    t0=$(date +%s%N)
+    # shellcheck disable=SC2086
+    mpirun -np "$NP" --oversubscribe "$BUILD/fsdp-train" "${ARGS[@]}" ${MODE[$m]} \
+      --set checkpoint.dir="$DIR/ck_$m" >"$DIR/$m.$r.log" 2>&1
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    echo "round $r $m $((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+  done
+done | tee "$DIR/times"
+/usr/bin/python3 - "$DIR" "$ROUNDS" <<'PY'
+import re, statistics, sys
+d, rounds = sys.argv[1], int(sys.argv[2])
+t = {}
+for line in open(f"{d}/times"):
+    _, r, m, s = line.split()
+    t.setdefault(m, []).append(float(s))
+med = {m: statistics.median(v) for m, v in t.items()}
+for m in ("none", "sync", "async"):
+    print(f"{m:6s} wall median {med[m]:8.1f} s  (min {min(t[m]):.1f}, max {max(t[m]):.1f})")
+xs, xa = med["sync"] - med["none"], med["async"] - med["none"]
+print(f"extra over no checkpoints: sync {xs:.1f} s, async {xa:.1f} s; async/sync {xa / xs:.2f}")
+# Per save: the synchronous save's time; the asynchronous one's staging and wait.
+sync_s, stall_s, write_s = [], [], []
+for r in range(1, rounds + 1):
+    for line in open(f"{d}/sync.{r}.log"):
+        m = re.match(r"checkpoint \S+: step \d+, .* in ([0-9.]+) s \(", line)
+        if m: sync_s.append(float(m.group(1)))
+    for line in open(f"{d}/async.{r}.log"):
+        m = re.match(r"checkpoint step \d+: staged .* in ([0-9.]+) s \(training waited ([0-9.]+) s", line)
+        if m: stall_s.append(float(m.group(1)) + float(m.group(2)))
+        m = re.match(r"checkpoint \S+: step \d+, .* in the background in ([0-9.]+) s", line)
+        if m: write_s.append(float(m.group(1)))
+if sync_s and stall_s:
+    a, b = statistics.median(stall_s), statistics.median(sync_s)
+    print(f"per save: synchronous {b:.2f} s (median of {len(sync_s)}); async stall {a:.3f} s "
+          f"(median of {len(stall_s)}, max {max(stall_s):.3f}) = {100 * a / b:.1f}% of it; "
+          f"background write {statistics.median(write_s):.2f} s")
+PY
