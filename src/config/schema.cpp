@@ -239,9 +239,7 @@ const std::vector<CrossCheck>& config_cross_checks() {
       {"model.arch", "model.arch",
        [](const RunConfig& c) -> std::string {
          if (has_architecture(c.model.arch)) return "";
-         std::string known;
-         for (const std::string& n : architecture_names()) known += (known.empty() ? "" : ", ") + n;
-         return "expected one of " + known + ", got '" + c.model.arch + "'";
+         return "expected one of " + architecture_list() + ", got '" + c.model.arch + "'";
        }},
       {"model.n_embd", "model.n_head",
        [](const RunConfig& c) -> std::string {

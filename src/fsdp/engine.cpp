@@ -24,6 +24,14 @@ Engine::Engine(const RunSetup& setup, comm::ProcessGroups& groups, MemoryTracker
                                              comm_times_, widener_.get());
   reduce_ = std::make_unique<ReducePipeline>(*state_, tracker, trace, setup_.prefetch, comm_times_);
   optimizer_ = std::make_unique<ShardedOptimizer>(*state_, setup_.train, tracker_);
+  const int U = int(state_->units().size());
+  stages_ = forward_stages(U, head_unit_);
+  n_forward_ = int(stages_.size());
+  forward_units_ = stage_units(stages_);
+  const std::vector<Stage> backward = backward_stages(U, head_unit_);
+  reduce_after_ = last_uses(backward);
+  stages_.insert(stages_.end(), backward.begin(), backward.end());
+  stage_units_ = stage_units(stages_);
 }
 
 Engine::~Engine() = default;

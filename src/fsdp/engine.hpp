@@ -14,6 +14,7 @@
 #include "fsdp/gather_pipeline.hpp"
 #include "fsdp/optimizer_step.hpp"
 #include "fsdp/reduce_pipeline.hpp"
+#include "fsdp/schedule.hpp"
 #include "fsdp/sharded_state.hpp"
 #include "fsdp/strategy.hpp"
 #include "io/trace.hpp"
@@ -93,6 +94,12 @@ class Engine {
   RunSetup setup_;
   const Architecture& arch_;
   int head_unit_;  // the unit whose parameters the LM head reads
+  // The step's stages (fsdp/schedule.hpp), made once: forward ones first, n_forward_ of them;
+  // per backward stage whether its unit's gradients are complete after it.
+  std::vector<Stage> stages_;
+  std::vector<int> stage_units_, forward_units_;
+  int n_forward_ = 0;
+  std::vector<bool> reduce_after_;
   comm::ProcessGroups& groups_;
   MemoryTracker& tracker_;
   Trace& trace_;

@@ -14,19 +14,15 @@
 namespace fsdp {
 
 double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool reduce_last) {
-  const int U = int(state_->units().size());
-  std::vector<Stage> stages = forward_stages(U, head_unit_);
-  const int nf = int(stages.size());
-  const std::vector<Stage> backward = backward_stages(U, head_unit_);
-  const std::vector<bool> last = last_uses(backward);
-  stages.insert(stages.end(), backward.begin(), backward.end());
+  const std::vector<Stage>& stages = stages_;
+  const int nf = n_forward_;
   const bool keep_fwd = !setup_.reshard_after_forward;
   const bool ddp = setup_.strategy == Strategy::DDP;
   Decoder& m = *model_;
   double loss = 0.0;
 
   load(j, m);
-  gather_->begin(stage_units(stages));
+  gather_->begin(stage_units_);
   for (int i = 0; i < nf; ++i) {  // forward: gather, compute, free
     const Stage s = stages[std::size_t(i)];
     const UnitParams p = gather_->all_gather(i);
@@ -48,7 +44,7 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     ExecSpace().fence();
     trace_compute("backward ", s.unit, t0);
     gather_->release(i);
-    if (!last[std::size_t(i - nf)] || !reduce_last) continue;  // not yet complete
+    if (!reduce_after_[std::size_t(i - nf)] || !reduce_last) continue;  // not yet complete
     if (ddp) reduce_->all_reduce(s.unit);
     else reduce_->reduce_scatter(s.unit);
   }
@@ -117,9 +113,8 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
 double Engine::optimizer_step(int step, StepResult& r) {
   const double t0 = now_s();
   const double norm2 = setup_.deterministic ? deterministic_norm2() : optimizer_->norm2();
-  const int U = int(state_->units().size());
   const std::vector<int> carried =
-      prefetch_next_step_ ? gather_->first_gathers(forward_schedule(U, head_unit_)) : std::vector<int>{};
+      prefetch_next_step_ ? gather_->first_gathers(forward_units_) : std::vector<int>{};
   // Persistent full gradients (ddp, zero1) are zeroed by the update itself: the padding of the
   // shard is never written, so it stays zero.
   const bool zero_grad = !shards_grads(setup_.strategy) && !setup_.deterministic;
@@ -149,16 +144,15 @@ void Engine::inject_fault(int step) {
 }
 
 std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {
-  const std::vector<Stage> fwd = forward_stages(int(state_->units().size()), head_unit_);
   std::vector<double> losses;
   Decoder& m = *model_;
   for (int j = 0; j < n_micro; ++j) {
     load(j, m);
-    gather_->begin(stage_units(fwd));
-    for (int i = 0; i < int(fwd.size()); ++i) {
+    gather_->begin(forward_units_);
+    for (int i = 0; i < n_forward_; ++i) {
       const UnitParams p = gather_->all_gather(i);
-      if (fwd[std::size_t(i)].head) m.head_forward(p);
-      else m.forward_unit(fwd[std::size_t(i)].unit, p);
+      if (stages_[std::size_t(i)].head) m.head_forward(p);
+      else m.forward_unit(stages_[std::size_t(i)].unit, p);
       gather_->release(i);
     }
     gather_->finish();

@@ -3,22 +3,15 @@
 
 #include <mpi.h>
 
-#include <chrono>
 #include <cstdio>
+
+#include "core/clock.hpp"
 
 #include "core/check.hpp"
 #include "core/exit_codes.hpp"
 #include "core/memory.hpp"
 
 namespace fsdp {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
 bool AsyncCheckpointer::available() {
   int level = MPI_THREAD_SINGLE;
   FSDP_MPI_CHECK(MPI_Query_thread(&level));
@@ -41,25 +34,20 @@ AsyncCheckpointer::~AsyncCheckpointer() {
   writer_.join();
 }
 
-bool AsyncCheckpointer::in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return pending_;
-}
-
 AsyncCheckpointer::Written AsyncCheckpointer::wait(double* waited_s) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = now_s();
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return !pending_; });
-  if (waited_s) *waited_s = seconds_since(t0);
+  if (waited_s) *waited_s = now_s() - t0;
   return last_;
 }
 
 AsyncCheckpointer::Started AsyncCheckpointer::save(CheckpointedState& live, const ckpt::Header& h) {
   Started s;
   wait(&s.waited_s);  // at most one save in flight
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = now_s();
   staged_.stage(live);
-  s.staged_s = seconds_since(t0);
+  s.staged_s = now_s() - t0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     header_ = h;
@@ -78,7 +66,7 @@ void AsyncCheckpointer::writer_loop() {
       if (!pending_) return;  // stopped with nothing to write
       h = header_;
     }
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = now_s();
     std::string path;
     try {
       path = checkpointer_.save(staged_, h);
@@ -88,7 +76,7 @@ void AsyncCheckpointer::writer_loop() {
       fatal(std::string("checkpoint of step ") + std::to_string(h.step) + ": " + e.what(),
             exit_code::kCheckpointWrite);
     }
-    const double write_s = seconds_since(t0);
+    const double write_s = now_s() - t0;
     if (log_) {
       std::printf("checkpoint %s: step %lld, %s written in the background in %.2f s (%.0f MB/s)\n",
                   path.c_str(), (long long)h.step, format_bytes(file_bytes_).c_str(), write_s,

@@ -59,7 +59,6 @@ class AsyncCheckpointer {
   // Waits until no write is in flight and returns the last one written; `waited_s`, when given,
   // receives the seconds spent waiting.
   Written wait(double* waited_s = nullptr);
-  bool in_flight() const;
   std::int64_t staging_bytes() const { return staged_.bytes(); }
 
  private:

@@ -89,10 +89,8 @@ Header read_header(hid_t f) {
   // Files written before model.arch existed are GPT-2's.
   h.model.arch = has_attr(f, "model_arch") ? read_attr_str(f, "model_arch") : kDefaultArch;
   if (!has_architecture(h.model.arch)) {
-    std::string known;
-    for (const std::string& n : architecture_names()) known += (known.empty() ? "" : ", ") + n;
     throw H5Error("model_arch '" + h.model.arch.substr(0, 64) +
-                  "' is not an architecture this program has (" + known + ")");
+                  "' is not an architecture this program has (" + architecture_list() + ")");
   }
   h.model.n_layer = dim("model_n_layer");
   h.model.n_head = dim("model_n_head");

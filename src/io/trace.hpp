@@ -2,17 +2,13 @@
 // Chrome/Perfetto trace-event JSON, one file per rank: compute per unit, each collective from
 // issue to completion, and waits. Disabled (no cost beyond a branch) unless --trace is given.
 #pragma once
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-namespace fsdp {
+#include "core/clock.hpp"
 
-inline double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
+namespace fsdp {
 
 class Trace {
  public:

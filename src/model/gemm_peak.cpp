@@ -2,23 +2,15 @@
 #include "model/gemm_peak.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 
 #include "core/bf16.hpp"
+#include "core/clock.hpp"
 #include "core/types.hpp"
 #include "model/bf16_gemm.hpp"
 #include "model/gemm.hpp"
 
 namespace fsdp {
-namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 double measure_gemm_flops(bool bf16) {
   const int n = 1024;
   FlatView a("peak::a", n * n), b("peak::b", n * n), c("peak::c", n * n);

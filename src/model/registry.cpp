@@ -28,9 +28,8 @@ const Architecture& architecture(const std::string& name) {
   const auto& t = table();
   const auto it = t.find(name);
   if (it != t.end()) return it->second;
-  std::string known;
-  for (const auto& [n, a] : t) known += (known.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("model.arch: '" + name + "' is not an architecture (" + known + ")");
+  throw std::invalid_argument("model.arch: '" + name + "' is not an architecture (" +
+                              architecture_list() + ")");
 }
 
 bool has_architecture(const std::string& name) { return table().count(name) > 0; }
@@ -41,6 +40,12 @@ std::vector<std::string> architecture_names() {
   std::vector<std::string> n;
   for (const auto& [name, a] : table()) n.push_back(name);
   return n;
+}
+
+std::string architecture_list() {
+  std::string out;
+  for (const std::string& n : architecture_names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 const Architecture& architecture_of(const ModelConfig& m) { return architecture(m.arch); }

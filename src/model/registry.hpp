@@ -19,5 +19,7 @@ bool has_architecture(const std::string& name);
 // Adds (or replaces) an architecture under a.name. Not thread-safe: call before any run.
 void register_architecture(const Architecture& a);
 std::vector<std::string> architecture_names();
+// The names as one line for messages: "gpt2, toy".
+std::string architecture_list();
 
 }  // namespace fsdp
