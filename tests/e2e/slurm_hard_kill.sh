@@ -8,7 +8,12 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/slurm_lib.sh"
 STEPS=30
 EVERY=10
-ARGS=(--set train.steps=$STEPS --set checkpoint.every=$EVERY --set eval.every=0 --set train.peak_tflops=1)
+# Synchronous saves: the kill at step 14 must find step 10's file complete. With
+# checkpoint.async that write may still be in flight when the ranks die (seconds on a loaded
+# 2-core machine while a step takes 0.1 s); kill -9 during a background write is kill9.sh's
+# and stop_signals.sh's case. This test is about Slurm: no requeue, resume by a new job.
+ARGS=(--set train.steps=$STEPS --set checkpoint.every=$EVERY --set checkpoint.async=false
+      --set eval.every=0 --set train.peak_tflops=1)
 cluster_start
 
 mpirun -np 2 "$TRAIN" --config inputs/default.toml "${ARGS[@]}" --set checkpoint.dir="$WORK/ref_ckpt" \
