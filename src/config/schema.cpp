@@ -96,6 +96,26 @@ std::vector<KeySpec> build_schema() {
             "context length T, the longest sequence"),
       entry("model", "n_positions", &R::model, &M::n_positions, within(0, 1 << 24),
             "rows of the position table (GPT-2: 1024); 0 = block_size; >= block_size"),
+      entry("model", "n_kv_head", &R::model, &M::n_kv_head, within(0, 1 << 16),
+            "key/value heads (grouped-query attention, Llama); 0 = n_head; divides n_head"),
+      entry("model", "ffn_hidden", &R::model, &M::ffn_hidden, within(0, 1 << 22),
+            "the MLP's hidden width (Llama's intermediate_size); 0 = GPT-2's 4 x n_embd"),
+      entry("model", "tie_embeddings", &R::model, &M::tie_embeddings, any(),
+            "the LM head is the token embedding (GPT-2 always; Llama 3.2 1B/3B, SmolLM2)"),
+      entry("model", "norm_eps", &R::model, &M::norm_eps, within(1e-12, 0.1),
+            "RMSNorm's epsilon (Llama's rms_norm_eps)"),
+      entry("model", "rope_theta", &R::model, &M::rope_theta, within(1.0, 1e12),
+            "rotary base: inverse frequencies theta^(-2i/D) (Llama 3: 500000)"),
+      entry("model", "rope_scaling", &R::model, &M::rope_scaling, one_of({"none", "llama3"}),
+            "llama3: Llama 3.1's frequency blend (the rope_* keys below)"),
+      entry("model", "rope_factor", &R::model, &M::rope_factor, within(1.0, 1e6),
+            "llama3: long wavelengths are divided by this"),
+      entry("model", "rope_low_freq_factor", &R::model, &M::rope_low_freq_factor, within(1e-6, 1e6),
+            "llama3: wavelengths above original_context / this are scaled"),
+      entry("model", "rope_high_freq_factor", &R::model, &M::rope_high_freq_factor,
+            within(1e-6, 1e6), "llama3: wavelengths below original_context / this are kept"),
+      entry("model", "rope_original_context", &R::model, &M::rope_original_context,
+            within(1, 1 << 24), "llama3: the context the model was pretrained at"),
       entry("model", "activation_checkpointing", &R::model, &M::activation_checkpointing,
             one_of({"none", "blocks"}), "blocks: recompute each block's activations in backward"),
       entry("model", "attention", &R::model, &M::attention, one_of({"auto", "fused", "materialized"}),
@@ -234,8 +254,20 @@ const std::vector<KeySpec>& config_schema() {
   return schema;
 }
 
+namespace {
+// Each architecture's own rules (model/architecture.hpp, ArchCheck), for its decks only.
+void add_architecture_checks(std::vector<CrossCheck>& out) {
+  for (const std::string& name : architecture_names())
+    for (const ArchCheck& a : architecture(name).checks)
+      out.push_back({a.key, a.other, [name, check = a.check](const RunConfig& c) -> std::string {
+                       return c.model.arch == name ? check(c.model) : "";
+                     }});
+}
+}  // namespace
+
 const std::vector<CrossCheck>& config_cross_checks() {
-  static const std::vector<CrossCheck> checks = {
+  static const std::vector<CrossCheck> checks = [] {
+    std::vector<CrossCheck> v = {
       {"model.arch", "model.arch",
        [](const RunConfig& c) -> std::string {
          if (has_architecture(c.model.arch)) return "";
@@ -269,7 +301,10 @@ const std::vector<CrossCheck>& config_cross_checks() {
          return "expected a float <= train.lr = " + number(c.train.lr) + ", got " +
                 number(c.train.min_lr);
        }},
-  };
+    };
+    add_architecture_checks(v);
+    return v;
+  }();
   return checks;
 }
 

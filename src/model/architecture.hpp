@@ -14,6 +14,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/memory.hpp"
+#include "model/attention_path.hpp"
 #include "model/decoder.hpp"
 #include "model/model_config.hpp"
 #include "model/unit_layout.hpp"
@@ -50,6 +51,16 @@ struct HfAdapter {
       read_shape;
   // The names a checkpoint tensor may have in a Hugging Face file, the one export writes first.
   std::function<std::vector<std::string>(const std::string& name)> stored_names;
+  // read_shape fills every ModelConfig field the architecture computes with (the run takes
+  // them all from the file); otherwise only the shape (layers, widths, vocabulary, positions).
+  bool config_complete = false;
+};
+
+// A rule between model.* keys that only this architecture has, checked with the deck's other
+// cross-key rules: "" or the complaint about `key` (which depends on `other`).
+struct ArchCheck {
+  std::string key, other;
+  std::function<std::string(const ModelConfig& m)> check;
 };
 
 struct Architecture {
@@ -69,6 +80,10 @@ struct Architecture {
   std::function<std::unique_ptr<Decoder>(const ModelConfig& m, const DecoderOptions& o,
                                          MemoryTracker& tracker)>
       build;
+  // The attention kernel the model runs (model.attention resolved for this architecture).
+  std::function<AttentionPath(const ModelConfig& m)> attention = [](const ModelConfig& m) {
+    return resolve_attention(m.attention, m.block_size);
+  };
 
   // What build allocates for activations (all persistent), in elements of the activation
   // dtype, for micro-batch B, with or without activation checkpointing.
@@ -86,6 +101,7 @@ struct Architecture {
   std::string flops_formula, recompute_formula;
 
   HfAdapter hf;
+  std::vector<ArchCheck> checks;
 };
 
 // Convenience over the registry: model m's architecture, units and parameter count.

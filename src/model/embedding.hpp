@@ -38,4 +38,31 @@ inline void embedding_backward(const Mat& dtok, const Mat& dpos, const ConstMat&
       });
 }
 
+// Token embedding alone (Llama: positions enter through the rotation): x[B*T, C] = table[tok].
+inline void token_embedding_forward(const Mat& x, const ConstTokens& tokens, const ConstMat& table) {
+  const int BT = x.extent(0), C = x.extent(1);
+  Kokkos::parallel_for(
+      "embedding::token_forward", Kokkos::RangePolicy<ExecSpace>(0, BT),
+      KOKKOS_LAMBDA(const int bt) {
+        const int tok = tokens(bt);
+        for (int c = 0; c < C; ++c) x(bt, c) = table(tok, c);
+      });
+}
+
+// dtable[tok] += dx, by channel blocks and tokens in order as embedding_backward.
+inline void token_embedding_backward(const Mat& dtable, const ConstMat& dx,
+                                     const ConstTokens& tokens) {
+  const int BT = dx.extent(0), C = dx.extent(1);
+  constexpr int CB = kEmbeddingChannelBlock;
+  Kokkos::parallel_for(
+      "embedding::token_backward", Kokkos::RangePolicy<ExecSpace>(0, (C + CB - 1) / CB),
+      KOKKOS_LAMBDA(const int blk) {
+        const int c0 = blk * CB, c1 = c0 + CB < C ? c0 + CB : C;
+        for (int bt = 0; bt < BT; ++bt) {
+          const int tok = tokens(bt);
+          for (int c = c0; c < c1; ++c) dtable(tok, c) += dx(bt, c);
+        }
+      });
+}
+
 }  // namespace fsdp::kernels

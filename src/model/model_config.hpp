@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // A decoder's shape and the model.* choices of the deck, owned by the model layer: config/
-// fills it from the deck, checkpoints store
-// it, the planner scales it. Which fields an architecture reads is its own business (GPT-2:
-// all of them). B = micro-batch, T = block_size, C = n_embd, V = vocab_size, L = n_layer,
-// H = n_head.
+// fills it from the deck, checkpoints store it, the planner scales it. Which fields an
+// architecture reads is its own business, and its checks refuse the ones it does not compute
+// (GPT-2: no grouped-query heads, no untied head). B = micro-batch, T = block_size,
+// C = n_embd, V = vocab_size, L = n_layer, H = n_head, KV = n_kv_head, F = ffn_hidden.
 #pragma once
 #include <string>
 
@@ -20,6 +20,19 @@ struct ModelConfig {
   int block_size = 64;
   int n_positions = 0;  // rows of the position table; 0 = block_size
   int positions() const { return n_positions > 0 ? n_positions : block_size; }
+  int n_kv_head = 0;  // key/value heads (grouped-query attention); 0 = n_head
+  int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+  int head_dim() const { return n_embd / n_head; }
+  int ffn_hidden = 0;  // the MLP's hidden width; 0 = the architecture's own (GPT-2: 4C)
+  bool tie_embeddings = true;  // the LM head is the token embedding
+  double norm_eps = 1e-5;      // RMSNorm's epsilon (Llama); GPT-2's LayerNorm is fixed at 1e-5
+  // Rotary position embedding (Llama): inverse frequencies theta^(-2i/D), optionally with
+  // Llama 3.1's blend ("llama3": long wavelengths divided by rope_factor, short ones kept,
+  // a smooth mix between the low and high frequency cut-offs of rope_original_context).
+  double rope_theta = 10000.0;
+  std::string rope_scaling = "none";  // none | llama3
+  double rope_factor = 8.0, rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;
+  int rope_original_context = 8192;
   std::string activation_checkpointing = "none";  // none | blocks
   std::string attention = "auto";                 // auto | fused | materialized
 

@@ -6,6 +6,7 @@
 
 #include "model/architecture.hpp"
 #include "model/gpt2/gpt2_arch.hpp"
+#include "model/llama/llama_arch.hpp"
 
 namespace fsdp {
 namespace {
@@ -15,8 +16,8 @@ namespace {
 std::map<std::string, Architecture>& table() {
   static std::map<std::string, Architecture> t = [] {
     std::map<std::string, Architecture> m;
-    Architecture g = gpt2::architecture();
-    m.emplace(g.name, std::move(g));
+    for (Architecture a : {gpt2::architecture(), llama::architecture()})
+      m.emplace(a.name, std::move(a));
     return m;
   }();
   return t;

@@ -10,14 +10,19 @@ namespace fsdp {
 bool is_gemm_weight(const TensorSpec& t) { return t.gemm; }
 
 ParamWidener::ParamWidener(MemoryTracker& tracker, const std::vector<UnitLayout>& units) {
+  // The slot holds the longest run of GEMM weights stored next to each other: a model may
+  // read such a run as one matrix (Llama's q | k | v and gate | up projections).
   std::int64_t weight = 0, small = 0;
   for (const auto& u : units) {
-    std::int64_t unit_small = 0;
+    std::int64_t unit_small = 0, run = 0;
     for (const auto& t : u.tensors) {
-      if (is_gemm_weight(t))
-        weight = std::max(weight, t.numel);
-      else
+      if (is_gemm_weight(t)) {
+        run += t.numel;
+        weight = std::max(weight, run);
+      } else {
         unit_small += t.numel;
+        run = 0;
+      }
     }
     small = std::max(small, unit_small);
   }

@@ -9,6 +9,7 @@
 #include "io/h5_io.hpp"
 #include "io/weight_source.hpp"
 #include "io/weights_error.hpp"
+#include "model/architecture.hpp"
 
 namespace fsdp {
 namespace {
@@ -48,6 +49,43 @@ std::string shape_mismatch(const ModelConfig& f, const ModelConfig& m) {
   return out;
 }
 
+// The model keys beyond the shape, for a file that says them all (HfAdapter::config_complete):
+// taken where the deck is silent, refused where it disagrees.
+void take_the_rest(const RunConfig& cfg, const std::string& path, const ModelConfig& f,
+                   ModelConfig& m) {
+  auto take = [&](const char* key, auto file_value, auto& field, auto show) {
+    const auto given = cfg.key_origin.find(std::string("model.") + key);
+    if (given == cfg.key_origin.end()) {
+      field = file_value;
+    } else if (field != file_value) {
+      throw WeightsError("--init-from " + path + ": model." + key + ": the file has " +
+                         show(file_value) + ", but " + given->second + " sets " + show(field));
+    }
+  };
+  auto i = [](long long v) { return std::to_string(v); };
+  auto d = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.9g", v);
+    return std::string(b);
+  };
+  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+  auto s = [](const std::string& v) { return "\"" + v + "\""; };
+  int kv = m.kv_heads();
+  take("n_kv_head", f.kv_heads(), kv, i);
+  m.n_kv_head = kv;
+  take("ffn_hidden", f.ffn_hidden, m.ffn_hidden, i);
+  take("tie_embeddings", f.tie_embeddings, m.tie_embeddings, b);
+  take("norm_eps", f.norm_eps, m.norm_eps, d);
+  take("rope_theta", f.rope_theta, m.rope_theta, d);
+  take("rope_scaling", f.rope_scaling, m.rope_scaling, s);
+  if (f.rope_scaling == "llama3") {
+    take("rope_factor", f.rope_factor, m.rope_factor, d);
+    take("rope_low_freq_factor", f.rope_low_freq_factor, m.rope_low_freq_factor, d);
+    take("rope_high_freq_factor", f.rope_high_freq_factor, m.rope_high_freq_factor, d);
+    take("rope_original_context", f.rope_original_context, m.rope_original_context, i);
+  }
+}
+
 }  // namespace
 
 RunConfig with_init_shape(const RunConfig& cfg, const std::string& path) {
@@ -76,6 +114,7 @@ RunConfig with_init_shape(const RunConfig& cfg, const std::string& path) {
   take("n_embd", f.n_embd, m.n_embd, m.n_embd);
   take("vocab_size", f.vocab_size, m.vocab_size, m.vocab_size);
   take("n_positions", f.n_positions, m.positions(), m.n_positions);
+  if (architecture(f.arch).hf.config_complete) take_the_rest(cfg, path, f, m);
   validate_config(out, "--init-from " + path);
   out.resolved_toml = to_toml(out);
   return out;

@@ -34,7 +34,7 @@ namespace {
 
 // The start-up log's attention line: the path model.attention resolved to, what it keeps.
 std::string describe_attention(const ModelConfig& m) {
-  const AttentionPath path = resolve_attention(m.attention, m.block_size);
+  const AttentionPath path = architecture_of(m).attention(m);
   std::string s = attention_name(path);
   if (path == AttentionPath::Fused) {
     const kernels::FlashPlan fp = kernels::flash_plan(m.n_embd / m.n_head);
@@ -43,7 +43,11 @@ std::string describe_attention(const ModelConfig& m) {
   } else {
     s += " (B*H*T*T probabilities kept per layer";
   }
-  if (m.attention == "auto") s += "; model.attention = auto at T = " + std::to_string(m.block_size);
+  if (m.kv_heads() < m.n_head)
+    s += "; grouped-query heads (" + std::to_string(m.n_head) + " query, " +
+         std::to_string(m.kv_heads()) + " key/value) take the fused kernel";
+  else if (m.attention == "auto")
+    s += "; model.attention = auto at T = " + std::to_string(m.block_size);
   return s + ")";
 }
 

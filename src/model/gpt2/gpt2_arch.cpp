@@ -205,6 +205,29 @@ Architecture architecture() {
   a.hf.recognizes = [](const TensorShapes& t) { return find(t, "wte.weight") != nullptr; };
   a.hf.read_shape = read_shape;
   a.hf.stored_names = stored_names;
+  // The Llama-only keys, where a deck sets them to something GPT-2 does not compute.
+  a.checks = {
+      {"model.n_kv_head", "model.arch",
+       [](const ModelConfig& m) -> std::string {
+         if (m.kv_heads() == m.n_head) return "";
+         return "GPT-2 has no grouped-query attention: expected 0 or model.n_head = " +
+                std::to_string(m.n_head) + ", got " + std::to_string(m.n_kv_head);
+       }},
+      {"model.ffn_hidden", "model.arch",
+       [](const ModelConfig& m) -> std::string {
+         if (m.ffn_hidden == 0 || m.ffn_hidden == 4 * m.n_embd) return "";
+         return "GPT-2's MLP is 4 x n_embd wide: expected 0 or " + std::to_string(4 * m.n_embd) +
+                ", got " + std::to_string(m.ffn_hidden);
+       }},
+      {"model.tie_embeddings", "model.arch",
+       [](const ModelConfig& m) -> std::string {
+         return m.tie_embeddings ? "" : "GPT-2's LM head is its token embedding (tied): expected true";
+       }},
+      {"model.rope_scaling", "model.arch",
+       [](const ModelConfig& m) -> std::string {
+         return m.rope_scaling == "none" ? "" : "GPT-2 has learned positions, no rotary embedding: expected \"none\"";
+       }},
+  };
   return a;
 }
 

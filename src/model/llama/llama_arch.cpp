@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT
+#include "model/llama/llama_arch.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "model/attention.hpp"
+#include "model/attention_path.hpp"
+#include "model/llama/llama_layout.hpp"
+
+namespace fsdp::llama {
+namespace {
+
+AttentionPath attention_of(const ModelConfig& m) { return architecture_attention(m); }
+
+// What Llama's constructor allocates (all persistent), in elements: the rotary table TD; the
+// residual stream (L+1)BTC; per layer (x L, or x 1 with checkpointing) ln1, atty, res2, ln2
+// (BTC each), the two norms' rstd (BT each), q|k|v BT*QKV, gate|up 2BTF, the SwiGLU output
+// BTF, and the attention probabilities BHT^2 (fused: the log-sum-exps BHT); once the final norm
+// (BTC + BT), logits BTV, losses BT, the backward scratch (six BTC, d_qkv BT*QKV, d_gate_up
+// 2BTF, d_swiglu BTF) and, materialised, the attention backward's work square.
+std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool checkpointing) {
+  const bool fused = attention_of(m) == AttentionPath::Fused;
+  const std::int64_t B = micro_batch, T = m.block_size, C = m.n_embd, H = m.n_head,
+                     V = m.vocab_size, L = m.n_layer, F = m.ffn_hidden, QKV = llama_qkv_rows(m);
+  const std::int64_t BT = B * T, BTC = BT * C;
+  const std::int64_t att = fused ? B * H * T : B * H * T * T;
+  const std::int64_t per_layer = 4 * BTC + 2 * BT + BT * QKV + 3 * BT * F + att;
+  const std::int64_t layers = checkpointing ? 1 : L;
+  const std::int64_t once = BTC + BT + BT * V + BT + 6 * BTC + BT * QKV + 3 * BT * F +
+                            (fused ? 0 : kernels::attention_work_size(int(T), int(H)));
+  const std::int64_t mid = checkpointing && m.sublayer_units ? L * BTC : 0;
+  const std::int64_t rope = T * m.head_dim();
+  return rope + (L + 1) * BTC + layers * per_layer + once + mid;
+}
+
+// Model FLOPs as torchtitan counts them: a GEMM costs 2 x its weights per token forward and
+// twice that backward; attention 4TC forward per layer and token (QK^T and PV, H x D = C), 8TC
+// backward. The embedding's lookup is free; the head is a GEMM on [V, C] whether tied or not.
+// Summed: 6(P - VC if untied) + 12LTC per token.
+std::vector<UnitFlops> unit_flops(const ModelConfig& m, int micro_batch, bool checkpointing) {
+  const double tok = double(micro_batch) * m.block_size;
+  const double TC = double(m.block_size) * m.n_embd;
+  std::vector<UnitFlops> f;
+  for (const UnitLayout& u : llama_units(m)) {
+    UnitFlops x;
+    switch (u.kind) {
+      case kLlamaEmbedding: break;
+      case kLlamaNorm: x.forward = 2.0 * double(m.n_embd) * tok; break;  // lm_head: the head's
+      case kLlamaMlp: x.forward = 2.0 * double(u.numel) * tok; break;
+      default: x.forward = (2.0 * double(u.numel) + 4.0 * TC) * tok;
+    }
+    x.backward = 2.0 * x.forward;
+    if (checkpointing && (u.kind == kLlamaBlock || u.kind == kLlamaAttn || u.kind == kLlamaMlp))
+      x.recompute = x.forward;
+    f.push_back(x);
+  }
+  return f;
+}
+
+UnitFlops head_flops(const ModelConfig& m, int micro_batch) {
+  const double head = 2.0 * double(m.vocab_size) * m.n_embd * micro_batch * m.block_size;
+  return {head, 2.0 * head, 0.0};
+}
+
+double flops_per_token(const ModelConfig& m) {
+  const double P = double(total_numel(llama_units(m)));
+  const double embedding = m.tie_embeddings ? 0.0 : double(m.vocab_size) * m.n_embd;
+  return 6.0 * (P - embedding) + 12.0 * m.n_layer * double(m.block_size) * m.n_embd;
+}
+
+// ---- Hugging Face LlamaForCausalLM ----------------------------------------------------------
+
+nlohmann::ordered_json rope_scaling_json(const ModelConfig& m) {
+  if (m.rope_scaling != "llama3") return nullptr;
+  return {{"rope_type", "llama3"},
+          {"factor", m.rope_factor},
+          {"low_freq_factor", m.rope_low_freq_factor},
+          {"high_freq_factor", m.rope_high_freq_factor},
+          {"original_max_position_embeddings", m.rope_original_context}};
+}
+
+std::string hf_config_json(const ModelConfig& m, const std::string& torch_dtype) {
+  nlohmann::ordered_json j{{"architectures", {"LlamaForCausalLM"}},
+                           {"model_type", "llama"},
+                           {"vocab_size", m.vocab_size},
+                           {"hidden_size", m.n_embd},
+                           {"intermediate_size", m.ffn_hidden},
+                           {"num_hidden_layers", m.n_layer},
+                           {"num_attention_heads", m.n_head},
+                           {"num_key_value_heads", m.kv_heads()},
+                           {"head_dim", m.head_dim()},
+                           {"hidden_act", "silu"},
+                           {"max_position_embeddings", m.positions()},
+                           {"rms_norm_eps", m.norm_eps},
+                           {"rope_theta", m.rope_theta},
+                           {"rope_scaling", rope_scaling_json(m)},
+                           {"attention_bias", false},
+                           {"mlp_bias", false},
+                           {"initializer_range", 0.02},
+                           {"tie_word_embeddings", m.tie_embeddings},
+                           {"use_cache", true},
+                           {"torch_dtype", torch_dtype}};
+  return j.dump(2) + "\n";
+}
+
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 80)) out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  return s.size() > 80 ? out + "..." : out;
+}
+
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
+// config.json's fields, read strictly: a missing required field, a wrong type, or a value the
+// tensors contradict is one line naming the file and the key.
+class ConfigReader {
+ public:
+  ConfigReader(const nlohmann::json& j, const std::string& path) : j_(j), path_(path) {}
+  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
+    throw std::invalid_argument(path_ + ": " + key + ": " + why);
+  }
+  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+  long long integer(const char* key, bool required) const {
+    if (!has(key)) {
+      if (required) fail(key, "missing");
+      return 0;
+    }
+    if (!j_[key].is_number_integer()) fail(key, "not an integer");
+    return j_[key].get<long long>();
+  }
+  double number(const nlohmann::json& o, const std::string& key, double fallback) const {
+    if (!o.contains(key) || o[key].is_null()) return fallback;
+    if (!o[key].is_number()) fail(key, "not a number");
+    return o[key].get<double>();
+  }
+  // An integer field whose value the tensors already say.
+  void agrees(const char* key, long long tensors_say, const std::string& file, bool required) const {
+    const long long v = integer(key, required);
+    if (has(key) && v != tensors_say)
+      fail(key, std::to_string(v) + ", but the tensors in " + file + " say " + std::to_string(tensors_say));
+  }
+  const nlohmann::json& json() const { return j_; }
+
+ private:
+  const nlohmann::json& j_;
+  std::string path_;
+};
+
+// rope_theta and rope_scaling (transformers up to 4.x), or rope_parameters (5.x) holding both.
+void read_rope(const ConfigReader& r, ModelConfig& s) {
+  const nlohmann::json& j = r.json();
+  const bool params = j.contains("rope_parameters") && j["rope_parameters"].is_object();
+  const nlohmann::json& src = params ? j["rope_parameters"] : j;
+  s.rope_theta = r.number(src, "rope_theta", 10000.0);
+  if (!(s.rope_theta > 1.0)) r.fail("rope_theta", num(s.rope_theta) + " is not above 1");
+  const nlohmann::json* sc = params ? &j["rope_parameters"]
+                                    : (j.contains("rope_scaling") ? &j["rope_scaling"] : nullptr);
+  if (!sc || sc->is_null()) return;
+  if (!sc->is_object()) r.fail("rope_scaling", "not an object or null");
+  std::string type = "default";
+  for (const char* k : {"rope_type", "type"})
+    if (sc->contains(k) && (*sc)[k].is_string()) type = (*sc)[k].get<std::string>();
+  if (type == "default") return;
+  if (type != "llama3")
+    r.fail("rope_scaling", "rope_type " + one_line(type) + " is not one this model computes (default, llama3)");
+  s.rope_scaling = "llama3";
+  s.rope_factor = r.number(*sc, "factor", 0.0);
+  s.rope_low_freq_factor = r.number(*sc, "low_freq_factor", 0.0);
+  s.rope_high_freq_factor = r.number(*sc, "high_freq_factor", 0.0);
+  s.rope_original_context = int(r.number(*sc, "original_max_position_embeddings", 0.0));
+  if (!(s.rope_factor >= 1.0)) r.fail("rope_scaling", "factor missing or below 1");
+  if (!(s.rope_low_freq_factor > 0.0) || !(s.rope_high_freq_factor > s.rope_low_freq_factor))
+    r.fail("rope_scaling", "low_freq_factor and high_freq_factor must satisfy 0 < low < high");
+  if (s.rope_original_context < 1) r.fail("rope_scaling", "original_max_position_embeddings missing");
+}
+
+const std::vector<std::int64_t>* matrix(const TensorShapes& t, const std::string& name,
+                                        const std::string& file) {
+  const auto* s = t(name);
+  if (!s || s->size() != 2) throw std::invalid_argument(file + ": " + name + ": missing or not 2-D");
+  return s;
+}
+
+ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
+                       const nlohmann::json* config, const std::string& config_path) {
+  if (!config)
+    throw std::invalid_argument(file + ": a Llama's config.json is missing (its head counts, rotary "
+                                "and norm settings are not in the tensors)");
+  const auto* emb = matrix(tensors, "model.embed_tokens.weight", file);
+  ModelConfig s;
+  s.arch = "llama";
+  s.vocab_size = int((*emb)[0]);
+  s.n_embd = int((*emb)[1]);
+  s.n_layer = 0;
+  while (tensors("model.layers." + std::to_string(s.n_layer) + ".input_layernorm.weight")) ++s.n_layer;
+  const ConfigReader r(*config, config_path);
+  r.agrees("hidden_size", s.n_embd, file, true);
+  r.agrees("vocab_size", s.vocab_size, file, true);
+  r.agrees("num_hidden_layers", s.n_layer, file, true);
+  if (s.n_layer > 0) {
+    const auto* gate = matrix(tensors, "model.layers.0.mlp.gate_proj.weight", file);
+    s.ffn_hidden = int((*gate)[0]);
+    r.agrees("intermediate_size", s.ffn_hidden, file, true);
+  } else {
+    s.ffn_hidden = int(r.integer("intermediate_size", true));
+  }
+  const long long H = r.integer("num_attention_heads", true);
+  if (H < 1 || H > s.n_embd || s.n_embd % H != 0)
+    r.fail("num_attention_heads", std::to_string(H) + " does not divide hidden_size " + std::to_string(s.n_embd));
+  s.n_head = int(H);
+  const long long KV = r.has("num_key_value_heads") ? r.integer("num_key_value_heads", true) : H;
+  if (KV < 1 || H % KV != 0)
+    r.fail("num_key_value_heads", std::to_string(KV) + " does not divide num_attention_heads " + std::to_string(H));
+  s.n_kv_head = int(KV);
+  if (r.has("head_dim") && r.integer("head_dim", false) != s.head_dim())
+    r.fail("head_dim", std::to_string(r.integer("head_dim", false)) + ", but hidden_size / num_attention_heads is " +
+                           std::to_string(s.head_dim()) + " (this model computes that head size)");
+  if (s.head_dim() % 2 != 0) r.fail("num_attention_heads", "the head size " + std::to_string(s.head_dim()) + " is odd (the rotation pairs halves)");
+  if (s.n_layer > 0) {
+    const auto* k = matrix(tensors, "model.layers.0.self_attn.k_proj.weight", file);
+    if ((*k)[0] != KV * s.head_dim())
+      throw std::invalid_argument(file + ": model.layers.0.self_attn.k_proj.weight: " + std::to_string((*k)[0]) +
+                                  " rows, but num_key_value_heads " + std::to_string(KV) + " x head size " +
+                                  std::to_string(s.head_dim()) + " in " + config_path);
+  }
+  s.n_positions = int(r.integer("max_position_embeddings", false));
+  if (s.n_positions < 0) r.fail("max_position_embeddings", "negative");
+  const nlohmann::json& j = *config;
+  s.norm_eps = r.number(j, "rms_norm_eps", 1e-6);
+  if (!(s.norm_eps > 0.0 && s.norm_eps < 1.0)) r.fail("rms_norm_eps", num(s.norm_eps) + " is not in (0, 1)");
+  read_rope(r, s);
+  for (const char* k : {"attention_bias", "mlp_bias"})
+    if (j.contains(k) && j[k] == true) r.fail(k, "true, but this model has no biases");
+  if (j.contains("hidden_act") && j["hidden_act"].is_string() && j["hidden_act"] != "silu")
+    r.fail("hidden_act", one_line(j["hidden_act"].get<std::string>()) + ", but this model computes SwiGLU with silu");
+  const bool tied_key = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean();
+  const bool has_head = tensors("lm_head.weight") != nullptr;
+  // Hugging Face's default is tied; a file with an lm_head and no key says untied.
+  s.tie_embeddings = tied_key ? j["tie_word_embeddings"].get<bool>() : !has_head;
+  if (!s.tie_embeddings && !has_head)
+    throw std::invalid_argument(file + ": lm_head.weight: missing, but " + config_path +
+                                " says tie_word_embeddings false");
+  return s;
+}
+
+// ---- The deck's rules for model.arch = "llama" ----------------------------------------------
+
+std::vector<ArchCheck> checks() {
+  return {
+      {"model.n_kv_head", "model.n_head",
+       [](const ModelConfig& m) -> std::string {
+         if (m.kv_heads() <= m.n_head && m.n_head % m.kv_heads() == 0) return "";
+         return "expected a divisor of model.n_head = " + std::to_string(m.n_head) +
+                " (each key/value head serves n_head / n_kv_head query heads), got " +
+                std::to_string(m.n_kv_head);
+       }},
+      {"model.n_head", "model.n_embd",
+       [](const ModelConfig& m) -> std::string {
+         if (m.n_embd % m.n_head != 0 || m.head_dim() % 2 == 0) return "";
+         return "the head size n_embd / n_head = " + std::to_string(m.head_dim()) +
+                " is odd; the rotary embedding rotates its two halves as pairs";
+       }},
+      {"model.ffn_hidden", "model.arch",
+       [](const ModelConfig& m) -> std::string {
+         if (m.ffn_hidden > 0) return "";
+         return "expected the MLP's hidden width (Hugging Face's intermediate_size) for model.arch "
+                "= \"llama\", got " + std::to_string(m.ffn_hidden);
+       }},
+      {"model.rope_high_freq_factor", "model.rope_low_freq_factor",
+       [](const ModelConfig& m) -> std::string {
+         if (m.rope_scaling != "llama3" || m.rope_high_freq_factor > m.rope_low_freq_factor) return "";
+         return "expected more than model.rope_low_freq_factor = " + num(m.rope_low_freq_factor) +
+                " with rope_scaling = \"llama3\", got " + num(m.rope_high_freq_factor);
+       }},
+      {"model.attention", "model.n_kv_head",
+       [](const ModelConfig& m) -> std::string {
+         if (m.attention != "materialized" || m.kv_heads() == m.n_head) return "";
+         return "\"materialized\" reads q, k and v packed per head; with n_kv_head < n_head use "
+                "\"fused\" or \"auto\"";
+       }},
+  };
+}
+
+}  // namespace
+
+AttentionPath architecture_attention(const ModelConfig& m) {
+  if (m.kv_heads() < m.n_head) return AttentionPath::Fused;
+  return resolve_attention(m.attention, m.block_size);
+}
+
+std::int64_t bf16_scratch_elements(const ModelConfig& m, int micro_batch) {
+  const std::int64_t BT = std::int64_t(micro_batch) * m.block_size;
+  const std::int64_t widest = std::max({std::int64_t(m.n_embd), 2 * std::int64_t(m.ffn_hidden),
+                                        llama_qkv_rows(m)});
+  return std::max(BT * widest, std::int64_t(m.vocab_size) * std::min<std::int64_t>(BT, 512));
+}
+
+Architecture architecture() {
+  Architecture a;
+  a.name = "llama";
+  a.family = "Llama";
+  a.units = llama_units;
+  a.init_unit = [](const ModelConfig& m, const UnitLayout& u, float* full, std::uint64_t seed) {
+    llama_init_unit(u, full, seed, m.n_layer);
+  };
+  // Tied: the embedding unit's table; untied: lm_head, in the last unit with the final norm.
+  a.head_unit = [](const ModelConfig& m) {
+    return m.tie_embeddings ? 0 : 1 + m.n_layer * (m.sublayer_units ? 2 : 1);
+  };
+  a.build = make_model;
+  a.attention = attention_of;
+  a.activation_elements = activation_elements;
+  a.bf16_scratch_elements = bf16_scratch_elements;
+  a.unit_flops = unit_flops;
+  a.head_flops = head_flops;
+  a.flops_per_token = flops_per_token;
+  a.flops_formula = "6(P - VC if untied) + 12LTC (T = block_size)";
+  a.recompute_formula = "each layer's forward (2P_layer + 4TC)";
+  a.hf.architectures = "LlamaForCausalLM";
+  a.hf.config_json = hf_config_json;
+  a.hf.recognizes = [](const TensorShapes& t) { return t("model.embed_tokens.weight") != nullptr; };
+  a.hf.read_shape = read_shape;
+  a.hf.stored_names = [](const std::string& name) { return std::vector<std::string>{name}; };
+  a.hf.config_complete = true;
+  a.checks = checks();
+  return a;
+}
+
+}  // namespace fsdp::llama

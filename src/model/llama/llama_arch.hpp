@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+// Llama 3 (and the family that shares its shape: Qwen2, Mistral, SmolLM2) as an architecture
+// (model/architecture.hpp): units, initialisation, model, the planner's activation and FLOP
+// counts, the deck's cross-key rules, and the Hugging Face LlamaForCausalLM form.
+#pragma once
+#include "model/architecture.hpp"
+
+namespace fsdp::llama {
+
+Architecture architecture();
+
+// The model itself (Architecture::build), defined with Llama in llama.cpp: the only part of
+// the architecture that needs the kernels (the fuzz targets link without them).
+std::unique_ptr<Decoder> make_model(const ModelConfig& m, const DecoderOptions& o,
+                                    MemoryTracker& tracker);
+
+// Which attention kernel a Llama runs: model.attention, except that grouped-query heads
+// (KV < H) always take the fused kernel (the materialised one reads GPT-2's packed q | k | v).
+AttentionPath architecture_attention(const ModelConfig& m);
+
+// Elements of each bf16 cast scratch (Architecture::bf16_scratch_elements): the widest
+// activation a GEMM reads whole, or the head's backward chunk of dlogits.
+std::int64_t bf16_scratch_elements(const ModelConfig& m, int micro_batch);
+
+}  // namespace fsdp::llama

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+#include "model/llama/llama_layout.hpp"
+
+#include <cmath>
+
+#include "model/counter_init.hpp"
+
+namespace fsdp {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+// Every matrix is a GEMM operand (the embedding's lookup reads it as one too) and decays;
+// the norm weights neither.
+void add(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape) {
+  const bool matrix = shape.size() == 2;
+  add_tensor(u, name, std::move(shape), matrix, matrix);
+}
+
+}  // namespace
+
+LlamaOffsets llama_offsets(const UnitLayout& a, const UnitLayout& m) {
+  return {a.tensor("input_layernorm.weight").offset, a.tensor("self_attn.q_proj.weight").offset,
+          a.tensor("self_attn.o_proj.weight").offset, m.tensor("post_attention_layernorm.weight").offset,
+          m.tensor("mlp.gate_proj.weight").offset, m.tensor("mlp.down_proj.weight").offset};
+}
+
+std::vector<UnitLayout> llama_units(const ModelConfig& m) {
+  const std::int64_t C = m.n_embd, V = m.vocab_size, F = m.ffn_hidden,
+                     KVD = std::int64_t(m.kv_heads()) * m.head_dim();
+  const bool whole = !m.sublayer_units;
+  std::vector<UnitLayout> units;
+  UnitLayout emb;
+  emb.name = "embedding";
+  emb.kind = kLlamaEmbedding;
+  add(emb, "model.embed_tokens.weight", {V, C});
+  units.push_back(std::move(emb));
+  for (int l = 0; l < m.n_layer; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    UnitLayout a;
+    a.name = whole ? p.substr(0, p.size() - 1) : p + "self_attn";
+    a.kind = whole ? kLlamaBlock : kLlamaAttn;
+    a.layer = l;
+    add(a, p + "input_layernorm.weight", {C});
+    add(a, p + "self_attn.q_proj.weight", {C, C});  // adjacent: one [C + 2 KV D, C] GEMM
+    add(a, p + "self_attn.k_proj.weight", {KVD, C});
+    add(a, p + "self_attn.v_proj.weight", {KVD, C});
+    add(a, p + "self_attn.o_proj.weight", {C, C});
+    UnitLayout mlp;
+    UnitLayout& b = whole ? a : mlp;
+    if (!whole) {
+      mlp.name = p + "mlp";
+      mlp.kind = kLlamaMlp;
+      mlp.layer = l;
+    }
+    add(b, p + "post_attention_layernorm.weight", {C});
+    add(b, p + "mlp.gate_proj.weight", {F, C});  // adjacent: one [2F, C] GEMM
+    add(b, p + "mlp.up_proj.weight", {F, C});
+    add(b, p + "mlp.down_proj.weight", {C, F});
+    units.push_back(std::move(a));
+    if (!whole) units.push_back(std::move(mlp));
+  }
+  UnitLayout fin;
+  fin.name = "norm";
+  fin.kind = kLlamaNorm;
+  add(fin, "model.norm.weight", {C});
+  if (!m.tie_embeddings) add(fin, "lm_head.weight", {V, C});
+  units.push_back(std::move(fin));
+  return units;
+}
+
+void llama_init_unit(const UnitLayout& unit, float* full, std::uint64_t seed, int n_layer) {
+  const float resid_std = 0.02f / std::sqrt(2.0f * n_layer);
+  for (const auto& t : unit.tensors) {
+    float* p = full + t.offset;
+    if (t.shape.size() == 1) {  // the norms
+      for (std::int64_t i = 0; i < t.numel; ++i) p[i] = 1.f;
+      continue;
+    }
+    const bool resid = ends_with(t.name, "o_proj.weight") || ends_with(t.name, "down_proj.weight");
+    const float std = resid ? resid_std : 0.02f;
+    const std::uint64_t key = tensor_stream(seed, t.name);
+    for (std::int64_t i = 0; i < t.numel; ++i) p[i] = std * normal_at(key, i);
+  }
+}
+
+}  // namespace fsdp
