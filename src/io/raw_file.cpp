@@ -52,4 +52,31 @@ void widen_to_f32(const void* src, bool bf16, std::int64_t n, float* out) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = from_bf16(h[i]);
 }
 
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);  // inf, nan
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);  // normal: rebias 15 -> 127
+  } else if (man == 0) {
+    bits = sign;  // +-0
+  } else {  // subnormal: normalise the mantissa into a float's normal range
+    int e = -1;
+    do {
+      ++e;
+      man <<= 1;
+    } while ((man & 0x400u) == 0);
+    bits = sign | (std::uint32_t(112 - e) << 23) | ((man & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+void widen_f16_to_f32(const void* src, std::int64_t n, float* out) {
+  const auto* h = static_cast<const std::uint16_t*>(src);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = half_to_float(h[i]);
+}
+
 }  // namespace fsdp::weights

@@ -25,5 +25,7 @@ class RawFile {
 
 // Little-endian float32 or bfloat16 values to float32.
 void widen_to_f32(const void* src, bool bf16, std::int64_t n, float* out);
+// Little-endian IEEE half-precision values to float32 (exact: every half is a float).
+void widen_f16_to_f32(const void* src, std::int64_t n, float* out);
 
 }  // namespace fsdp::weights

@@ -34,7 +34,9 @@ std::string quote(const std::string& s, std::size_t max_chars) {
   return out;
 }
 
-const char* dtype_name(DType d) { return d == DType::F32 ? "F32" : "BF16"; }
+const char* dtype_name(DType d) {
+  return d == DType::F32 ? "F32" : d == DType::BF16 ? "BF16" : "F16";
+}
 int dtype_bytes(DType d) { return d == DType::F32 ? 4 : 2; }
 
 std::int64_t StoredTensor::numel() const {
@@ -91,7 +93,8 @@ SafetensorsHeader SafetensorsHeader::read(const std::string& path) {
     if (!dt.is_string()) fail(path, name, "dtype is not a string");
     if (dt == "F32") t.dtype = DType::F32;
     else if (dt == "BF16") t.dtype = DType::BF16;
-    else fail(path, name, "dtype " + quote(dt.get<std::string>()) + " (only F32 and BF16 are read)");
+    else if (dt == "F16") t.dtype = DType::F16;
+    else fail(path, name, "dtype " + quote(dt.get<std::string>()) + " (only F32, BF16 and F16 are read)");
     const nlohmann::json& sh = v["shape"];
     if (!sh.is_array() || sh.size() > 8) fail(path, name, "shape is not an array of at most 8 sizes");
     std::uint64_t numel = 1;

@@ -12,8 +12,8 @@
 
 namespace fsdp::weights {
 
-enum class DType { F32, BF16 };
-const char* dtype_name(DType d);  // "F32", "BF16"
+enum class DType { F32, BF16, F16 };
+const char* dtype_name(DType d);  // "F32", "BF16", "F16"
 int dtype_bytes(DType d);
 
 struct StoredTensor {

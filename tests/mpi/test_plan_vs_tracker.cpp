@@ -27,6 +27,7 @@ struct Case {
   bool deterministic = false;
   std::string unit = "block";
   std::string attention = "materialized";
+  std::string arch = "gpt2";
 };
 
 std::string describe(const Case& c) {
@@ -35,7 +36,7 @@ std::string describe(const Case& c) {
      << " ckpt=" << c.checkpointing << " micro=" << c.micro_batches
      << " accumulate=" << (c.sharded_accumulate ? "sharded" : "unsharded")
      << " offload=" << c.offload << " deterministic=" << c.deterministic << " unit=" << c.unit
-     << " attention=" << c.attention;
+     << " attention=" << c.attention << " arch=" << c.arch;
   return os.str();
 }
 
@@ -72,11 +73,19 @@ std::vector<Case> cases() {
   // The fused attention keeps B*H*T log-sum-exps per layer and no score work space.
   v.push_back({"zero3", 1, true, false, 2, false, "none", false, "block", "fused"});
   v.push_back({"ddp", 2, true, true, 1, false, "none", false, "sublayer", "fused"});
+  // Llama: grouped-query heads (fused), an untied head in the last unit, SwiGLU, the rotary
+  // table; and plain multi-head attention on the materialised kernel.
+  v.push_back({"zero3", 1, true, false, 2, false, "none", false, "block", "auto", "llama"});
+  v.push_back({"hybrid", 2, true, true, 2, false, "params", false, "sublayer", "auto", "llama"});
+  v.push_back({"ddp", 0, true, true, 1, false, "optimizer", true, "block", "auto", "llama"});
+  v.push_back({"zero2", 1, true, false, 3, true, "none", false, "sublayer", "materialized", "llama-mha"});
   return v;
 }
 
 RunConfig config_for(const Case& c, int ranks) {
-  RunConfig cfg = test::tiny_config(c.strategy, c.prefetch);
+  RunConfig cfg = c.arch == "gpt2" ? test::tiny_config(c.strategy, c.prefetch)
+                                   : test::tiny_llama_config(c.strategy, c.prefetch);
+  if (c.arch == "llama-mha") cfg.model.n_kv_head = 0;
   cfg.train.steps = 2;
   cfg.train.micro_batch_size = 1;
   cfg.train.batch_size = ranks * c.micro_batches;
