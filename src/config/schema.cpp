@@ -152,8 +152,9 @@ std::vector<KeySpec> build_schema() {
       entry("data", "train", &R::data, &D::train, any(),
             "training tokens: builtin:train or a path"),
       entry("data", "val", &R::data, &D::val, any(), "validation tokens: builtin:val or a path"),
-      entry("data", "format", &R::data, &D::format, one_of({"llmc", "uint16", "text"}),
-            "llmc: llm.c token file; uint16: raw tokens; text: bytes as tokens"),
+      entry("data", "format", &R::data, &D::format, one_of({"llmc", "uint16", "uint32", "text"}),
+            "llmc: llm.c token file (uint16, or uint32 for Llama 3); uint16, uint32: raw "
+            "tokens; text: bytes as tokens"),
 
       entry("eval", "every", &R::eval, &E::every, at_least(0),
             "validation loss every this many steps; 0 = only at the end"),

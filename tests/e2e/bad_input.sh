@@ -15,7 +15,7 @@ expect_fail "bad enum" 2 "fsdp.strategy.*zero4" "$TRAIN" --config $D --set fsdp.
 expect_fail "missing deck" 2 "nope.toml" "$TRAIN" --config "$WORK/nope.toml"
 expect_fail "missing data file" 3 "$WORK/missing.bin.*(no such file|cannot)" "$TRAIN" --config $D $S --set data.train="$WORK/missing.bin"
 printf 'hello world, this is plain text that is long enough to hold a few windows of tokens for sure.\n%.0s' {1..40} >"$WORK/text.txt"
-expect_fail "token id >= vocab_size" 3 "text.txt.*token 1[0-9][0-9] at index [0-9]+ is out of range for vocab_size 100" "$TRAIN" --config $D $S --set model.vocab_size=100 --set data.train="$WORK/text.txt"
+expect_fail "token id >= vocab_size" 3 "text.txt.*token 1[0-9][0-9] at index [0-9]+ \(byte offset [0-9]+\) is out of range for vocab_size 100" "$TRAIN" --config $D $S --set model.vocab_size=100 --set data.train="$WORK/text.txt"
 expect_fail "block_size beyond the position table" 2 "model.block_size.*n_positions = 32" "$TRAIN" --config $D $S --set model.n_positions=32
 expect_fail "bf16 GEMMs without bf16 parameters" 2 "fsdp.gemm_dtype = bf16 needs fsdp.mixed_precision = bf16" "$TRAIN" --config $D $S --set fsdp.gemm_dtype=bf16
 expect_fail "comm.backend this build cannot honour" 2 "comm.backend=nccl needs a GPU on every rank of group .world.*this build computes on the CPU" "$TRAIN" --config $D $S --set comm.backend=nccl

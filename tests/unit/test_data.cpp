@@ -73,6 +73,18 @@ std::vector<unsigned char> llmc_bytes(const std::vector<int>& tokens, std::int32
   return b;
 }
 
+// llm.c's Llama 3 token file: magic 20240801, version 7, uint32 tokens.
+std::vector<unsigned char> llmc32_bytes(const std::vector<std::int64_t>& tokens,
+                                        std::int32_t version = 7) {
+  std::vector<unsigned char> b;
+  put_i32(b, 20240801);
+  put_i32(b, version);
+  put_i32(b, std::int32_t(tokens.size()));
+  b.resize(1024, 0);
+  for (std::int64_t t : tokens) put_i32(b, std::int32_t(std::uint32_t(t)));
+  return b;
+}
+
 std::vector<unsigned char> u16_bytes(const std::vector<int>& tokens) {
   std::vector<unsigned char> b;
   for (int t : tokens) put_u16(b, t);
@@ -116,6 +128,40 @@ TEST_CASE("llm.c token file round-trips", "[data]") {
   REQUIRE(tf.size() == std::int64_t(tokens.size()));
   for (std::size_t i = 0; i < tokens.size(); ++i) REQUIRE(tf.tokens()[i] == tokens[i]);
   CHECK(tf.name() == f.path());
+}
+
+TEST_CASE("Llama 3 token files: llm.c's uint32 files and raw uint32 round-trip", "[data]") {
+  // Llama 3's vocabulary is 128,256: ids past 65,535 need four bytes.
+  const std::vector<std::int64_t> tokens = {0, 1, 65535, 65536, 128000, 128255, 70000, 3, 4, 5};
+  TempFile f("llama3.bin");
+  f.write(llmc32_bytes(tokens));
+  const TokenFile tf = TokenFile::load(f.path(), "llmc", 128256, 4);
+  REQUIRE(tf.tokens() == std::vector<std::int32_t>(tokens.begin(), tokens.end()));
+  TempFile raw("raw32.bin");
+  std::vector<unsigned char> b;
+  for (std::int64_t t : tokens) put_i32(b, std::int32_t(t));
+  raw.write(b);
+  REQUIRE(TokenFile::load(raw.path(), "uint32", 128256, 4).tokens() == tf.tokens());
+  SECTION("a token past the vocabulary is named by index and byte offset") {
+    std::vector<std::int64_t> bad = tokens;
+    bad[6] = 128256;
+    bad[8] = 4000000000LL;  // past INT32_MAX: reported as the file holds it, if it were first
+    TempFile g("llama3_bad.bin");
+    g.write(llmc32_bytes(bad));
+    const std::string msg = data_error([&] { TokenFile::load(g.path(), "llmc", 128256, 4); });
+    check_one_line_naming(msg, g.path());
+    CHECK(msg.find("token 128256 at index 6 (byte offset 1048)") != std::string::npos);
+    bad[6] = 7;
+    g.write(llmc32_bytes(bad));
+    CHECK(data_error([&] { TokenFile::load(g.path(), "llmc", 128256, 4); })
+              .find("token 4000000000 at index 8 (byte offset 1056)") != std::string::npos);
+  }
+  SECTION("magic 20240801 with another version") {
+    TempFile g("llama3_v1.bin");
+    g.write(llmc32_bytes(tokens, 1));
+    CHECK(data_error([&] { TokenFile::load(g.path(), "llmc", 128256, 4); })
+              .find("version 1 for magic 20240801 (expected 7: uint32 tokens)") != std::string::npos);
+  }
 }
 
 TEST_CASE("raw uint16 token file round-trips", "[data]") {
@@ -185,7 +231,7 @@ TEST_CASE("load errors are one-line DataErrors naming the file", "[data]") {
     f.write(b);
     const std::string msg = data_error([&] { TokenFile::load(f.path(), "uint16", 50257, 8); });
     check_one_line_naming(msg, f.path());
-    CHECK(msg.find("odd") != std::string::npos);
+    CHECK(msg.find("not a multiple of 2") != std::string::npos);
   }
   SECTION("token outside the vocabulary") {
     TempFile f("range.bin");
@@ -195,7 +241,7 @@ TEST_CASE("load errors are one-line DataErrors naming the file", "[data]") {
     f.write(llmc_bytes(tokens));
     const std::string msg = data_error([&] { TokenFile::load(f.path(), "llmc", 256, 8); });
     check_one_line_naming(msg, f.path());
-    CHECK(msg.find("token 300 at index 17") != std::string::npos);
+    CHECK(msg.find("token 300 at index 17 (byte offset 1058)") != std::string::npos);
     CHECK(msg.find("vocab_size 256") != std::string::npos);
   }
   SECTION("text byte outside a small vocabulary") {
