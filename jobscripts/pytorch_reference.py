@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """The PyTorch yardstick for the benchmark targets: the same GPT-2 (pre-LN blocks, tanh GELU,
-tied LM head, no dropout) trained with AdamW on random tokens, one thread per process, eager
-mode, as Debian's PyTorch 1.13 runs it. Prints the median tokens/s over the timed steps.
+tied LM head, no dropout) or, with --arch llama, the same Llama (RMSNorm, rotary positions,
+SwiGLU, grouped-query attention, no biases), trained with AdamW on random tokens, one thread per
+process, eager mode, as Debian's PyTorch 1.13 runs it. Prints the median tokens/s over the
+timed steps.
 
   /usr/bin/python3 jobscripts/pytorch_reference.py --layers 4 --embd 256 --heads 4 --vocab 256 \
       --block 128 --batch 8                      # one process
@@ -79,6 +81,76 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
+class LlamaBlock(nn.Module):
+    def __init__(self, c, heads, kv, ffn, block):
+        super().__init__()
+        self.heads, self.kv, self.d = heads, kv, c // heads
+        self.q_proj = nn.Linear(c, c, bias=False)
+        self.k_proj = nn.Linear(c, kv * self.d, bias=False)
+        self.v_proj = nn.Linear(c, kv * self.d, bias=False)
+        self.o_proj = nn.Linear(c, c, bias=False)
+        self.gate_proj = nn.Linear(c, ffn, bias=False)
+        self.up_proj = nn.Linear(c, ffn, bias=False)
+        self.down_proj = nn.Linear(ffn, c, bias=False)
+        self.norm1 = nn.Parameter(torch.ones(c))
+        self.norm2 = nn.Parameter(torch.ones(c))
+        self.register_buffer("mask", torch.tril(torch.ones(block, block)).bool(), persistent=False)
+
+    @staticmethod
+    def rms(x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * w
+
+    @staticmethod
+    def rotate(x, cos, sin):  # Hugging Face's convention: the halves rotate as pairs
+        half = x.shape[-1] // 2
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
+
+    def attention(self, x, cos, sin):
+        b, t, c = x.shape
+        q = self.q_proj(x).view(b, t, self.heads, self.d).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.kv, self.d).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.kv, self.d).transpose(1, 2)
+        q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+        # Grouped-query heads as Hugging Face's eager Llama runs them: K and V repeated per group.
+        k = k.repeat_interleave(self.heads // self.kv, dim=1)
+        v = v.repeat_interleave(self.heads // self.kv, dim=1)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.d)
+        scores = scores.masked_fill(~self.mask[:t, :t], float("-inf"))
+        y = F.softmax(scores, dim=-1) @ v
+        return self.o_proj(y.transpose(1, 2).reshape(b, t, c))
+
+    def forward(self, x, cos, sin):
+        x = x + self.attention(self.rms(x, self.norm1), cos, sin)
+        h = self.rms(x, self.norm2)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class Llama(nn.Module):
+    def __init__(self, layers, c, heads, kv, ffn, vocab, block, theta=500000.0):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, c)
+        self.layers = nn.ModuleList(LlamaBlock(c, heads, kv, ffn, block) for _ in range(layers))
+        self.norm = nn.Parameter(torch.ones(c))
+        d = c // heads
+        inv = theta ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+        ang = torch.arange(block, dtype=torch.float64)[:, None] * inv[None, :]
+        self.register_buffer("cos", torch.cat((ang.cos(), ang.cos()), -1).float(), persistent=False)
+        self.register_buffer("sin", torch.cat((ang.sin(), ang.sin()), -1).float(), persistent=False)
+        # fsdp's Llama initialisation: N(0, 0.02), residual projections by 1/sqrt(2L).
+        for name, p in self.named_parameters():
+            if p.dim() == 2:
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith(("o_proj.weight", "down_proj.weight")) else 0.02
+                nn.init.normal_(p, 0.0, std)
+
+    def forward(self, idx, targets):
+        t = idx.shape[1]
+        x = self.embed(idx)
+        for blk in self.layers:
+            x = blk(x, self.cos[:t], self.sin[:t])
+        logits = LlamaBlock.rms(x, self.norm) @ self.embed.weight.t()  # tied head
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
 def run(rank, args):
     cuda = args.device == "cuda"
     if not cuda:
@@ -93,7 +165,11 @@ def run(rank, args):
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29531")
         torch.distributed.init_process_group("gloo", rank=rank, world_size=args.ddp)
-    model = GPT(args.layers, args.embd, args.heads, args.vocab, args.block).to(dev)
+    if args.arch == "llama":
+        model = Llama(args.layers, args.embd, args.heads, args.kv or args.heads, args.ffn,
+                      args.vocab, args.block).to(dev)
+    else:
+        model = GPT(args.layers, args.embd, args.heads, args.vocab, args.block).to(dev)
     if ddp:
         # DDP broadcasts every buffer from rank 0 when it wraps the model, and gloo has no bool
         # type ("Invalid scalar type"): the causal masks are the same constant on every rank,
@@ -132,6 +208,9 @@ def run(rank, args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--arch", choices=("gpt2", "llama"), default="gpt2")
+    p.add_argument("--kv", type=int, default=0, help="llama: key/value heads (0 = heads)")
+    p.add_argument("--ffn", type=int, default=0, help="llama: SwiGLU width")
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--embd", type=int, default=256)
     p.add_argument("--heads", type=int, default=4)

@@ -4,7 +4,7 @@
 # benchmark shapes, measured side by side: the two alternate PAIRS times and each pair gives a
 # ratio; prints every pair and the median ratio. Both get one thread per process and OpenBLAS's
 # best kernel for this CPU (fsdp chooses it itself; PyTorch is given OPENBLAS_CORETYPE).
-#   jobscripts/vs_pytorch.sh small|124m|ddp2|ddp2-global8 [bf16]
+#   jobscripts/vs_pytorch.sh small|124m|llama124m|ddp2|ddp2-global8 [bf16]
 # bf16: fsdp with bf16 parameters (fsdp.gemm_dtype = auto: bf16 GEMMs where the CPU computes them) against PyTorch under
 # torch.autocast("cpu", dtype=torch.bfloat16), each on its own best bf16 path for this CPU.
 # Environment: PAIRS (5), FSDP_BUILD, TORCH_BF16_STEPS (4: PyTorch's steps in bf16 mode).
@@ -32,6 +32,10 @@ case "${1:-}" in
   124m)
     ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_124m.toml" --set train.steps=8)
     theirs=("${TORCH[@]}" --layers 12 --embd 768 --heads 12 --vocab 50257 --block 64 --batch 4 --steps 6) ;;
+  llama124m)  # a Llama of 121M parameters (grouped-query 12:4, SwiGLU 2304, tied) at the same shape
+    ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_llama_124m.toml" --set train.steps=8)
+    theirs=("${TORCH[@]}" --arch llama --layers 12 --embd 768 --heads 12 --kv 4 --ffn 2304
+            --vocab 50257 --block 64 --batch 4 --steps 6) ;;
   ddp2)  # 8 sequences per process, as the one-process shape (global batch 16)
     ours=(mpirun --oversubscribe -np 2 "$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml"
           --set train.batch_size=16 --set train.steps=30)
@@ -40,7 +44,7 @@ case "${1:-}" in
     ours=(mpirun --oversubscribe -np 2 "$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml"
           --set train.micro_batch_size=4 --set train.steps=30)
     theirs=("${TORCH[@]}" "${small[@]}" --batch 4 --steps 20 --ddp 2) ;;
-  *) echo "usage: $0 small|124m|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
+  *) echo "usage: $0 small|124m|llama124m|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
 esac
 extra=()
 [ -n "${STRATEGY:-}" ] && extra=(--set fsdp.strategy="$STRATEGY")
@@ -51,7 +55,7 @@ case "${2:-fp32}" in
     # PyTorch's bf16 on a CPU without bf16 matmul kernels (AVX2 only) runs ~18x slower than its
     # fp32: fewer steps keep a pair within minutes (the first step is never timed).
     theirs+=(--precision bf16 --steps "${TORCH_BF16_STEPS:-4}") ;;
-  *) echo "usage: $0 small|124m|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
+  *) echo "usage: $0 small|124m|llama124m|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
 esac
 # Into a file, then grep: a pipe that grep -m1 closes early makes mpirun die of SIGPIPE noisily.
 probe=$(mktemp)

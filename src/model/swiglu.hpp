@@ -11,9 +11,9 @@ namespace fsdp::kernels {
 
 namespace detail {
 // sigmoid with the exponent clamped: e^80 keeps 1 + e a normal float, and the result is 0 or 1
-// to float precision beyond that anyway.
+// to float precision beyond that anyway. Branch-free (select), so the loops vectorize.
 KOKKOS_INLINE_FUNCTION float sigmoid(float g) {
-  const float e = -g < -80.f ? -80.f : (-g > 80.f ? 80.f : -g);
+  const float e = kmath::select(g > 80.f, -80.f, kmath::select(g < -80.f, 80.f, -g));
   return 1.f / (1.f + kmath::exp_fast_in_range(e));
 }
 }  // namespace detail
