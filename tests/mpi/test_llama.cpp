@@ -81,12 +81,14 @@ TEST_CASE("Llama: sub-layer units, checkpointing, offload, bf16, accumulation, p
     const char* offload;
     bool bf16;
     int prefetch;
+    const char* gemm = "auto";  // bf16: the GEMMs take bf16 weights and activations
   };
   for (const Case c : {Case{"zero3", "sublayer", "blocks", "none", false, 2},
                        Case{"zero3", "block", "blocks", "params", false, 1},
                        Case{"hybrid", "sublayer", "none", "optimizer", false, 0},
                        Case{"zero2", "block", "none", "none", true, 1},
-                       Case{"zero3", "sublayer", "blocks", "none", true, 2}}) {
+                       Case{"zero3", "sublayer", "blocks", "none", true, 2},
+                       Case{"hybrid", "block", "blocks", "none", true, 1, "bf16"}}) {
     RunConfig cfg = test::tiny_llama_config(c.strategy, c.prefetch);
     cfg.train.steps = 20;
     cfg.train.batch_size = 24;
@@ -95,12 +97,13 @@ TEST_CASE("Llama: sub-layer units, checkpointing, offload, bf16, accumulation, p
     cfg.model.activation_checkpointing = c.ckpt;
     cfg.fsdp.offload = c.offload;
     if (c.bf16) cfg.fsdp.mixed_precision = cfg.fsdp.reduce_dtype = "bf16";
+    cfg.fsdp.gemm_dtype = c.gemm;
     const RunResult ref = run(cfg, MPI_COMM_SELF);
     if (std::string(c.strategy) == "hybrid" && test::world_size() % 2 == 0)
       cfg.fsdp.shard_group_size = 2;
     INFO(c.strategy << " unit " << c.unit << " checkpointing " << c.ckpt << " offload "
                     << c.offload << (c.bf16 ? " bf16" : " fp32") << " prefetch " << c.prefetch
-                    << " on " << test::world_size() << " ranks");
+                    << " GEMMs " << c.gemm << " on " << test::world_size() << " ranks");
     if (!c.bf16) {
       require_close(run(cfg, MPI_COMM_WORLD), ref);
     } else {  // bf16 rounds the gathered parameters: the curves agree to bf16's precision
