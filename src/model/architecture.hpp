@@ -106,6 +106,9 @@ struct Architecture {
 
 // Convenience over the registry: model m's architecture, units and parameter count.
 const Architecture& architecture_of(const ModelConfig& m);
+// One phrase for logs and plans: "Llama 4 layers x 128 channels (4 heads, 2 key/value; MLP 344;
+// untied head), vocab 256, context 64" (GPT-2: "GPT 4 layers x 128 channels (4 heads), ...").
+std::string describe_model(const ModelConfig& m);
 std::vector<UnitLayout> model_units(const ModelConfig& m);
 std::int64_t num_params(const ModelConfig& m);
 

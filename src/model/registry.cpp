@@ -51,6 +51,16 @@ std::string architecture_list() {
 
 const Architecture& architecture_of(const ModelConfig& m) { return architecture(m.arch); }
 
+std::string describe_model(const ModelConfig& m) {
+  std::string heads = std::to_string(m.n_head) + " heads";
+  if (m.kv_heads() < m.n_head) heads += ", " + std::to_string(m.kv_heads()) + " key/value";
+  if (m.ffn_hidden > 0) heads += "; MLP " + std::to_string(m.ffn_hidden);
+  if (!m.tie_embeddings) heads += "; untied head";
+  return architecture_of(m).family + " " + std::to_string(m.n_layer) + " layers x " +
+         std::to_string(m.n_embd) + " channels (" + heads + "), vocab " +
+         std::to_string(m.vocab_size) + ", context " + std::to_string(m.block_size);
+}
+
 std::vector<UnitLayout> model_units(const ModelConfig& m) { return architecture_of(m).units(m); }
 
 std::int64_t num_params(const ModelConfig& m) { return total_numel(model_units(m)); }

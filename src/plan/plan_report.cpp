@@ -281,13 +281,8 @@ void print_tables(const Report& r, const PlanOptions& o) {
   const double aspect = o.aspect;
   const int head_dim = o.head_dim;
   const ModelConfig& m = base.model;
-  std::string heads = std::to_string(m.n_head) + " heads";
-  if (m.kv_heads() < m.n_head) heads += ", " + std::to_string(m.kv_heads()) + " key/value";
-  if (m.ffn_hidden > 0) heads += "; MLP " + std::to_string(m.ffn_hidden);
-  if (!m.tie_embeddings) heads += "; untied head";
-  std::printf("fsdp-plan: %s %d layers x %d channels (%s), vocab %d, context %d: %s parameters\n",
-              architecture_of(m).family.c_str(), m.n_layer, m.n_embd, heads.c_str(), m.vocab_size,
-              m.block_size, with_commas(num_params(m)).c_str());
+  std::printf("fsdp-plan: %s: %s parameters\n", describe_model(m).c_str(),
+              with_commas(num_params(m)).c_str());
   std::printf("  %d rank(s) on %d node(s), machine %s, %s%s, %s units, prefetch %d%s, %d "
               "micro-batch(es) of %d per rank, checkpointing %s, offload %s\n\n",
               base.ranks, base.nodes, machine.name.c_str(), to_string(base.precision),

@@ -357,10 +357,11 @@ TrainSummary Trainer::run() {
   const double tokens_per_step = double(cfg_.train.batch_size) * T;
   std::vector<double> rates;
   if (rank_ == 0 && opts_.log)
-    std::printf("fsdp-train: %lld parameters (%lld padded), %d ranks, strategy %s, shard group %d, "
-                "%zu units (%s), prefetch %d, %d micro-batch(es) of %d per rank, GEMM peak %.1f "
-                "GFLOP/s per rank\n",
-                (long long)num_params(cfg_.model), (long long)engine_->padded_params(),
+    std::printf("fsdp-train: %s: %lld parameters (%lld padded), %d ranks, strategy %s, shard "
+                "group %d, %zu units (%s), prefetch %d, %d micro-batch(es) of %d per rank, GEMM "
+                "peak %.1f GFLOP/s per rank\n",
+                describe_model(cfg_.model).c_str(), (long long)num_params(cfg_.model),
+                (long long)engine_->padded_params(),
                 nranks_, cfg_.fsdp.strategy.c_str(), engine_->shard_group_size(),
                 engine_->units().size(), cfg_.fsdp.unit.c_str(), cfg_.fsdp.prefetch, n_micro_, B,
                 peak_flops_ / 1e9);
