@@ -10,6 +10,7 @@
 #pragma once
 #include <algorithm>
 
+#include "core/check.hpp"
 #include "core/math.hpp"
 #include "core/types.hpp"
 #include "model/attention_batched.hpp"
@@ -54,21 +55,24 @@ inline Mat window(const Mat& m, int r0, int r1, int c0, int n) {
 }
 }  // namespace detail
 
+// Grouped-query heads (KV < H): query head h reads key/value head g = h / (H / KV), whose
+// columns are C + g*D (k) and C + KV*D + g*D (v) of q | k | v rows [B*T, C + 2*KV*D]; KV = H is
+// GPT-2's packed [B*T, 3C]. Nothing is copied per query head.
 inline void attention_forward_blocked(const Mat& out, const Att3& att, const ConstMat& qkv, int B,
-                                      int T, int H) {
+                                      int T, int H, int KV) {
   using detail::window;
-  const int C = out.extent(1), D = C / H;
+  const int C = out.extent(1), D = C / H, group = H / KV, kcol = C, vcol = C + KV * D;
   const float scale = 1.f / kmath::sqrt(static_cast<float>(D));
   const CausalBlocks cb = causal_blocks(T);
   // One head at a time, so its [T, T] probabilities are still in cache for the second gemm.
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h) {
-      const int bh = b * H + h, r = b * T;
+      const int bh = b * H + h, r = b * T, g = h / group;
       const Mat p(att.data() + std::int64_t(bh) * T * T, T, T);
       for (int i = 0; i < cb.count(); ++i) {
         const int r0 = cb.begin(i), r1 = cb.end(i);
         gemm("N", "T", scale, window(qkv, r + r0, r + r1, h * D, D),
-             window(qkv, r, r + r1, C + h * D, D), 0.f, window(p, r0, r1, 0, r1));
+             window(qkv, r, r + r1, kcol + g * D, D), 0.f, window(p, r0, r1, 0, r1));
       }
       Kokkos::parallel_for(
           "attention::softmax", Kokkos::RangePolicy<ExecSpace>(0, T), KOKKOS_LAMBDA(const int t) {
@@ -82,72 +86,86 @@ inline void attention_forward_blocked(const Mat& out, const Att3& att, const Con
           });
       for (int i = 0; i < cb.count(); ++i) {
         const int r0 = cb.begin(i), r1 = cb.end(i);
-        gemm("N", "N", 1.f, window(p, r0, r1, 0, r1), window(qkv, r, r + r1, 2 * C + h * D, D), 0.f,
+        gemm("N", "N", 1.f, window(p, r0, r1, 0, r1), window(qkv, r, r + r1, vcol + g * D, D), 0.f,
              window(out, r + r0, r + r1, h * D, D));
       }
     }
 }
 
 inline void attention_backward_blocked(const Mat& dqkv, const ConstMat& dout, const ConstAtt3& att,
-                                       const ConstMat& qkv, int B, int T, int H, const Vec& work) {
+                                       const ConstMat& qkv, int B, int T, int H, int KV,
+                                       const Vec& work) {
   using detail::window;
-  const int C = dout.extent(1), D = C / H;
+  const int C = dout.extent(1), D = C / H, group = H / KV, kcol = C, vcol = C + KV * D;
   const float scale = 1.f / kmath::sqrt(static_cast<float>(D));
   const CausalBlocks cb = causal_blocks(T);
   const Mat ds(work.data(), T, T);  // dprobs, then dscores (the 1/sqrt(D) goes to the gemms)
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h) {
-      const int bh = b * H + h, r = b * T;
+      const int bh = b * H + h, r = b * T, g = h / group;
       const ConstMat p(att.data() + std::int64_t(bh) * T * T, T, T);
       for (int i = 0; i < cb.count(); ++i) {
         const int r0 = cb.begin(i), r1 = cb.end(i);
         gemm("N", "T", 1.f, window(dout, r + r0, r + r1, h * D, D),
-             window(qkv, r, r + r1, 2 * C + h * D, D), 0.f, window(ds, r0, r1, 0, r1));
+             window(qkv, r, r + r1, vcol + g * D, D), 0.f, window(ds, r0, r1, 0, r1));
       }
       Kokkos::parallel_for(
           "attention::softmax_backward", Kokkos::RangePolicy<ExecSpace>(0, T),
           KOKKOS_LAMBDA(const int t) {
             const float* pr = &p(t, 0);
-            float* g = &ds(t, 0);
+            float* gr = &ds(t, 0);
             const int n = t + 1, width = cb.end(t / cb.rows);
-            const float dot = kmath::lane_sum(n, [&](int j) { return pr[j] * g[j]; });
-            for (int j = 0; j < n; ++j) g[j] = pr[j] * (g[j] - dot);
-            for (int j = n; j < width; ++j) g[j] = 0.f;
+            const float dot = kmath::lane_sum(n, [&](int j) { return pr[j] * gr[j]; });
+            for (int j = 0; j < n; ++j) gr[j] = pr[j] * (gr[j] - dot);
+            for (int j = n; j < width; ++j) gr[j] = 0.f;
           });
-      // Keys and values collect from every later block: the last block spans all keys, so it
-      // assigns (beta 0) and the earlier ones accumulate, always in the same order.
+      // Keys and values collect from every later block and from every query head of their
+      // group: the group's first head's last block spans all keys, so it assigns (beta 0), and
+      // everything after accumulates, always in the same order.
       for (int i = cb.count() - 1; i >= 0; --i) {
         const int r0 = cb.begin(i), r1 = cb.end(i);
-        const float beta = i == cb.count() - 1 ? 0.f : 1.f;
+        const float beta = i == cb.count() - 1 && h % group == 0 ? 0.f : 1.f;
         const ConstMat dsi = window(ConstMat(ds), r0, r1, 0, r1);
-        gemm("N", "N", scale, dsi, window(qkv, r, r + r1, C + h * D, D), 0.f,
+        gemm("N", "N", scale, dsi, window(qkv, r, r + r1, kcol + g * D, D), 0.f,
              window(dqkv, r + r0, r + r1, h * D, D));
         gemm("T", "N", scale, dsi, window(qkv, r + r0, r + r1, h * D, D), beta,
-             window(dqkv, r, r + r1, C + h * D, D));
+             window(dqkv, r, r + r1, kcol + g * D, D));
         gemm("T", "N", 1.f, window(p, r0, r1, 0, r1), window(dout, r + r0, r + r1, h * D, D), beta,
-             window(dqkv, r, r + r1, 2 * C + h * D, D));
+             window(dqkv, r, r + r1, vcol + g * D, D));
       }
     }
 }
 
 // A CPU takes the causal blocks one head at a time (cache-sized, and 3/4 of the square's work);
 // a GPU takes every head at once (attention_batched.hpp).
+// Grouped-query heads (KV < H) on a CPU only: the GPU's batched path reads GPT-2's packed
+// layout, and GPUs take the fused kernel (model/attention_path.hpp, materialized_reads_gqa).
 inline void attention_forward(const Mat& out, const Att3& att, const ConstMat& qkv, int B, int T,
-                              int H) {
+                              int H, int KV) {
 #if defined(KOKKOS_ENABLE_CUDA)
+  if (KV != H) fatal("attention: the materialised GPU kernel has no grouped-query heads");
   attention_forward_batched(out, att, qkv, B, T, H);
 #else
-  attention_forward_blocked(out, att, qkv, B, T, H);
+  attention_forward_blocked(out, att, qkv, B, T, H, KV);
 #endif
+}
+inline void attention_forward(const Mat& out, const Att3& att, const ConstMat& qkv, int B, int T,
+                              int H) {
+  attention_forward(out, att, qkv, B, T, H, H);
 }
 
 inline void attention_backward(const Mat& dqkv, const ConstMat& dout, const ConstAtt3& att,
-                               const ConstMat& qkv, int B, int T, int H, const Vec& work) {
+                               const ConstMat& qkv, int B, int T, int H, int KV, const Vec& work) {
 #if defined(KOKKOS_ENABLE_CUDA)
+  if (KV != H) fatal("attention: the materialised GPU kernel has no grouped-query heads");
   attention_backward_batched(dqkv, dout, att, qkv, B, T, H, work);
 #else
-  attention_backward_blocked(dqkv, dout, att, qkv, B, T, H, work);
+  attention_backward_blocked(dqkv, dout, att, qkv, B, T, H, KV, work);
 #endif
+}
+inline void attention_backward(const Mat& dqkv, const ConstMat& dout, const ConstAtt3& att,
+                               const ConstMat& qkv, int B, int T, int H, const Vec& work) {
+  attention_backward(dqkv, dout, att, qkv, B, T, H, H, work);
 }
 
 // The signature of the per-head kernel this replaced, for tests and one-off calls: it allocates

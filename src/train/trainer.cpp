@@ -43,11 +43,10 @@ std::string describe_attention(const ModelConfig& m) {
   } else {
     s += " (B*H*T*T probabilities kept per layer";
   }
+  if (m.attention == "auto") s += "; model.attention = auto at T = " + std::to_string(m.block_size);
   if (m.kv_heads() < m.n_head)
     s += "; grouped-query heads (" + std::to_string(m.n_head) + " query, " +
-         std::to_string(m.kv_heads()) + " key/value) take the fused kernel";
-  else if (m.attention == "auto")
-    s += "; model.attention = auto at T = " + std::to_string(m.block_size);
+         std::to_string(m.kv_heads()) + " key/value) read in place";
   return s + ")";
 }
 

@@ -19,7 +19,7 @@ within() { $PY -c "import sys; a, b = float('$1'), float('$2'); sys.exit(abs(a -
 mkdir -p "$WORK/kernels"
 if FSDP_REFERENCE_DIR="$WORK/kernels" "$BUILD/tests/fsdp_unit_tests" "[.llama_reference]" >"$WORK/out" 2>&1 &&
   $PY "$SRC/tests/reference/llama_kernels_check.py" "$WORK/kernels" >"$WORK/cmp" 2>&1; then
-  ok "RMSNorm, rotary (plain, llama3), SwiGLU, attention at KV = H, H/2, 1: forward and gradients within 2e-6 of float64 PyTorch"
+  ok "RMSNorm, rotary (plain, llama3), SwiGLU, both attention kernels at KV = H, H/2, 1: forward and gradients within 2e-6 of float64 PyTorch"
   sed 's/^/    /' "$WORK/cmp"
 else
   bad "kernels against float64 PyTorch: $(cat "$WORK/out" "$WORK/cmp" | tail -8)"

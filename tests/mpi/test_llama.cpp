@@ -65,7 +65,8 @@ TEST_CASE("Llama: N ranks match one rank for every strategy, tied and untied", "
   cfg.train.lr = 3e-3;  // the default deck's: 1e-2 makes this tiny model's curve chaotic,
   cfg.train.min_lr = 3e-4;  // and the reduction order's rounding then grows past 1e-5
   cfg.model.tie_embeddings = tied;
-  if (tied) cfg.model.n_kv_head = 2;  // and plain multi-head attention (the materialised kernel)
+  if (tied) cfg.model.n_kv_head = 2;  // and plain multi-head attention
+  if (tied) cfg.model.attention = "fused";  // both kernels: auto is materialised at T = 8
   const RunResult ref = run(cfg, MPI_COMM_SELF);
   if (strategy == "hybrid" && test::world_size() % 2 == 0) cfg.fsdp.shard_group_size = 2;
   INFO(strategy << (tied ? " tied" : " untied") << " on " << test::world_size() << " ranks");

@@ -73,9 +73,10 @@ std::vector<Case> cases() {
   // The fused attention keeps B*H*T log-sum-exps per layer and no score work space.
   v.push_back({"zero3", 1, true, false, 2, false, "none", false, "block", "fused"});
   v.push_back({"ddp", 2, true, true, 1, false, "none", false, "sublayer", "fused"});
-  // Llama: grouped-query heads (fused), an untied head in the last unit, SwiGLU, the rotary
-  // table; and plain multi-head attention on the materialised kernel.
+  // Llama: grouped-query heads on either kernel, an untied head in the last unit, SwiGLU, the
+  // rotary table; and plain multi-head attention.
   v.push_back({"zero3", 1, true, false, 2, false, "none", false, "block", "auto", "llama"});
+  v.push_back({"zero2", 2, true, true, 1, false, "none", false, "sublayer", "fused", "llama"});
   v.push_back({"hybrid", 2, true, true, 2, false, "params", false, "sublayer", "auto", "llama"});
   v.push_back({"ddp", 0, true, true, 1, false, "optimizer", true, "block", "auto", "llama"});
   v.push_back({"zero2", 1, true, false, 3, true, "none", false, "sublayer", "materialized", "llama-mha"});

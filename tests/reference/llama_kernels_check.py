@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Llama's kernels recomputed in float64 PyTorch from the cases fsdp's unit test wrote
 (fsdp_unit_tests "[.llama_reference]" with FSDP_REFERENCE_DIR=DIR): RMSNorm, rotary with and
-without the llama3 blend, SwiGLU, grouped-query causal attention at n_kv_head = n_head, n_head/2
-and 1; each forward output and input gradient (autograd of sum(dy * y)) against fsdp's.
+without the llama3 blend, SwiGLU, grouped-query causal attention (the fused and the materialised
+kernel) at n_kv_head = n_head, n_head/2 and 1; each forward output and input gradient (autograd of sum(dy * y)) against fsdp's.
 
   llama_kernels_check.py DIR
 
@@ -112,11 +112,13 @@ def main(d):
     y, (dgu,) = grads(swiglu, [a["gu"]], a["dy"])
     compare("swiglu", "y", a["y"], y, bad)
     compare("swiglu", "dgu", a["dgu"], dgu, bad)
-    for kv in [4, 2, 1]:
-        a, m = load(d, f"attention_kv{kv}")
-        y, (dqkv,) = grads(lambda x: attention(x, m["H"], m["KV"], m["D"]), [a["qkv"]], a["dy"])
-        compare(f"attention kv={kv}", "y", a["y"], y, bad)
-        compare(f"attention kv={kv}", "dqkv", a["dqkv"], dqkv, bad)
+    for kernel in ["attention", "materialized"]:  # the fused kernel, the materialised one
+        for kv in [4, 2, 1]:
+            a, m = load(d, f"{kernel}_kv{kv}")
+            y, (dqkv,) = grads(lambda x: attention(x, m["H"], m["KV"], m["D"]), [a["qkv"]], a["dy"])
+            name = ("fused" if kernel == "attention" else "materialized") + f" kv={kv}"
+            compare(name, "y", a["y"], y, bad)
+            compare(name, "dqkv", a["dqkv"], dqkv, bad)
     if bad:
         print("misses:", ", ".join(bad))
     return 1 if bad else 0

@@ -47,7 +47,7 @@ TEST_CASE("batched attention matches the causal blocks", "[attention]") {
   FlatView out_a("out_a", BT * C), out_b("out_b", BT * C);
   FlatView att_a("att_a", att_n), att_b("att_b", att_n);
   const ConstMat q(qkv.data(), BT, 3 * C);
-  kernels::attention_forward_blocked(Mat(out_a.data(), BT, C), Att3(att_a.data(), B * H, T, T), q, B, T, H);
+  kernels::attention_forward_blocked(Mat(out_a.data(), BT, C), Att3(att_a.data(), B * H, T, T), q, B, T, H, H);
   kernels::attention_forward_batched(Mat(out_b.data(), BT, C), Att3(att_b.data(), B * H, T, T), q, B, T, H);
   close(host(out_b), host(out_a), "output");
   // The blocked kernel leaves what lies past a row's causal block as it was; compare keys 0..t.
@@ -62,7 +62,7 @@ TEST_CASE("batched attention matches the causal blocks", "[attention]") {
   FlatView dq_a("dq_a", BT * 3 * C), dq_b("dq_b", BT * 3 * C);
   FlatView work_a("work_a", std::size_t(T) * T), work_b("work_b", std::size_t(H) * T * T);
   kernels::attention_backward_blocked(Mat(dq_a.data(), BT, 3 * C), ConstMat(dout.data(), BT, C),
-                                      ConstAtt3(att_a.data(), B * H, T, T), q, B, T, H,
+                                      ConstAtt3(att_a.data(), B * H, T, T), q, B, T, H, H,
                                       Vec(work_a.data(), work_a.extent(0)));
   kernels::attention_backward_batched(Mat(dq_b.data(), BT, 3 * C), ConstMat(dout.data(), BT, C),
                                       ConstAtt3(att_b.data(), B * H, T, T), q, B, T, H,

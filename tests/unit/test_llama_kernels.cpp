@@ -14,6 +14,7 @@
 
 #include "gradcheck_util.hpp"
 #include "model/architecture.hpp"
+#include "model/attention.hpp"
 #include "model/embedding.hpp"
 #include "model/flash_attention.hpp"
 #include "model/rmsnorm.hpp"
@@ -105,29 +106,42 @@ struct SwiGluCase {
   void backward() { k::swiglu_backward(M(dgu, N, 2 * F), CM(r, N, F), CM(gu, N, 2 * F)); }
 };
 
-// Grouped-query attention through the fused kernel, q | k | v in one row as Llama lays them out.
+// Grouped-query attention through either kernel (fused, or materialised: its blocked CPU path
+// reads the heads in place too), q | k | v in one row as Llama lays them out.
 struct AttnCase {
   int B = 2, T = 9, H = 4, KV, D = 8, W;
-  FlatView qkv, r, out, lse, dqkv;
+  bool materialized;
+  FlatView qkv, r, out, lse, dqkv, att, work;
   k::FlashPlan plan = k::flash_plan(8);
-  explicit AttnCase(int kv)
+  AttnCase(int kv, bool mat)
       : KV(kv),
+        materialized(mat),
         W((H + 2 * kv) * D),
         qkv(random_view("qkv", B * T * W, 8)),
         r(random_view("r", B * T * H * D, 9)),
         out("out", std::size_t(B * T * H * D)),
         lse("lse", std::size_t(B * H * T)),
-        dqkv("dqkv", std::size_t(B * T * W)) {}
+        dqkv("dqkv", std::size_t(B * T * W)),
+        att("att", std::size_t(B * H * T * T)),
+        work("work", std::size_t(k::attention_work_size(T, H))) {}
   k::QkvRows<float> rows() const {
     const float* q = qkv.data();
     return {q, q + H * D, q + (H + KV) * D, W, W, W};
   }
   double forward() {
-    k::flash_attention_forward(k::AttnDims{B, T, H, KV, D}, rows(), {out.data(), H * D},
-                               lse.data(), plan);
+    if (materialized)
+      k::attention_forward(M(out, B * T, H * D), Att3(att.data(), B * H, T, T), CM(qkv, B * T, W),
+                           B, T, H, KV);
+    else
+      k::flash_attention_forward(k::AttnDims{B, T, H, KV, D}, rows(), {out.data(), H * D},
+                                 lse.data(), plan);
     return fsdp::test::dot(out, r);
   }
   void backward() {
+    if (materialized)
+      return k::attention_backward(M(dqkv, B * T, W), CM(r, B * T, H * D),
+                                   ConstAtt3(att.data(), B * H, T, T), CM(qkv, B * T, W), B, T, H,
+                                   KV, V(work));
     float* g = dqkv.data();
     k::flash_attention_backward(k::AttnDims{B, T, H, KV, D}, rows(), {out.data(), H * D},
                                 {r.data(), H * D}, lse.data(),
@@ -259,10 +273,11 @@ TEST_CASE("SwiGLU backward matches finite differences", "[llama][gradcheck]") {
 
 TEST_CASE("grouped-query attention backward matches finite differences", "[llama][gradcheck]") {
   const int kv = GENERATE(4, 2, 1);
-  AttnCase c(kv);
+  const bool materialized = GENERATE(false, true);
+  AttnCase c(kv, materialized);
   c.forward();
   c.backward();
-  INFO("n_kv_head " << kv << " of 4");
+  INFO("n_kv_head " << kv << " of 4, " << (materialized ? "materialised" : "fused"));
   require_ok(grad_check("qkv", c.qkv.data(), c.dqkv.data(), c.qkv.extent(0),
                         [&] { return c.forward(); }, 1e-2f, 2e-2, 2e-4, 200));
 }
@@ -346,15 +361,16 @@ TEST_CASE("write the kernels' cases for the float64 PyTorch reference", "[.llama
     d.add("y", c.h, {c.N, c.F});
     d.add("dgu", c.dgu, {c.N, 2 * c.F});
   }
-  for (const int kv : {4, 2, 1}) {
-    AttnCase c(kv);
+  for (const int kv : {4, 2, 1})
+    for (const bool materialized : {false, true}) {
+    AttnCase c(kv, materialized);
     c.forward();
     c.backward();
-    Dump d(dir, "attention_kv" + std::to_string(kv));
+    Dump d(dir, std::string(materialized ? "materialized" : "attention") + "_kv" + std::to_string(kv));
     d.meta() = {{"H", c.H}, {"KV", kv}, {"D", c.D}};
     d.add("qkv", c.qkv, {c.B, c.T, c.W});
     d.add("dy", c.r, {c.B, c.T, c.H * c.D});
     d.add("y", c.out, {c.B, c.T, c.H * c.D});
     d.add("dqkv", c.dqkv, {c.B, c.T, c.W});
-  }
+    }
 }

@@ -150,9 +150,9 @@ void Llama::attn_compute(int l, const UnitParams& p, const Vec& res2_out) {
     const float* q = a.qkv.data();
     k::flash_attention_forward(dims, k::QkvRows<float>{q, q + C, q + C + kd, QKV_, QKV_, QKV_},
                                {a.atty.data(), C}, a.att.data(), flash_);
-  } else {  // KV = H: q | k | v is GPT-2's packed layout
+  } else {
     k::attention_forward(m(a.atty, BT, C), Att3(a.att.data(), B_ * H_, T_, T_),
-                         cm(a.qkv, BT, QKV_), B_, T_, H_);
+                         cm(a.qkv, BT, QKV_), B_, T_, H_, KV_);
   }
   linear_fwd(m(tmp_, BT, C), cm(a.atty, BT, C), p, off_.o, C, C);
   k::residual_forward(res2_out, residual_[l].cvec(), tmp_.cvec());
@@ -263,7 +263,7 @@ void Llama::attn_grads(int l, const UnitParams& p, Vec g) {
   } else {
     k::attention_backward(m(d_qkv_, BT, QKV_), cm(d_atty_, BT, C),
                           ConstAtt3(a.att.data(), B_ * H_, T_, T_), cm(a.qkv, BT, QKV_), B_, T_,
-                          H_, att_work_.vec());
+                          H_, KV_, att_work_.vec());
   }
   // The gradients of q and k before their rotation: the transposed rotation.
   k::rope_apply(m(d_qkv_, BT, QKV_), T_, 0, H_ + KV_, D_, rope_, true);

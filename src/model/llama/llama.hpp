@@ -3,8 +3,8 @@
 // decoder layers: x += o_proj(attention(rope(q), rope(k), v)) of RMSNorm(x), then
 // x += down(silu(gate) * up) of RMSNorm(x); a final RMSNorm and the LM head (the token
 // embedding when tied, lm_head otherwise). Grouped-query attention: query head h reads key/value
-// head h / (H / KV) where they lie, through the fused kernel (model/flash_attention.hpp); the
-// materialised kernel serves KV = H. B = micro-batch, T = block_size, C = n_embd, V = vocab,
+// head h / (H / KV) where they lie, through either attention kernel (model/attention.hpp and
+// model/flash_attention.hpp; on a GPU the fused one). B = micro-batch, T = block_size, C = n_embd, V = vocab,
 // L = layers, F = ffn_hidden, QKV = C + 2 KV D (the fused projection's width).
 #pragma once
 #include <memory>

@@ -280,19 +280,16 @@ std::vector<ArchCheck> checks() {
          return "expected more than model.rope_low_freq_factor = " + num(m.rope_low_freq_factor) +
                 " with rope_scaling = \"llama3\", got " + num(m.rope_high_freq_factor);
        }},
-      {"model.attention", "model.n_kv_head",
-       [](const ModelConfig& m) -> std::string {
-         if (m.attention != "materialized" || m.kv_heads() == m.n_head) return "";
-         return "\"materialized\" reads q, k and v packed per head; with n_kv_head < n_head use "
-                "\"fused\" or \"auto\"";
-       }},
   };
 }
 
 }  // namespace
 
 AttentionPath architecture_attention(const ModelConfig& m) {
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+  // The GPU's materialised kernel reads GPT-2's packed layout only (and GPUs want fused anyway).
   if (m.kv_heads() < m.n_head) return AttentionPath::Fused;
+#endif
   return resolve_attention(m.attention, m.block_size);
 }
 

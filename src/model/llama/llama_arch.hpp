@@ -14,8 +14,9 @@ Architecture architecture();
 std::unique_ptr<Decoder> make_model(const ModelConfig& m, const DecoderOptions& o,
                                     MemoryTracker& tracker);
 
-// Which attention kernel a Llama runs: model.attention, except that grouped-query heads
-// (KV < H) always take the fused kernel (the materialised one reads GPT-2's packed q | k | v).
+// Which attention kernel a Llama runs: model.attention as for GPT-2 (both kernels read grouped-
+// query heads in place on a CPU), except that grouped-query heads take the fused kernel on a
+// GPU, whose materialised kernel reads GPT-2's packed q | k | v only.
 AttentionPath architecture_attention(const ModelConfig& m);
 
 // Elements of each bf16 cast scratch (Architecture::bf16_scratch_elements): the widest
