@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "model/architecture.hpp"
 #include "model/gpt2/gpt2.hpp"
 #include "plan/machine.hpp"
 #include "plan/memory_model.hpp"
@@ -486,4 +487,35 @@ TEST_CASE("deterministic mode pads to whole norm blocks per rank and keeps a tre
   CHECK_THROWS_WITH(s.validate(), Catch::Contains("needs the number of ranks (3) to divide the "
                                                   "step's micro-batch count G = "
                                                   "train.batch_size / train.micro_batch_size = 4"));
+}
+
+TEST_CASE("Llama family members keep the MLP ratio and the key/value group; its FLOPs are torchtitan's",
+          "[plan]") {
+  ModelConfig like;  // Llama 3.2 1B's shape
+  like.arch = "llama";
+  like.n_layer = 16;
+  like.n_head = 32;
+  like.n_kv_head = 8;
+  like.n_embd = 2048;
+  like.ffn_hidden = 8192;
+  like.vocab_size = 128256;
+  like.block_size = 2048;
+  like.tie_embeddings = true;
+  REQUIRE(num_params(like) == 1235814400);  // the published count
+  const ModelConfig s = shape_for_params(8e9, like, 128, 128);
+  CHECK(s.ffn_hidden * like.n_embd == like.ffn_hidden * s.n_embd);
+  CHECK(s.n_head / s.kv_heads() == like.n_head / like.kv_heads());
+  CHECK(s.n_head % s.kv_heads() == 0);
+  // 6(P - VC if untied) + 12LTC: tied counts the embedding once, as the head's GEMM.
+  const Architecture& a = architecture_of(like);
+  const double ltc = 12.0 * 16 * 2048 * 2048;
+  CHECK(a.flops_per_token(like) == Approx(6.0 * 1235814400 + ltc));
+  ModelConfig untied = like;
+  untied.tie_embeddings = false;
+  CHECK(a.flops_per_token(untied) == Approx(6.0 * (double(num_params(untied)) - 128256.0 * 2048) + ltc));
+  // The per-stage counts the replay charges sum to the same per-token figure.
+  double sum = 0;
+  for (const UnitFlops& f : a.unit_flops(untied, 1, false)) sum += f.forward + f.backward;
+  const UnitFlops h = a.head_flops(untied, 1);
+  CHECK((sum + h.forward + h.backward) / 2048 == Approx(a.flops_per_token(untied)));
 }
