@@ -99,12 +99,12 @@ Path materialized_path(Buffers& b, Materialized& m) {
   p.fwd = [&b, &m] {
     kernels::attention_forward(Mat(b.out.data(), b.BT, b.C),
                                Att3(m.att.data(), b.B * b.H, b.T, b.T),
-                               ConstMat(b.x.data(), b.BT, b.W), b.B, b.T, b.H);
+                               ConstMat(b.x.data(), b.BT, b.W), b.B, b.T, b.H, b.KV);
   };
   p.bwd = [&b, &m] {
     kernels::attention_backward(Mat(b.dx.data(), b.BT, b.W), ConstMat(b.dout.data(), b.BT, b.C),
                                 ConstAtt3(m.att.data(), b.B * b.H, b.T, b.T),
-                                ConstMat(b.x.data(), b.BT, b.W), b.B, b.T, b.H,
+                                ConstMat(b.x.data(), b.BT, b.W), b.B, b.T, b.H, b.KV,
                                 Vec(m.work.data(), m.work.extent(0)));
   };
   return p;
@@ -155,14 +155,20 @@ int run_attention_bench(MPI_Comm world, const AttentionBenchOptions& o) {
   if (size != 1) fatal("fsdp-bench attention: run it on one rank (it times one core's or GPU's kernels)");
   const int KV = o.kv_heads > 0 ? o.kv_heads : o.heads;
   if (o.heads % KV != 0) fatal("fsdp-bench attention: --heads must be a multiple of --kv-heads");
-  const bool fused = o.path != "materialized", mat = o.path != "fused" && KV == o.heads;
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+  const bool gqa_materialized = KV == o.heads;  // the GPU's batched kernel: packed heads only
+#else
+  const bool gqa_materialized = true;  // the blocked CPU kernel reads grouped heads in place
+#endif
+  const bool fused = o.path != "materialized", mat = o.path != "fused" && gqa_materialized;
   const kernels::FlashPlan plan = kernels::flash_plan(o.head_dim);
   std::printf("fsdp-bench attention: causal, B %d, H %d, KV %d, D %d, median of %d; fused tiles "
               "%dx%d (%s, %zu kB scratch per team)\n",
               o.batch, o.heads, KV, o.head_dim, o.iters, plan.br, plan.bc,
               plan.own_dq ? "one backward pass" : "two backward passes",
               std::max(plan.forward_bytes(), plan.backward_bytes()) / 1024);
-  if (KV != o.heads) std::printf("# the materialised path has no grouped-query form: fused only\n");
+  if (!gqa_materialized)
+    std::printf("# the GPU's materialised kernel has no grouped-query form: fused only\n");
   std::printf("%6s %-13s %10s %10s %10s %10s %10s %18s\n", "T", "path", "fwd ms", "bwd ms",
               "fwd GF/s", "bwd GF/s", "total ms", "mat/fused [range]");
   bool failed = false;

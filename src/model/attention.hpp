@@ -10,10 +10,10 @@
 #pragma once
 #include <algorithm>
 
-#include "core/check.hpp"
 #include "core/math.hpp"
 #include "core/types.hpp"
 #include "model/attention_batched.hpp"
+#include "model/attention_path.hpp"
 #include "model/gemm.hpp"
 
 namespace fsdp::kernels {
@@ -32,17 +32,6 @@ struct CausalBlocks {
 // smaller blocks skip more of the masked triangle but make smaller, slower gemms. On one core,
 // 32 and 64 rows tie at T = 128 and 32 rows win at T = 64.
 inline CausalBlocks causal_blocks(int T) { return {T, T < 2 ? 1 : std::min(64, (T + 1) / 2)}; }
-
-// Floats of work space attention_backward needs: one head's score gradients here, a whole
-// sequence's on a GPU (attention_batched.hpp).
-inline std::int64_t attention_work_size(int T, int H) {
-#if defined(KOKKOS_ENABLE_CUDA)
-  return std::int64_t(H) * T * T;
-#else
-  (void)H;
-  return std::int64_t(T) * T;
-#endif
-}
 
 namespace detail {
 using Range = Kokkos::pair<int, int>;
@@ -143,7 +132,7 @@ inline void attention_backward_blocked(const Mat& dqkv, const ConstMat& dout, co
 inline void attention_forward(const Mat& out, const Att3& att, const ConstMat& qkv, int B, int T,
                               int H, int KV) {
 #if defined(KOKKOS_ENABLE_CUDA)
-  if (KV != H) fatal("attention: the materialised GPU kernel has no grouped-query heads");
+  if (KV != H) Kokkos::abort("attention: the materialised GPU kernel has no grouped-query heads");
   attention_forward_batched(out, att, qkv, B, T, H);
 #else
   attention_forward_blocked(out, att, qkv, B, T, H, KV);
@@ -157,7 +146,7 @@ inline void attention_forward(const Mat& out, const Att3& att, const ConstMat& q
 inline void attention_backward(const Mat& dqkv, const ConstMat& dout, const ConstAtt3& att,
                                const ConstMat& qkv, int B, int T, int H, int KV, const Vec& work) {
 #if defined(KOKKOS_ENABLE_CUDA)
-  if (KV != H) fatal("attention: the materialised GPU kernel has no grouped-query heads");
+  if (KV != H) Kokkos::abort("attention: the materialised GPU kernel has no grouped-query heads");
   attention_backward_batched(dqkv, dout, att, qkv, B, T, H, work);
 #else
   attention_backward_blocked(dqkv, dout, att, qkv, B, T, H, KV, work);

@@ -5,6 +5,7 @@
 // from fsdp-bench attention's figures (docs/attention.md).
 #pragma once
 #include <Kokkos_Macros.hpp>
+#include <cstdint>
 #include <string>
 
 namespace fsdp {
@@ -29,6 +30,20 @@ inline AttentionPath resolve_attention(const std::string& choice, int T) {
   return T >= kFusedFromCpu ? AttentionPath::Fused : AttentionPath::Materialized;
 #endif
 }
+
+namespace kernels {
+// Floats of work space the materialised attention_backward needs (model/attention.hpp): one
+// head's score gradients on a CPU, a whole sequence's on a GPU (attention_batched.hpp). Here,
+// with no kernel, so the planner's counts need no Kokkos kernels.
+inline std::int64_t attention_work_size(int T, int H) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  return std::int64_t(H) * T * T;
+#else
+  (void)H;
+  return std::int64_t(T) * T;
+#endif
+}
+}  // namespace kernels
 
 inline const char* attention_name(AttentionPath p) {
   return p == AttentionPath::Fused ? "fused" : "materialized";

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "model/attention.hpp"
 #include "model/attention_path.hpp"
 #include "model/llama/llama_layout.hpp"
 
