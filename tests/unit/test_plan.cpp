@@ -489,7 +489,7 @@ TEST_CASE("deterministic mode pads to whole norm blocks per rank and keeps a tre
                                                   "train.batch_size / train.micro_batch_size = 4"));
 }
 
-TEST_CASE("Llama family members keep the MLP ratio and the key/value group; its FLOPs are torchtitan's",
+TEST_CASE("Llama family members keep the MLP ratio and the key/value group, and count FLOPs as torchtitan",
           "[plan]") {
   ModelConfig like;  // Llama 3.2 1B's shape
   like.arch = "llama";
