@@ -104,6 +104,10 @@ struct Architecture {
   std::vector<ArchCheck> checks;
 };
 
+// A value quoted from a file in a read_shape message, clipped to one short line (a hostile
+// file may hold megabytes).
+std::string quoted_line(const std::string& s);
+
 // Convenience over the registry: model m's architecture, units and parameter count.
 const Architecture& architecture_of(const ModelConfig& m);
 // One phrase for logs and plans: "Llama 4 layers x 128 channels (4 heads, 2 key/value; MLP 344;

@@ -51,6 +51,12 @@ std::string architecture_list() {
 
 const Architecture& architecture_of(const ModelConfig& m) { return architecture(m.arch); }
 
+std::string quoted_line(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 80)) out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  return s.size() > 80 ? out + "..." : out;
+}
+
 std::string describe_model(const ModelConfig& m) {
   std::string heads = std::to_string(m.n_head) + " heads";
   if (m.kv_heads() < m.n_head) heads += ", " + std::to_string(m.kv_heads()) + " key/value";

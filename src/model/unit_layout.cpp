@@ -4,13 +4,10 @@
 #include <stdexcept>
 
 namespace fsdp {
-namespace {
 
 bool ends_with(const std::string& s, const std::string& suf) {
   return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
 }
-
-}  // namespace
 
 const TensorSpec& UnitLayout::tensor(const std::string& suffix) const {
   for (const auto& t : tensors)

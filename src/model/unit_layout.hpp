@@ -38,4 +38,7 @@ UnitCut unit_cut(const std::string& fsdp_unit);  // "block" | "sublayer"
 
 std::int64_t total_numel(const std::vector<UnitLayout>& units);
 
+// Whether tensor name s ends with suf (e.g. "attn.c_proj.weight"): how layouts pick tensors.
+bool ends_with(const std::string& s, const std::string& suf);
+
 }  // namespace fsdp

@@ -60,13 +60,6 @@ done
 # llm.c files giving exactly what the same weights give from safetensors.
 $PY "$REF" random-model "$WORK/rnd" || bad "random-model"
 $PY -c "import random; random.seed(1); print(''.join(random.choice('abcdefgh ijklmnop') for _ in range(64 * 65)))" >"$WORK/val.txt"
-eval_loss() {  # NP WEIGHTS -> prints eval_loss as the metrics file holds it
-  mpirun -np "$1" "$TRAIN" --config "$WORK/empty.toml" --init-from "$2" --set train.steps=0 \
-    --set "data.train=$WORK/val.txt" --set "data.val=$WORK/val.txt" --set eval.sequences=12 \
-    --set train.batch_size="$1" --set train.micro_batch_size=1 --metrics "$WORK/ev.jsonl" \
-    >"$WORK/out" 2>&1 || { echo "failed: $(tail -2 "$WORK/out")"; return; }
-  grep -o '"eval_loss":[^,}]*' "$WORK/ev.jsonl" | cut -d: -f2
-}
 ref=$($PY "$REF" eval-loss "$WORK/rnd/hf" "$WORK/val.txt" 64 12)
 for np in 1 3; do
   st=$(eval_loss $np "$WORK/rnd/hf")

@@ -28,13 +28,6 @@ fi
 # 2. numpy-written Llama directories: fsdp's eval loss against the float64 PyTorch Llama's.
 $PY "$REF" random-model "$WORK/rnd" || bad "random-model"
 $PY -c "import random; random.seed(1); print(''.join(random.choice('abcdefgh ijklmnop') for _ in range(64 * 65)))" >"$WORK/val.txt"
-eval_loss() {  # NP WEIGHTS -> prints eval_loss as the metrics file holds it
-  mpirun -np "$1" "$TRAIN" --config "$WORK/empty.toml" --init-from "$2" --set train.steps=0 \
-    --set "data.train=$WORK/val.txt" --set "data.val=$WORK/val.txt" --set eval.sequences=12 \
-    --set train.batch_size="$1" --set train.micro_batch_size=1 --metrics "$WORK/ev.jsonl" \
-    >"$WORK/out" 2>&1 || { echo "failed: $(tail -2 "$WORK/out")"; return; }
-  grep -o '"eval_loss":[^,}]*' "$WORK/ev.jsonl" | cut -d: -f2
-}
 for spec in "1 hf" "3 hf" "3 hf_bf16" "2 hf_sharded" "1 hf_ropeparams"; do
   set -- $spec
   ref=$($PY "$REF" eval-loss "$WORK/rnd/$2" "$WORK/val.txt" 64 12)

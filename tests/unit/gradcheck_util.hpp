@@ -2,6 +2,7 @@
 // Finite-difference helpers: central differences of a scalar loss, compared element by element
 // with the analytic gradient. Tests run on the host (Serial/OpenMP), so views are host memory.
 #pragma once
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -20,6 +21,12 @@ inline FlatView random_view(const std::string& label, std::int64_t n, std::uint3
   for (std::int64_t i = 0; i < n; ++i) v(i) = d(g);
   return v;
 }
+
+// Views of a test's flat buffer as the kernels take them.
+inline Mat M(const FlatView& v, int r, int c) { return Mat(v.data(), r, c); }
+inline ConstMat CM(const FlatView& v, int r, int c) { return ConstMat(v.data(), r, c); }
+inline Vec V(const FlatView& v) { return Vec(v.data(), v.extent(0)); }
+inline ConstVec CV(const FlatView& v) { return ConstVec(v.data(), v.extent(0)); }
 
 inline double dot(const FlatView& a, const FlatView& b) {
   double s = 0;
@@ -60,6 +67,13 @@ inline GradCheckResult grad_check(const std::string& what, float* x, const float
     if (err > atol) r.worst_rel = std::max(r.worst_rel, rel);
   }
   return r;
+}
+
+// The check found no element out of bounds (and checked some).
+inline void require_ok(const GradCheckResult& r) {
+  INFO(r.first_failure);
+  REQUIRE(r.checked > 0);
+  REQUIRE(r.failed == 0);
 }
 
 }  // namespace fsdp::test

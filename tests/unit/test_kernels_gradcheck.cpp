@@ -17,18 +17,11 @@ using fsdp::test::grad_check;
 using fsdp::test::random_view;
 namespace k = fsdp::kernels;
 
-namespace {
-Mat M(const FlatView& v, int r, int c) { return Mat(v.data(), r, c); }
-ConstMat CM(const FlatView& v, int r, int c) { return ConstMat(v.data(), r, c); }
-Vec V(const FlatView& v) { return Vec(v.data(), v.extent(0)); }
-ConstVec CV(const FlatView& v) { return ConstVec(v.data(), v.extent(0)); }
-
-void require_ok(const fsdp::test::GradCheckResult& r) {
-  INFO(r.first_failure);
-  REQUIRE(r.checked > 0);
-  REQUIRE(r.failed == 0);
-}
-}  // namespace
+using fsdp::test::CM;
+using fsdp::test::CV;
+using fsdp::test::M;
+using fsdp::test::V;
+using fsdp::test::require_ok;
 
 TEST_CASE("layernorm backward matches finite differences", "[gradcheck]") {
   const int N = 6, C = 10;

@@ -7,6 +7,7 @@
 #include "model/cross_entropy.hpp"
 #include "model/gpt2/gpt2_arch.hpp"
 #include "model/embedding.hpp"
+#include "model/head_outputs.hpp"
 #include "model/gelu.hpp"
 #include "model/layernorm.hpp"
 #include "model/linear.hpp"
@@ -216,24 +217,11 @@ double Gpt2::head_forward(const UnitParams& emb) {
   else
     k::gemm("N", "T", 1.f, cm(lnf_, BT, C_), emb.weight(0, V_, C_), 0.f, m(logits_, BT, V_));
   k::cross_entropy_forward(losses_.vec(), cm(logits_, BT, V_), targets_);
-  auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), losses_.vec());
-  double sum = 0.0;  // in token order: the reported loss is deterministic
-  seq_losses_.assign(B_, 0.0);
-  for (int b = 0; b < B_; ++b) {
-    double s = 0.0;
-    for (int t = 0; t < T_; ++t) s += host(b * T_ + t);
-    seq_losses_[b] = s / T_;
-    sum += s;
-  }
-  return sum / BT;
+  return mean_losses(losses_, B_, T_, seq_losses_);
 }
 
 std::vector<float> Gpt2::logits_at(int b, int t) const {
-  std::vector<float> out(static_cast<std::size_t>(V_));
-  const std::int64_t at = (std::int64_t(b) * T_ + t) * V_;
-  const ConstVec row(logits_.cvec().data() + at, std::size_t(V_));
-  Kokkos::deep_copy(HostVec(out.data(), out.size()), row);
-  return out;
+  return logits_row(logits_, V_, std::int64_t(b) * T_ + t);
 }
 
 void Gpt2::head_backward(const UnitParams& emb, Vec emb_grad, float dloss) {

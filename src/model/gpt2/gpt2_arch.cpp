@@ -114,13 +114,6 @@ const std::vector<std::int64_t>* find(const TensorShapes& tensors, const std::st
   return nullptr;
 }
 
-// A value quoted from a file, clipped to one short line (a hostile file may hold megabytes).
-std::string one_line(const std::string& s) {
-  std::string out;
-  for (char c : s.substr(0, 80)) out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
-  return s.size() > 80 ? out + "..." : out;
-}
-
 // The GPT2Config fields that change the computation must be the ones this model computes.
 void check_config(const nlohmann::json& j, const std::string& path, const std::string& file,
                   ModelConfig& shape) {
@@ -148,7 +141,7 @@ void check_config(const nlohmann::json& j, const std::string& path, const std::s
   if (j.contains("activation_function") && j["activation_function"].is_string()) {
     const std::string a = j["activation_function"];
     if (a != "gelu_new" && a != "gelu_pytorch_tanh")
-      throw std::invalid_argument(path + ": activation_function: " + one_line(a) + ", but this model computes GPT-2's tanh GELU (gelu_new)");
+      throw std::invalid_argument(path + ": activation_function: " + quoted_line(a) + ", but this model computes GPT-2's tanh GELU (gelu_new)");
   }
   if (j.contains("layer_norm_epsilon") && j["layer_norm_epsilon"].is_number()) {
     const double e = j["layer_norm_epsilon"];

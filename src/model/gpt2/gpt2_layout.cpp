@@ -8,10 +8,6 @@
 namespace fsdp {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suf) {
-  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
-}
-
 // Weight decay for the 2-D weights; every 2-D weight but the position table (which the
 // embedding reads together with wte) is a GEMM operand.
 void add(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape) {

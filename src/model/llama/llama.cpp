@@ -4,6 +4,7 @@
 #include "model/attention.hpp"
 #include "model/cross_entropy.hpp"
 #include "model/embedding.hpp"
+#include "model/head_outputs.hpp"
 #include "model/gemm.hpp"
 #include "model/llama/llama_arch.hpp"
 #include "model/residual.hpp"
@@ -194,24 +195,11 @@ double Llama::head_forward(const UnitParams& p) {
   const int BT = B_ * T_;
   linear_fwd(m(logits_, BT, V_), cm(lnf_, BT, C_), p, head_offset(), C_, V_);
   k::cross_entropy_forward(losses_.vec(), cm(logits_, BT, V_), targets_);
-  auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), losses_.vec());
-  double sum = 0.0;  // in token order: the reported loss is deterministic
-  seq_losses_.assign(B_, 0.0);
-  for (int b = 0; b < B_; ++b) {
-    double s = 0.0;
-    for (int t = 0; t < T_; ++t) s += host(b * T_ + t);
-    seq_losses_[b] = s / T_;
-    sum += s;
-  }
-  return sum / BT;
+  return mean_losses(losses_, B_, T_, seq_losses_);
 }
 
 std::vector<float> Llama::logits_at(int b, int t) const {
-  std::vector<float> out(static_cast<std::size_t>(V_));
-  const std::int64_t at = (std::int64_t(b) * T_ + t) * V_;
-  Kokkos::deep_copy(HostVec(out.data(), out.size()),
-                    ConstVec(logits_.cvec().data() + at, std::size_t(V_)));
-  return out;
+  return logits_row(logits_, V_, std::int64_t(b) * T_ + t);
 }
 
 void Llama::head_backward(const UnitParams& p, Vec grad, float dloss) {

@@ -106,12 +106,6 @@ std::string hf_config_json(const ModelConfig& m, const std::string& torch_dtype)
   return j.dump(2) + "\n";
 }
 
-std::string one_line(const std::string& s) {
-  std::string out;
-  for (char c : s.substr(0, 80)) out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
-  return s.size() > 80 ? out + "..." : out;
-}
-
 std::string num(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.9g", v);
@@ -169,7 +163,7 @@ void read_rope(const ConfigReader& r, ModelConfig& s) {
     if (sc->contains(k) && (*sc)[k].is_string()) type = (*sc)[k].get<std::string>();
   if (type == "default") return;
   if (type != "llama3")
-    r.fail("rope_scaling", "rope_type " + one_line(type) + " is not one this model computes (default, llama3)");
+    r.fail("rope_scaling", "rope_type " + quoted_line(type) + " is not one this model computes (default, llama3)");
   s.rope_scaling = "llama3";
   s.rope_factor = r.number(*sc, "factor", 0.0);
   s.rope_low_freq_factor = r.number(*sc, "low_freq_factor", 0.0);
@@ -239,7 +233,7 @@ ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
   for (const char* k : {"attention_bias", "mlp_bias"})
     if (j.contains(k) && j[k] == true) r.fail(k, "true, but this model has no biases");
   if (j.contains("hidden_act") && j["hidden_act"].is_string() && j["hidden_act"] != "silu")
-    r.fail("hidden_act", one_line(j["hidden_act"].get<std::string>()) + ", but this model computes SwiGLU with silu");
+    r.fail("hidden_act", quoted_line(j["hidden_act"].get<std::string>()) + ", but this model computes SwiGLU with silu");
   const bool tied_key = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean();
   const bool has_head = tensors("lm_head.weight") != nullptr;
   // Hugging Face's default is tied; a file with an lm_head and no key says untied.

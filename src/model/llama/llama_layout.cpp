@@ -8,10 +8,6 @@
 namespace fsdp {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suf) {
-  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
-}
-
 // Every matrix is a GEMM operand (the embedding's lookup reads it as one too) and decays;
 // the norm weights neither.
 void add(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape) {
