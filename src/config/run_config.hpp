@@ -49,7 +49,7 @@ struct FsdpConfig {
   bool reshard_after_forward = true;
   bool prefetch_across_steps = true;  // the optimizer issues the next step's first gathers
   int shard_group_size = 0;  // hybrid: 0 = ranks per node
-  std::string offload = "none";          // none | optimizer | params
+  std::string offload = "none";          // none | optimizer | params | nvme
   std::string mixed_precision = "fp32";  // fp32 | bf16
   std::string reduce_dtype = "fp32";     // fp32 | bf16
   std::string gemm_dtype = "auto";       // auto | fp32 | bf16: the GEMMs' inputs under bf16
@@ -62,6 +62,12 @@ struct CommConfig {
   double emulate_gbps = 0.0;  // emulated bus bandwidth in GB/s (1e9 bytes/s); 0 = off
   bool progress_thread = false;  // non-blocking one-node collectives on a progress thread
   double timeout_s = 600.0;   // watchdog (as PyTorch's collective timeout); 0 = off
+};
+
+// fsdp.offload = nvme: where the state goes, and whether the parameter shards go too.
+struct OffloadConfig {
+  std::string path;     // a node-local directory (one anonymous file per rank)
+  bool params = false;  // the fp32 parameter shards on disk too (zero3, hybrid)
 };
 
 struct MemoryConfig {
@@ -79,6 +85,7 @@ struct RunConfig {
   EvalConfig eval;
   FsdpConfig fsdp;
   CommConfig comm;
+  OffloadConfig offload;
   MemoryConfig memory;
   CheckpointConfig checkpoint;
   DebugConfig debug;

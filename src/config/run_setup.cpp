@@ -21,7 +21,8 @@ Offload parse_offload(const std::string& s) {
   if (s == "none") return Offload::None;
   if (s == "optimizer") return Offload::Optimizer;
   if (s == "params") return Offload::Params;
-  throw std::invalid_argument("offload must be none, optimizer or params, got \"" + s + "\"");
+  if (s == "nvme") return Offload::Nvme;
+  throw std::invalid_argument("offload must be none, optimizer, params or nvme, got \"" + s + "\"");
 }
 
 Precision parse_precision(const std::string& s) {
@@ -35,6 +36,7 @@ const char* to_string(Offload o) {
     case Offload::None: return "none";
     case Offload::Optimizer: return "optimizer";
     case Offload::Params: return "params";
+    case Offload::Nvme: return "nvme";
   }
   return "?";
 }
@@ -115,6 +117,16 @@ void RunSetup::validate() const {
     fail("fsdp.offload = params needs fsdp.strategy = zero3 or hybrid (" +
          std::string(strategy_name(strategy)) +
          " keeps full parameters on the device); use fsdp.offload = optimizer");
+  if (offload == Offload::Nvme && offload_params && strategy != Strategy::Zero3 &&
+      strategy != Strategy::Hybrid)
+    fail("offload.params = true needs fsdp.strategy = zero3 or hybrid (" +
+         std::string(strategy_name(strategy)) +
+         " keeps full parameters on the device); set offload.params = false");
+  if (offload == Offload::Nvme && offload_path.empty())
+    fail("fsdp.offload = nvme needs offload.path, a node-local directory (one file per rank)");
+  if (offload != Offload::Nvme && offload_params)
+    fail("offload.params = true applies to fsdp.offload = nvme (fsdp.offload = " +
+         std::string(to_string(offload)) + "); for host memory use fsdp.offload = params");
   const int s = shard_group();
   if (s < 1 || ranks % s != 0)
     fail("fsdp.shard_group_size: " + std::to_string(s) + " does not divide the number of ranks (" +
@@ -138,6 +150,8 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   s.reshard_after_forward = cfg.fsdp.reshard_after_forward;
   s.prefetch_across_steps = cfg.fsdp.prefetch_across_steps;
   s.offload = parse_offload(cfg.fsdp.offload);
+  s.offload_path = cfg.offload.path;
+  s.offload_params = cfg.offload.params;
   s.precision = parse_precision(cfg.fsdp.mixed_precision);
   s.reduce_bf16 = cfg.fsdp.reduce_dtype == "bf16";
   // auto: bf16 GEMMs where the hardware computes them (tensor cores; oneDNN's AMX or AVX512-BF16
@@ -151,7 +165,10 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   s.micro_batch = cfg.train.micro_batch_size;
   s.batch_size = cfg.train.batch_size;
   s.deterministic = cfg.train.deterministic;
-  s.checkpoint_staging = cfg.checkpoint.async && cfg.checkpoint.every > 0;
+  // Under nvme the state is larger than memory by design: checkpoints stream it from the disk
+  // synchronously instead of keeping a host copy for a background writer.
+  s.checkpoint_staging =
+      cfg.checkpoint.async && cfg.checkpoint.every > 0 && s.offload != Offload::Nvme;
   return s;
 }
 

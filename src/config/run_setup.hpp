@@ -15,7 +15,9 @@ namespace fsdp {
 
 // What is sharded (fsdp/strategy.hpp says what each keeps and communicates).
 enum class Strategy { DDP, Zero1, Zero2, Zero3, Hybrid };
-enum class Offload { None, Optimizer, Params };
+// Optimizer, Params: host memory. Nvme: files on a local disk (core/offload_file.hpp), the
+// moments always and the parameter shards with offload.params.
+enum class Offload { None, Optimizer, Params, Nvme };
 enum class Precision { FP32, BF16 };  // bf16: bf16 params/activations, fp32 master + moments
 
 // Throw std::invalid_argument for a name the schema would not accept.
@@ -43,6 +45,8 @@ struct RunSetup {
   bool reshard_after_forward = true;
   bool prefetch_across_steps = true;  // the optimizer issues the next step's first gathers
   Offload offload = Offload::None;
+  std::string offload_path;     // offload.path (nvme)
+  bool offload_params = false;  // offload.params (nvme)
   Precision precision = Precision::FP32;
   bool reduce_bf16 = false;  // fsdp.reduce_dtype = bf16
   // fsdp.gemm_dtype resolved: the linear layers' and LM head's GEMMs take bf16 weights and
@@ -59,6 +63,11 @@ struct RunSetup {
   bool checkpoint_staging = false;
 
   int ranks_per_node() const { return ranks / nodes; }
+  // The parameter shards leave the device (host memory or disk); the gradient shards are then
+  // in host memory, where the optimizer runs.
+  bool offloads_params() const {
+    return offload == Offload::Params || (offload == Offload::Nvme && offload_params);
+  }
   int shard_group() const;      // ddp 1, zero1/2/3 all ranks, hybrid the configured size
   int replicate_group() const { return ranks / shard_group(); }
   int micro_batches() const;    // per rank per step

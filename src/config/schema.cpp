@@ -180,8 +180,10 @@ std::vector<KeySpec> build_schema() {
             "all-gathers as soon as it has updated those units"),
       entry("fsdp", "shard_group_size", &R::fsdp, &F::shard_group_size, at_least(0),
             "hybrid: ranks per shard group; 0 = ranks per node"),
-      entry("fsdp", "offload", &R::fsdp, &F::offload, one_of({"none", "optimizer", "params"}),
-            "keep optimizer state, or also parameters, in host memory"),
+      entry("fsdp", "offload", &R::fsdp, &F::offload,
+            one_of({"none", "optimizer", "params", "nvme"}),
+            "keep optimizer state, or also parameters, in host memory; nvme: the AdamW moments "
+            "(and with offload.params the parameter shards) in files under offload.path"),
       entry("fsdp", "mixed_precision", &R::fsdp, &F::mixed_precision, one_of({"fp32", "bf16"}),
             "dtype of gathered parameters and compute"),
       entry("fsdp", "reduce_dtype", &R::fsdp, &F::reduce_dtype, one_of({"fp32", "bf16"}),
@@ -204,6 +206,11 @@ std::vector<KeySpec> build_schema() {
       entry("comm", "timeout_s", &R::comm, &C::timeout_s, at_least(0),
             "watchdog: end the job when a collective or checkpoint I/O phase takes longer (s); 0 = off"),
 
+      entry("offload", "path", &R::offload, &OffloadConfig::path, any(),
+            "fsdp.offload = nvme: a node-local directory (NVMe) for one file per rank, removed "
+            "at exit"),
+      entry("offload", "params", &R::offload, &OffloadConfig::params, any(),
+            "fsdp.offload = nvme: the fp32 parameter shards on disk too (zero3, hybrid)"),
       entry("memory", "device_budget", &R::memory, &MemoryConfig::device_budget, byte_count(),
             "device bytes per rank (or \"512MiB\", \"2GB\"); 0 = unlimited"),
 

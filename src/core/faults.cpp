@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/faults.hpp"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,15 @@ std::string nan_unit(int step) {
   int at = -1;
   if (!name_at(spec, unit, at) || at != step) return "";
   return unit;
+}
+
+int offload_io_error(int world_rank, std::uint64_t request) {
+  static const char* spec = std::getenv("FSDP_TEST_OFFLOAD_FAIL");
+  std::string rank;
+  int at = 0;
+  if (!name_at(spec, rank, at) || std::atoi(rank.c_str()) != world_rank) return 0;
+  if (request < std::uint64_t(at)) return 0;
+  return std::string(spec).find(":enospc") != std::string::npos ? ENOSPC : EIO;
 }
 
 bool skip_gather(const std::string& unit, int world_rank) {

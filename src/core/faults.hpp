@@ -4,6 +4,7 @@
 // In core/ rather than train/ because the step, the gather pipeline and the checkpointer
 // reach them, and none of those may include the trainer.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace fsdp::faults {
@@ -23,6 +24,10 @@ void pause_in_checkpoint_write(int rank);
 // FSDP_TEST_SKIP_SPACE_CHECK=1: the checkpointer does not check for room before writing, so a
 // test can fill a disk mid-write (the watchdog must end the job).
 bool skip_space_check();
+// FSDP_TEST_OFFLOAD_FAIL=<world rank>@<n>[:enospc]: on that rank the offload file's n-th
+// request (1-based) and every later one fail with EIO (or ENOSPC), as a failing or full disk
+// would (fsdp.offload = nvme must end the job with exit 7). The errno, else 0.
+int offload_io_error(int world_rank, std::uint64_t request);
 // FSDP_TEST_THROW=<program>: that program throws an exception nothing catches, here (tests that
 // every main ends through the terminate handler: one line, exit 1, no core dump).
 void throw_if_asked(const char* program);

@@ -3,7 +3,7 @@
 
 namespace fsdp {
 Engine::Engine(const RunSetup& setup, comm::ProcessGroups& groups, MemoryTracker& tracker,
-               Trace& trace)
+               Trace& trace, OffloadFile* offload)
     : setup_(setup),
       arch_(architecture_of(setup.model)),
       head_unit_(arch_.head_unit(setup.model)),
@@ -15,7 +15,7 @@ Engine::Engine(const RunSetup& setup, comm::ProcessGroups& groups, MemoryTracker
   o.bf16_attention = setup_.precision == Precision::BF16;
   model_ = arch_.build(setup_.model, o, tracker);
   state_ = std::make_unique<ShardedState>(setup_, model_->units(), *groups.shard,
-                                          *groups.replicate, tracker, setup_.train.seed);
+                                          *groups.replicate, tracker, setup_.train.seed, offload);
   if (setup_.precision == Precision::BF16)
     widener_ = std::make_unique<ParamWidener>(tracker, model_->units());
   if (setup_.bf16_gemms) model_->use_bf16_gemms(tracker);

@@ -29,6 +29,9 @@ struct StepResult {
   double compute_s = 0.0, comm_exposed_s = 0.0, comm_total_s = 0.0, optimizer_s = 0.0;
   double gather_bytes = 0.0, reduce_bytes = 0.0;  // parameter all-gathers, gradient reductions
   double offload_bytes = 0.0;  // fsdp.offload: copied between the device and host memory
+  // fsdp.offload = nvme: this rank's offload file, read and written, and the time the step
+  // waited for it.
+  double disk_read_bytes = 0.0, disk_write_bytes = 0.0, disk_wait_s = 0.0;
   bool skipped = false;        // non-finite loss or gradients and train.on_nonfinite = skip_step
   std::string nonfinite_unit;  // the first unit whose gradients are not finite, if any
 };
@@ -40,8 +43,10 @@ class Engine {
 
   // setup: the run as the trainer resolved it for these process groups (hybrid's shard group
   // included); its model's architecture (model.arch) builds the model.
+  // offload: the rank's open offload file under fsdp.offload = nvme (the trainer opens it:
+  // core/offload_file.hpp), sized ShardedState::offload_bytes; else null.
   Engine(const RunSetup& setup, comm::ProcessGroups& groups, MemoryTracker& tracker,
-         Trace& trace);
+         Trace& trace, OffloadFile* offload = nullptr);
   ~Engine();
 
   // step.cpp

@@ -32,9 +32,85 @@ GatherPipeline::GatherPipeline(std::vector<ShardedUnit>& units, comm::Communicat
       sharded_(sharded),
       times_(times),
       widener_(widener),
-      window_(padded_sizes(units), depth) {}
+      window_(padded_sizes(units), depth) {
+  if (units_.empty() || !units_.front().params.on_disk()) return;
+  for (const ShardedUnit& su : units_) slot_floats_ = std::max(slot_floats_, su.shard);
+  slots_.resize(std::size_t(2 * (depth + 1)));
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    slots_[i].buf = IoBuffer(tracker_, "param_read::" + std::to_string(i), slot_floats_);
+}
 
-void GatherPipeline::begin(std::vector<int> schedule) { window_.begin(std::move(schedule)); }
+GatherPipeline::~GatherPipeline() { drain_reads(); }
+
+void GatherPipeline::begin(std::vector<int> schedule) {
+  window_.begin(std::move(schedule));
+  read_ahead();
+}
+
+GatherPipeline::ReadSlot& GatherPipeline::slot_for(int u) {
+  const ShardVec shard = units_[std::size_t(u)].params.view();
+  OffloadFile& f = shard.file();
+  ReadSlot* slot = nullptr;
+  for (ReadSlot& s : slots_)
+    if (s.state == ReadSlot::Reading && s.unit == u) slot = &s;
+  if (!slot) {  // not read ahead (the first gathers, or a full window): read it now
+    for (ReadSlot& s : slots_)
+      if (!slot && s.state == ReadSlot::Free) slot = &s;
+    if (!slot) {
+      slots_.emplace_back();
+      slots_.back().buf = IoBuffer(tracker_, "param_read::" + std::to_string(slots_.size() - 1),
+                                   slot_floats_);
+      slot = &slots_.back();
+    }
+    slot->state = ReadSlot::Reading;
+    slot->unit = u;
+    slot->ticket = f.read(shard.file_offset(), io_round(shard.size() * 4), slot->buf.data());
+  }
+  f.wait(slot->ticket);
+  slot->state = ReadSlot::Held;
+  return *slot;
+}
+
+void GatherPipeline::read_ahead() {
+  if (slots_.empty()) return;
+  int reading = 0;
+  for (const ReadSlot& s : slots_) reading += s.state == ReadSlot::Reading ? 1 : 0;
+  for (int stage = window_.issued(); stage < window_.stages() && reading < depth_ + 1; ++stage) {
+    const int u = window_.unit(stage);
+    const ShardedUnit& su = units_[std::size_t(u)];
+    if (su.gathered.allocated()) continue;
+    bool have = false;
+    for (const ReadSlot& s : slots_) have = have || (s.state != ReadSlot::Free && s.unit == u);
+    if (have) continue;
+    ReadSlot* slot = nullptr;
+    for (ReadSlot& s : slots_)
+      if (!slot && s.state == ReadSlot::Free) slot = &s;
+    if (!slot) return;
+    const ShardVec shard = su.params.view();
+    slot->state = ReadSlot::Reading;
+    slot->unit = u;
+    slot->ticket =
+        shard.file().read(shard.file_offset(), io_round(shard.size() * 4), slot->buf.data());
+    ++reading;
+  }
+}
+
+void GatherPipeline::free_slot(int u) {
+  for (ReadSlot& s : slots_)
+    if (s.state == ReadSlot::Held && s.unit == u) {
+      s.state = ReadSlot::Free;
+      s.unit = -1;
+    }
+}
+
+void GatherPipeline::drain_reads() {
+  // A read still in flight writes into its slot: wait for it before the slot is reused or freed.
+  for (ReadSlot& s : slots_) {
+    if (s.state == ReadSlot::Reading) units_[std::size_t(s.unit)].params.view().file().wait(s.ticket);
+    s.state = ReadSlot::Free;
+    s.unit = -1;
+  }
+}
 
 void GatherPipeline::issue(int u) {
   ShardedUnit& su = units_[u];
@@ -51,16 +127,19 @@ void GatherPipeline::issue(int u) {
   const Bf16Vec own(su.gathered.bf16().data() + su.shard_begin, bf16 ? su.shard : 0);
   const Vec own_f32(su.gathered.data() + su.shard_begin, bf16 ? 0 : su.shard);
   const ShardVec shard = su.params.view();
-  const bool offloaded = shard.in_host_memory();
+  // On disk (fsdp.offload = nvme): the shard read into a slot stands in for the host buffer.
+  const bool offloaded = shard.in_host_memory() || shard.on_disk();
   if (offloaded) {
+    const PinnedVec host =
+        shard.on_disk() ? slot_for(u).buf.vec(0, su.shard) : shard.host();
     if (bf16) {
       // Kept until the gather is waited for: by then the copy out of it is done.
       su.upload = HostBuffer(tracker_, su.layout->name + "::param_upload_bf16", su.shard,
                              MemCategory::CommBuffers, Dtype::BF16, Fill::None);
-      cast_to_bf16_on_host(shard.host(), su.upload.bf16());
+      cast_to_bf16_on_host(host, su.upload.bf16());
       host_copy::to_device(own, ConstPinnedBf16Vec(su.upload.bf16().data(), su.shard));
     } else {
-      host_copy::to_device(own_f32, shard.host());
+      host_copy::to_device(own_f32, host);
     }
   } else if (bf16) {
     cast_to_bf16(shard.device(), own);
@@ -94,6 +173,7 @@ UnitParams GatherPipeline::all_gather(int stage) {
     const double t1 = now_s();
     su.gather_in_flight = false;
     su.upload.reset();
+    free_slot(u);
     times_.exposed_s += t1 - t0;
     times_.total_s += su.gather.completion_time() - su.gather.issue_time();
     if (trace_.enabled()) trace_.add("wait all_gather " + su.layout->name, "wait", t0, t1, 0);
@@ -104,6 +184,7 @@ UnitParams GatherPipeline::all_gather(int stage) {
   window_.prefetch(
       stage, [&](int v) { return units_[std::size_t(v)].gathered.allocated(); },
       [&](int v) { issue(v); });
+  read_ahead();
   if (widener_) return UnitParams::from_bf16(su.gathered.cbf16(), *su.layout, *widener_);
   return ConstVec(su.gathered.data(), su.padded);
 }
@@ -122,6 +203,7 @@ void GatherPipeline::finish() {
     su.upload.reset();
     su.gathered.reset();
   }
+  drain_reads();
 }
 
 std::vector<int> GatherPipeline::first_gathers(const std::vector<int>& next) const {

@@ -9,6 +9,7 @@
 
 #include "comm/communicator.hpp"
 #include "core/memory.hpp"
+#include "core/offload_file.hpp"
 #include "fsdp/gather_window.hpp"
 #include "fsdp/sharded_unit.hpp"
 #include "io/trace.hpp"
@@ -31,6 +32,7 @@ class GatherPipeline {
   GatherPipeline(std::vector<ShardedUnit>& units, comm::Communicator& shard_comm,
                  MemoryTracker& tracker, Trace& trace, int depth, bool sharded, CommTimes& times,
                  ParamWidener* widener = nullptr);
+  ~GatherPipeline();  // waits for the disk reads still in flight into its buffers
 
   void begin(std::vector<int> schedule);
   // Stage i's unit, gathered (waiting for its all-gather); issues the next stages' gathers.
@@ -47,6 +49,22 @@ class GatherPipeline {
  private:
   void issue(int unit);
 
+  // Parameter shards on disk (fsdp.offload = nvme, offload.params): each is read into a slot
+  // ahead of its gather, the next depth + 1 units in the schedule's order beyond the gathers
+  // already issued, and the slot is held until that gather completes (the copy out of it may
+  // be asynchronous). 2 (depth + 1) slots of the largest shard; a window of many small units may
+  // add a few more.
+  struct ReadSlot {
+    enum State { Free, Reading, Held } state = Free;
+    int unit = -1;
+    OffloadFile::Ticket ticket = 0;
+    IoBuffer buf;
+  };
+  ReadSlot& slot_for(int unit);  // the slot with unit's read, waited for (read now if none)
+  void read_ahead();
+  void free_slot(int unit);
+  void drain_reads();
+
   std::vector<ShardedUnit>& units_;
   comm::Communicator& comm_;
   MemoryTracker& tracker_;
@@ -56,6 +74,8 @@ class GatherPipeline {
   CommTimes& times_;
   ParamWidener* widener_;
   GatherWindow window_;
+  std::vector<ReadSlot> slots_;  // empty unless the parameter shards are on disk
+  std::int64_t slot_floats_ = 0;
 };
 
 }  // namespace fsdp

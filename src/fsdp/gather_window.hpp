@@ -28,6 +28,7 @@ class GatherWindow {
   }
   int unit(int stage) const { return schedule_[std::size_t(stage)]; }
   int stages() const { return int(schedule_.size()); }
+  int issued() const { return next_; }  // stages whose gathers were issued: [0, issued())
 
   // Stage `stage` is needed: whether its own gather is still to be issued (the caller issues it).
   bool claim(int stage) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/host_copy.hpp"
+#include "fsdp/unit_update.hpp"
 #include "optim/adamw.hpp"
 #include "optim/lr_schedule.hpp"
 
@@ -22,26 +23,24 @@ std::int64_t largest_shard(const std::vector<ShardedUnit>& units) {
   return n;
 }
 
-// AdamW over unit su's tensors (weight decay per tensor), on views of its shard that all live
-// where Exec runs.
-template <class Exec, class V>
-void update_unit(const ShardedUnit& su, const V& p, const V& g, const V& m, const V& v,
-                 const optim::AdamWStep& s, bool zero_grads) {
-  const std::int64_t b = su.shard_begin, e = std::min(su.shard_begin + su.shard, su.numel);
-  for (const auto& t : su.layout->tensors) {
-    const std::int64_t lo = std::max(b, t.offset), hi = std::min(e, t.offset + t.numel);
-    if (lo >= hi) continue;
-    const std::int64_t o = lo - b, n = hi - lo;
-    const auto in = [&](const V& x) { return V(x.data() + o, n); };
-    optim::adamw_update_in<Exec>(in(p), in(g), in(m), in(v), s, t.decay, zero_grads);
-  }
-}
-
 }  // namespace
 
 ShardedOptimizer::ShardedOptimizer(ShardedState& state, const TrainConfig& train,
                                    MemoryTracker& tracker)
     : state_(state), train_(train) {
+  if (state.setup().offload == Offload::Nvme) {
+    const std::int64_t n = largest_shard(state.units());
+    const bool grads_on_device = !state.units().empty() && state.grad_shard(0).on_device();
+    for (int k = 0; k < 3; ++k) {
+      IoSet& io = io_[k];
+      const std::string set = "optimizer_io" + std::to_string(k);
+      io.p = IoBuffer(tracker, set + "::params", n);
+      io.m = IoBuffer(tracker, set + "::exp_avg", n);
+      io.v = IoBuffer(tracker, set + "::exp_avg_sq", n);
+      if (grads_on_device) io.g = IoBuffer(tracker, set + "::grads", n);
+    }
+    return;
+  }
   // offload = optimizer: the device's parameter and gradient shards come down through two
   // staging sets, so one unit's copies overlap the host's update of the one before.
   if (state.setup().offload != Offload::Optimizer) return;
@@ -50,6 +49,11 @@ ShardedOptimizer::ShardedOptimizer(ShardedState& state, const TrainConfig& train
     s.params = HostBuffer(tracker, "optimizer_staging::params", n, MemCategory::CommBuffers);
     s.grads = HostBuffer(tracker, "optimizer_staging::grads", n, MemCategory::CommBuffers);
   }
+}
+
+ShardedOptimizer::~ShardedOptimizer() {
+  if (OffloadFile* f = state_.offload_file())
+    for (const IoSet& io : io_) f->wait(std::max(io.read, io.write));
 }
 
 double ShardedOptimizer::norm2() {
@@ -104,6 +108,9 @@ OptimizerResult ShardedOptimizer::step(int step, double norm2, double loss, bool
       break;
     case Offload::Optimizer:
       step_staged(s, zero_full_grads, updated);
+      break;
+    case Offload::Nvme:
+      step_streamed(s, zero_full_grads, updated);
       break;
   }
   return r;

@@ -9,6 +9,7 @@
 
 #include "config/run_config.hpp"
 #include "core/host_buffer.hpp"
+#include "core/offload_file.hpp"
 #include "fsdp/sharded_state.hpp"
 #include "optim/adamw.hpp"
 
@@ -29,6 +30,7 @@ struct OptimizerResult {
 class ShardedOptimizer {
  public:
   ShardedOptimizer(ShardedState& state, const TrainConfig& train, MemoryTracker& tracker);
+  ~ShardedOptimizer();  // waits for its writes to the offload file (their buffers are its own)
 
   // The squared global gradient norm: per-shard sums of squares, all-reduced.
   double norm2();
@@ -48,13 +50,24 @@ class ShardedOptimizer {
   void step_on_host(const optim::AdamWStep& s, const std::function<void(int)>& updated);
   void step_staged(const optim::AdamWStep& s, bool zero_grads,
                    const std::function<void(int)>& updated);
+  // nvme: streams every unit's state through three I/O sets (fsdp/optimizer_nvme.cpp).
+  void step_streamed(const optim::AdamWStep& s, bool zero_grads,
+                     const std::function<void(int)>& updated);
 
   struct Staging {
     HostBuffer params, grads;  // the largest unit's shard each
   };
+  // nvme: one unit's state on its way through the host: read, updated, written back. The
+  // parameter shard comes from the disk (offload.params) or down from the device; the gradient
+  // shard is read in place where it is host memory, else comes down into g.
+  struct IoSet {
+    IoBuffer p, m, v, g;
+    OffloadFile::Ticket read = 0, write = 0;  // the last requests from this set's buffers
+  };
   ShardedState& state_;
   const TrainConfig& train_;
   Staging staging_[2];  // offload = optimizer only
+  IoSet io_[3];         // offload = nvme only
 };
 
 }  // namespace fsdp

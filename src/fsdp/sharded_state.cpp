@@ -4,21 +4,28 @@
 #include <algorithm>
 
 #include "core/bf16.hpp"
+#include "core/check.hpp"
 #include "core/host_copy.hpp"
 #include "model/architecture.hpp"
 
 namespace fsdp {
 ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>& layouts,
                            comm::Communicator& shard, comm::Communicator& replicate,
-                           MemoryTracker& tracker, std::uint64_t seed)
-    : setup_(setup), shard_(shard), replicate_(replicate), tracker_(tracker) {
+                           MemoryTracker& tracker, std::uint64_t seed, OffloadFile* offload)
+    : setup_(setup), shard_(shard), replicate_(replicate), tracker_(tracker), offload_(offload) {
   const Strategy strategy = setup.strategy;
   const int nshard = shard.size(), r = shard.rank();
   // Offload keeps what the optimizer owns in (pinned) host memory; the optimizer step runs
   // there (fsdp/optimizer_step.cpp). On a CPU build both spaces are the one RAM, and the copies
   // between them are real all the same, so the path a GPU takes is the path tested here.
+  // nvme: the moments (and with offload.params the parameter shards) are regions of the
+  // rank's offload file instead; the gradient shards wait in host memory for the optimizer.
+  const bool nvme = setup.offload == Offload::Nvme;
+  if (nvme && !offload) fatal("fsdp.offload = nvme without an offload file (the trainer opens it)");
+  if (nvme) offload->begin_layout();
   const MemSpace optim_space = setup.offload == Offload::None ? MemSpace::Device : MemSpace::Host;
-  const MemSpace param_space = setup.offload == Offload::Params ? MemSpace::Host : MemSpace::Device;
+  const MemSpace param_space = setup.offloads_params() ? MemSpace::Host : MemSpace::Device;
+  const bool params_on_disk = nvme && setup.offload_params && shards_params(strategy);
   const Architecture& arch = architecture_of(setup.model);
   units_.resize(layouts.size());
   for (std::size_t u = 0; u < units_.size(); ++u) {
@@ -33,7 +40,10 @@ ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>&
     // Every rank initialises the full unit the same way and keeps what it owns.
     std::vector<float> full(su.padded, 0.f);
     arch.init_unit(setup.model, *su.layout, full.data(), seed);
-    if (shards_params(strategy)) {
+    if (params_on_disk) {
+      su.params = ShardBuffer(*offload, su.shard);
+      su.params.view().copy_from(full.data() + su.shard_begin);
+    } else if (shards_params(strategy)) {
       su.params = ShardBuffer(tracker, name + "::param_shard", su.shard, MemCategory::ParamShard,
                               param_space);
       su.params.view().copy_from(full.data() + su.shard_begin);
@@ -47,11 +57,26 @@ ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>&
           ShardBuffer(tracker, name + "::grad_shard", su.shard, MemCategory::Grads, param_space);
     else
       su.grad_full = TrackedBuffer(tracker, name + "::grads", su.padded, MemCategory::Grads);
-    su.exp_avg = ShardBuffer(tracker, name + "::exp_avg", su.shard, MemCategory::OptimizerState,
-                             optim_space);
-    su.exp_avg_sq = ShardBuffer(tracker, name + "::exp_avg_sq", su.shard,
-                                MemCategory::OptimizerState, optim_space);
+    if (nvme) {  // zeros: the file's reserved room reads as zeros until written
+      su.exp_avg = ShardBuffer(*offload, su.shard);
+      su.exp_avg_sq = ShardBuffer(*offload, su.shard);
+    } else {
+      su.exp_avg = ShardBuffer(tracker, name + "::exp_avg", su.shard, MemCategory::OptimizerState,
+                               optim_space);
+      su.exp_avg_sq = ShardBuffer(tracker, name + "::exp_avg_sq", su.shard,
+                                  MemCategory::OptimizerState, optim_space);
+    }
   }
+}
+
+std::int64_t ShardedState::offload_bytes(const RunSetup& setup,
+                                         const std::vector<UnitLayout>& layouts) {
+  if (setup.offload != Offload::Nvme) return 0;
+  const int regions = 2 + (setup.offload_params && shards_params(setup.strategy) ? 1 : 0);
+  std::int64_t bytes = 0;
+  for (const UnitLayout& l : layouts)
+    bytes += regions * io_round(setup.padded_numel(l.numel) / setup.shard_group() * 4);
+  return bytes;
 }
 
 std::int64_t ShardedState::padded_params() const {
@@ -95,8 +120,14 @@ std::vector<float> ShardedState::full_params(int u) {
     FlatView full("sharded_state::full_params", su.padded);
     const Vec own(full.data() + su.shard_begin, su.shard);
     const ShardVec p = su.params.view();
-    if (p.in_host_memory()) host_copy::to_device(own, p.host());
-    else Kokkos::deep_copy(own, p.device());
+    if (p.on_disk()) {
+      const std::vector<float> v = p.values();
+      Kokkos::deep_copy(own, HostConstVec(v.data(), v.size()));
+    } else if (p.in_host_memory()) {
+      host_copy::to_device(own, p.host());
+    } else {
+      Kokkos::deep_copy(own, p.device());
+    }
     shard_.all_gather(ConstVec(own.data(), su.shard), Vec(full.data(), su.padded));
     Kokkos::deep_copy(HostVec(out.data(), su.padded), full);
   } else {

@@ -9,6 +9,7 @@
 #include "comm/communicator.hpp"
 #include "config/run_setup.hpp"
 #include "core/memory.hpp"
+#include "core/offload_file.hpp"
 #include "fsdp/sharded_unit.hpp"
 #include "fsdp/strategy.hpp"
 #include "io/checkpointed_state.hpp"
@@ -19,9 +20,15 @@ class ShardedState : public CheckpointedState {
  public:
   // Allocates and initialises (GPT-2's init from `seed`) the units of `layouts` for this rank's
   // position in `shard`; `replicate` holds the ranks with the same shard.
+  // offload: the rank's open offload file under fsdp.offload = nvme (else null), with room
+  // for offload_bytes(setup, layouts).
   ShardedState(const RunSetup& setup, const std::vector<UnitLayout>& layouts,
                comm::Communicator& shard, comm::Communicator& replicate, MemoryTracker& tracker,
-               std::uint64_t seed);
+               std::uint64_t seed, OffloadFile* offload = nullptr);
+  // Bytes of one rank's offload file: every unit's moments, and its parameter shard with
+  // offload.params, each region whole disk blocks.
+  static std::int64_t offload_bytes(const RunSetup& setup, const std::vector<UnitLayout>& layouts);
+  OffloadFile* offload_file() { return offload_; }
 
   const RunSetup& setup() const { return setup_; }
   Strategy strategy() const { return setup_.strategy; }
@@ -60,6 +67,7 @@ class ShardedState : public CheckpointedState {
   comm::Communicator& shard_;
   comm::Communicator& replicate_;
   MemoryTracker& tracker_;
+  OffloadFile* offload_ = nullptr;
   std::vector<ShardedUnit> units_;
   int optimizer_steps_ = 0;
 };

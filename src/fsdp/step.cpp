@@ -85,6 +85,8 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
   StepResult r;
   comm_times_.clear();
   host_copy::take_bytes_moved();  // what an evaluation or a checkpoint moved is not the step's
+  OffloadFile* disk = state_->offload_file();
+  if (disk) disk->take_stats();
   const double t_start = now_s();
   // Gradient shards are not zeroed: the step's first reduction into each one overwrites it.
   reduce_->begin_step(/*direct=*/!setup_.deterministic);
@@ -106,6 +108,12 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
   r.gather_bytes = comm_times_.gather_bytes;
   r.reduce_bytes = comm_times_.reduce_bytes;
   r.offload_bytes = host_copy::take_bytes_moved();
+  if (disk) {
+    const IoStats io = disk->take_stats();
+    r.disk_read_bytes = io.read_bytes;
+    r.disk_write_bytes = io.write_bytes;
+    r.disk_wait_s = io.wait_s;
+  }
   r.compute_s = (t_opt - t_start) - r.comm_exposed_s;
   return r;
 }

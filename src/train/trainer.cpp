@@ -114,6 +114,7 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   std::optional<comm::Watch> startup;  // until the checkpoint directory is ready
   startup.emplace("start-up: process groups and the sharded model");
   make_groups(world);
+  open_offload(world);
   build_engine();
   open_checkpoints(world);
   open_metrics(world);
@@ -182,8 +183,8 @@ void Trainer::make_groups(MPI_Comm world) {
 }
 
 void Trainer::build_engine() {
-  engine_ = std::make_unique<Engine>(setup_, groups_, tracker_, trace_);
-  if (const ShardVec p0 = engine_->param_shard(0); !p0.in_host_memory())
+  engine_ = std::make_unique<Engine>(setup_, groups_, tracker_, trace_, offload_.get());
+  if (const ShardVec p0 = engine_->param_shard(0); p0.on_device())
     faults::touch_device_on_host(p0.device().data());
   const std::int64_t T = cfg_.model.block_size;
   inputs_.resize(std::size_t(cfg_.train.micro_batch_size) * T);
@@ -204,7 +205,11 @@ void Trainer::open_checkpoints(MPI_Comm world) {
                   opts_.init_from.c_str(), (long long)num_params(cfg_.model));
   }
   // Periodic saves in the background: where MPI lets a second thread call it.
-  if (cfg_.checkpoint.async && cfg_.checkpoint.every > 0 && cfg_.train.steps > 0) {
+  if (cfg_.checkpoint.async && cfg_.checkpoint.every > 0 && cfg_.train.steps > 0 &&
+      !setup_.checkpoint_staging && rank_ == 0 && opts_.log)
+    std::printf("fsdp-train: checkpoint.async: under fsdp.offload = nvme the state is larger than "
+                "memory, so checkpoints stream it from the disk synchronously\n");
+  if (setup_.checkpoint_staging && cfg_.train.steps > 0) {
     if (AsyncCheckpointer::available()) {
       async_ = std::make_unique<AsyncCheckpointer>(*checkpointer_, tracker_, rank_ == 0 && opts_.log,
                                                    12 * num_params(cfg_.model));
@@ -313,18 +318,29 @@ void Trainer::print_sample(int step) {
   std::fflush(stdout);
 }
 
+namespace {
+// fsdp.offload = nvme: rank 0's offload file in the step, and what the step waited for it.
+std::string disk_column(const StepResult& r) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, ", %.2f s waited", r.disk_wait_s);
+  return " | disk " + format_bytes(std::int64_t(r.disk_read_bytes)) + " read, " +
+         format_bytes(std::int64_t(r.disk_write_bytes)) + " written" + buf;
+}
+}  // namespace
+
 void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_s) {
   const double mfu = tok_s * flops_per_token_ / (nranks_ * peak_flops_);
   if (rank_ == 0 && opts_.log && (step % cfg_.train.log_every == 0 || step + 1 == cfg_.train.steps)) {
     const double eta = (cfg_.train.steps - step - 1) * step_s;
     std::printf(
         "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | MFU %5.1f%% | "
-        "mem %s | comm %.1f/%.1f ms exposed/total | ETA %s%s\n",
+        "mem %s | comm %.1f/%.1f ms exposed/total | ETA %s%s%s\n",
         step + 1, cfg_.train.steps, r.loss, r.lr, r.grad_norm, tok_s, 100.0 * mfu,
         format_bytes(tracker_.peak_total()).c_str(),
         1e3 * r.comm_exposed_s, 1e3 * r.comm_total_s,
         format_duration(eta).c_str(),
-        r.offload_bytes > 0 ? (" | offload " + format_bytes(std::int64_t(r.offload_bytes)) + " host<->device").c_str() : "");
+        r.offload_bytes > 0 ? (" | offload " + format_bytes(std::int64_t(r.offload_bytes)) + " host<->device").c_str() : "",
+        offload_ ? disk_column(r).c_str() : "");
     std::fflush(stdout);
   }
   if (metrics_) {
@@ -340,6 +356,9 @@ void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_
                      {"comm_total_s", r.comm_total_s},
                      {"optimizer_s", r.optimizer_s},
                      {"offload_bytes", r.offload_bytes},
+                     {"disk_read_bytes", r.disk_read_bytes},
+                     {"disk_write_bytes", r.disk_write_bytes},
+                     {"disk_wait_s", r.disk_wait_s},
                      {"mem_peak_device_bytes", tracker_.peak_total(MemSpace::Device)},
                      {"mem_peak_host_bytes", tracker_.peak_total(MemSpace::Host)}};
     nlohmann::json cats;

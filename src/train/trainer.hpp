@@ -13,6 +13,7 @@
 #include "comm/process_groups.hpp"
 #include "config/run_config.hpp"
 #include "core/memory.hpp"
+#include "core/offload_file.hpp"
 #include "data/sampler.hpp"
 #include "fsdp/engine.hpp"
 #include "io/async_checkpointer.hpp"
@@ -87,6 +88,7 @@ class Trainer {
   void resolve_setup(MPI_Comm world);   // the one RunSetup of the run
   void load_data(MPI_Comm world);
   void make_groups(MPI_Comm world);     // process groups and the trace
+  void open_offload(MPI_Comm world);  // fsdp.offload = nvme: this rank's file (trainer_offload.cpp)
   void build_engine();
   void open_checkpoints(MPI_Comm world);  // the directory; --resume or --init-from
   void open_metrics(MPI_Comm world);
@@ -112,6 +114,7 @@ class Trainer {
   comm::ProcessGroups groups_;
   std::unique_ptr<TokenFile> train_, val_;
   std::unique_ptr<Sampler> train_sampler_, val_sampler_;
+  std::unique_ptr<OffloadFile> offload_;  // before the engine: outlives the state in it
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<MetricsWriter> metrics_;
   std::vector<std::int32_t> inputs_, targets_;

@@ -22,7 +22,7 @@ void Trainer::resume() {
       // A failed attempt may have overwritten part of the shards: start from the seed again.
       if (any_failed) {
         engine_.reset();
-        engine_ = std::make_unique<Engine>(setup_, groups_, tracker_, trace_);
+        engine_ = std::make_unique<Engine>(setup_, groups_, tracker_, trace_, offload_.get());
       }
       if (rank_ == 0 && opts_.log)
         std::printf("fsdp-train: --resume auto: no complete checkpoint in %s, starting fresh\n",
