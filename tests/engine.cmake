@@ -21,3 +21,7 @@ target_link_libraries(test_golden PRIVATE PkgConfig::XXHASH)
 set(FSDP_MPI_TEST_NPS 1 2 3)
 fsdp_add_mpi_test(test_toy_architecture ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_toy_architecture.cpp)
 unset(FSDP_MPI_TEST_NPS)
+# fsdp.offload = nvme against the run in memory (the issue's np 1-3; files under /tmp).
+set(FSDP_MPI_TEST_NPS 1 2 3)
+fsdp_add_mpi_test(test_offload_nvme ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_offload_nvme.cpp)
+unset(FSDP_MPI_TEST_NPS)

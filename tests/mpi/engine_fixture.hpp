@@ -56,6 +56,32 @@ inline TrainOptions quiet() {
   return o;
 }
 
+// The whole model state in flat order (the first numel elements of each unit): every shard of
+// the first shard group, which holds each element once, gathered as bytes.
+inline std::vector<float> gather_state(Trainer& t, MPI_Comm comm, ShardVec (Engine::*part)(int)) {
+  Engine& e = t.engine();
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const bool first_group = rank < e.shard_group_size();
+  std::vector<float> all;
+  for (int u = 0; u < int(e.units().size()); ++u) {
+    std::vector<float> mine = first_group ? (e.*part)(u).values() : std::vector<float>();
+    int n = int(mine.size()), size = 0;
+    MPI_Comm_size(comm, &size);
+    std::vector<int> counts(static_cast<std::size_t>(size)),
+        displs(static_cast<std::size_t>(size), 0);
+    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+    for (int q = 1; q < size; ++q)
+      displs[std::size_t(q)] = displs[std::size_t(q - 1)] + counts[std::size_t(q - 1)];
+    std::vector<float> full(std::size_t(displs.back() + counts.back()));
+    MPI_Allgatherv(mine.data(), n, MPI_FLOAT, full.data(), counts.data(), displs.data(), MPI_FLOAT,
+                   comm);
+    full.resize(std::size_t(e.units()[std::size_t(u)].numel));
+    all.insert(all.end(), full.begin(), full.end());
+  }
+  return all;
+}
+
 inline int world_size() {
   int n = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &n);

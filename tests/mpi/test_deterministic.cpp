@@ -16,32 +16,6 @@ using namespace fsdp;
 
 namespace {
 
-// The whole model state in flat order (the first numel elements of each unit): every shard of
-// the first shard group, which holds each element once, gathered as bytes.
-std::vector<float> gather_state(Trainer& t, MPI_Comm comm, ShardVec (Engine::*part)(int)) {
-  Engine& e = t.engine();
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  const bool first_group = rank < e.shard_group_size();
-  std::vector<float> all;
-  for (int u = 0; u < int(e.units().size()); ++u) {
-    std::vector<float> mine = first_group ? (e.*part)(u).values() : std::vector<float>();
-    int n = int(mine.size()), size = 0;
-    MPI_Comm_size(comm, &size);
-    std::vector<int> counts(static_cast<std::size_t>(size)),
-        displs(static_cast<std::size_t>(size), 0);
-    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-    for (int q = 1; q < size; ++q)
-      displs[std::size_t(q)] = displs[std::size_t(q - 1)] + counts[std::size_t(q - 1)];
-    std::vector<float> full(std::size_t(displs.back() + counts.back()));
-    MPI_Allgatherv(mine.data(), n, MPI_FLOAT, full.data(), counts.data(), displs.data(), MPI_FLOAT,
-                   comm);
-    full.resize(std::size_t(e.units()[std::size_t(u)].numel));
-    all.insert(all.end(), full.begin(), full.end());
-  }
-  return all;
-}
-
 struct Bits {
   std::vector<double> losses, norms;
   std::uint64_t params = 0, exp_avg = 0, exp_avg_sq = 0;  // XXH64 of the bytes
@@ -54,9 +28,9 @@ std::uint64_t hash(const std::vector<float>& v) {
 Bits run(const RunConfig& cfg, MPI_Comm comm) {
   Trainer t(cfg, comm, test::quiet());
   const TrainSummary s = t.run();
-  return {s.losses, s.grad_norms, hash(gather_state(t, comm, &Engine::param_shard)),
-          hash(gather_state(t, comm, &Engine::exp_avg_shard)),
-          hash(gather_state(t, comm, &Engine::exp_avg_sq_shard))};
+  return {s.losses, s.grad_norms, hash(test::gather_state(t, comm, &Engine::param_shard)),
+          hash(test::gather_state(t, comm, &Engine::exp_avg_shard)),
+          hash(test::gather_state(t, comm, &Engine::exp_avg_sq_shard))};
 }
 
 // Doubles compared as bits: == would call -0 and +0 equal.
@@ -168,8 +142,8 @@ TEST_CASE("deterministic mode resumes bit-identically at another rank count", "[
     REQUIRE(s.losses.size() == 2);
     REQUIRE(s.losses[0] == straight.losses[3]);
     REQUIRE(s.losses[1] == straight.losses[4]);
-    REQUIRE(hash(gather_state(t, MPI_COMM_SELF, &Engine::param_shard)) == straight.params);
-    REQUIRE(hash(gather_state(t, MPI_COMM_SELF, &Engine::exp_avg_sq_shard)) == straight.exp_avg_sq);
+    REQUIRE(hash(test::gather_state(t, MPI_COMM_SELF, &Engine::param_shard)) == straight.params);
+    REQUIRE(hash(test::gather_state(t, MPI_COMM_SELF, &Engine::exp_avg_sq_shard)) == straight.exp_avg_sq);
     std::filesystem::remove_all(cfg.checkpoint.dir);
   }
   MPI_Barrier(MPI_COMM_WORLD);
