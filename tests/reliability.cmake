@@ -8,6 +8,7 @@ set_tests_properties(e2e_kill9 PROPERTIES PROCESSORS 2)
 
 # The hostile-run classes (docs/reliability.md, "Failure classes"): disk, ranks, paths.
 fsdp_add_e2e_test(e2e_hostile_disk hostile_disk.sh)
+fsdp_add_e2e_test(e2e_offload_nvme offload_nvme.sh)
 fsdp_add_e2e_test(e2e_hostile_ranks hostile_ranks.sh)
 fsdp_add_e2e_test(e2e_hostile_paths hostile_paths.sh)
 set_tests_properties(e2e_hostile_disk e2e_hostile_ranks e2e_hostile_paths PROPERTIES PROCESSORS 2)

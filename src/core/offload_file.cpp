@@ -24,12 +24,7 @@ namespace {
 
 std::string errno_text(int e) { return std::strerror(e); }
 
-std::string mib(double bytes) {
-  char buf[32];
-  if (bytes >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
-  else std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
-  return buf;
-}
+std::string mib(double bytes) { return format_bytes(std::int64_t(bytes)); }
 
 double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();

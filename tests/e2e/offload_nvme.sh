@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# fsdp.offload = nvme on hostile disks: an offload.path that is missing, a file, read-only, on a
+# file system too small, or in use by another job is refused before any step with one line
+# (exit 2 or 7); a disk that fails or fills mid-run (FSDP_TEST_OFFLOAD_FAIL) ends every rank
+# with exit 7 and the last checkpoint verifies and resumes (in memory: no offload); a job killed
+# with SIGKILL leaves no offload file behind and the next job takes the directory. The tmpfs
+# cases need mount (root); else skipped.
+source "$(dirname "$0")/lib.sh"
+
+NVME=(--set fsdp.offload=nvme --set offload.params=true)
+D="$WORK/offload"
+mkdir -p "$D"
+
+expect_end "missing offload.path" 2 "offload.path $WORK/nowhere: No such file or directory" \
+  mpirun -np 2 "$TRAIN" "${SMALL[@]}" "${NVME[@]}" --set train.steps=2 --set offload.path="$WORK/nowhere"
+printf 'x' >"$WORK/afile"
+expect_end "offload.path is a file" 2 "offload.path $WORK/afile: is not a directory" \
+  mpirun -np 2 "$TRAIN" "${SMALL[@]}" "${NVME[@]}" --set train.steps=2 --set offload.path="$WORK/afile"
+expect_end "fsdp.offload = nvme without offload.path" 2 "fsdp.offload = nvme needs offload.path" \
+  mpirun -np 2 "$TRAIN" "${SMALL[@]}" "${NVME[@]}" --set train.steps=2
+
+MNT="$WORK/mnt"
+mkdir -p "$MNT"
+if mount -t tmpfs -o size=64k none "$MNT" 2>/dev/null; then
+  expect_end "offload.path too small (64 KiB tmpfs), np 3" 7 "offload.path $MNT: no space left on device: .* free, the ranks on this node need" \
+    mpirun -np 3 "$TRAIN" "${SMALL[@]}" "${NVME[@]}" --set train.steps=2 --set offload.path="$MNT"
+  [ -z "$(ls -A "$MNT")" ] && ok "nothing left in the small file system" || bad "left in $MNT: $(ls -A "$MNT")"
+  umount "$MNT"
+  mount -t tmpfs -o ro,size=64k none "$MNT"
+  expect_end "read-only offload.path" 7 "offload.path $MNT: not writable \(Read-only file system\)" \
+    mpirun -np 2 "$TRAIN" "${SMALL[@]}" "${NVME[@]}" --set train.steps=2 --set offload.path="$MNT"
+  umount "$MNT"
+else
+  echo "skip: the small and read-only file systems need mount -t tmpfs (root)"
+fi
+
+# A disk that fails, or fills, mid-run (request 150 is in step 3): exit 7 on every rank, naming
+# the file and the errno; the step-2 checkpoint stands and resumes without offload.
+for spec in "1@150" "0@150:enospc"; do
+  C="$WORK/ck_${spec//[@:]/_}"
+  case $spec in *enospc) why="No space left on device" np=3 ;; *) why="Input/output error" np=2 ;; esac
+  expect_end "disk fails mid-run ($spec), np $np" 7 "offload file in $D: (reading|writing) .*: $why \(fsdp.offload = nvme: the disk failed mid-run; the last checkpoint stands\)" \
+    env FSDP_TEST_OFFLOAD_FAIL="$spec" mpirun -np $np "$TRAIN" "${SMALL[@]}" "${NVME[@]}" \
+    --set train.steps=8 --set checkpoint.every=2 --set checkpoint.dir="$C" --set offload.path="$D"
+  [ "$(cat "$C/latest" 2>/dev/null)" = step_000002.h5 ] && ok "$spec: latest names step_000002.h5" \
+    || bad "$spec: latest is '$(cat "$C/latest" 2>/dev/null)'"
+  still_resumes "disk failed mid-run ($spec)" "$C" 2
+done
+
+# Two jobs on one offload.path: the second is refused, naming the first; SIGKILL the first and
+# the directory holds no offload file, and a new job takes it.
+timeout 120 mpirun -np 2 "$TRAIN" "${SMALL[@]}" "${NVME[@]}" --set train.steps=100000 \
+  --set offload.path="$D" >"$WORK/first" 2>&1 &
+job=$!
+for _ in $(seq 300); do grep -q "^step" "$WORK/first" && break; sleep 0.1; done
+LEFT_IGNORE="train.steps=100000" expect_end "a second job on the same offload.path" 7 "offload.path $D: in use by another fsdp job \(pid [0-9]+ on .*\); give each job its own offload.path" \
+  mpirun -np 2 "$TRAIN" "${SMALL[@]}" "${NVME[@]}" --set train.steps=2 --set offload.path="$D"
+pkill -KILL -f -- "offload.path=$D" 2>/dev/null
+wait "$job" 2>/dev/null
+left=$(ls -A "$D" | grep -v '^fsdp-offload.lock$' | tr '\n' ' ')
+[ -z "$left" ] && ok "SIGKILL left no offload file in $D ($(ls -A "$D" | tr '\n' ' '))" || bad "left in $D: $left"
+timeout 60 mpirun -np 2 "$TRAIN" "${SMALL[@]}" "${NVME[@]}" --set train.steps=2 --set offload.path="$D" \
+  >"$WORK/after" 2>&1 && grep -q "^step     2/2" "$WORK/after" \
+  && ok "the next job takes $D after the killed one" || bad "after the kill: $(tail -2 "$WORK/after")"
+[ -z "$(ls -A "$D")" ] && ok "a job that ends leaves $D empty" || bad "left in $D: $(ls -A "$D")"
+finish
