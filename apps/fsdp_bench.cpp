@@ -76,6 +76,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   machine->add_option("--calibrate", machine_options.calibrate,
                       "a run deck: measure gemm_efficiency on its model's forward and backward");
+  machine->add_option("--offload-path", machine_options.offload_path,
+                      "a node-local directory: measure its disk for fsdp.offload = nvme");
+  machine->add_option("--disk-bytes", machine_options.disk_bytes,
+                      "bytes per rank written and read back on --offload-path")
+      ->capture_default_str();
   fsdp::bench::GemmBenchOptions gemm_options;
   CLI::App* gemm = app.add_subcommand(
       "gemm", "the rate of every bf16 GEMM shape of a deck, per library (one rank)");

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/disk_bench.hpp"
 #include "comm/process_groups.hpp"
 #include "config/load_config.hpp"
 #include "model/bf16_gemm.hpp"
@@ -220,11 +221,22 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
     m.inter_node_busbw = std::min(inter.allgather, inter.reducescatter);
     m.inter_node_latency_s = std::max(0.0, (inter.latency - intra.latency) / (nodes - 1));
   }
+  bool disk_direct = true;
+  if (!o.offload_path.empty()) {
+    const DiskRates d = measure_disk(*node, c, o.offload_path, std::int64_t(o.disk_bytes));
+    m.disk_read_bandwidth = d.read;
+    m.disk_write_bandwidth = d.write;
+    disk_direct = d.direct;
+  }
   m.pcie_bandwidth = 0.0;  // host and device are one memory in a CPU build
   m.comm_overlaps_compute = false;
   m.notes = "fsdp-bench machine on " + std::to_string(n) + " ranks, " + std::to_string(nodes) +
             " node(s) of " + std::to_string(rpn) + "; busbw at " +
-            std::to_string(int(o.comm_bytes / (1 << 20))) + " MiB per rank";
+            std::to_string(int(o.comm_bytes / (1 << 20))) + " MiB per rank" +
+            (o.offload_path.empty() ? std::string()
+                                    : "; disk: " + o.offload_path + ", " +
+                                          std::to_string(std::int64_t(o.disk_bytes) >> 20) +
+                                          " MiB per rank written and read back");
 
   std::string calibration;
   if (deck) {
@@ -265,6 +277,11 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
     }
     std::printf("%-30s %14.2f\n", "memory bandwidth GB/s", m.mem_bandwidth / 1e9);
     std::printf("%-30s %14d\n", "cores per node", m.cores_per_node);
+    if (!o.offload_path.empty()) {
+      std::printf("%-30s %14.2f\n", "disk write GB/s per node", m.disk_write_bandwidth / 1e9);
+      std::printf("%-30s %14.2f%s\n", "disk read GB/s per node", m.disk_read_bandwidth / 1e9,
+                  disk_direct ? "" : "  (no O_DIRECT there: the page cache's rate)");
+    }
     if (!calibration.empty())
       std::printf("%-30s %14.3f  (%s)\n", "gemm efficiency", m.gemm_efficiency,
                   calibration.c_str());

@@ -19,6 +19,10 @@ struct MachineBenchOptions {
   // A run deck: calibrate gemm_efficiency on its model (all ranks at once, one micro-batch's
   // forward and backward each, every kernel included). Empty: efficiency 1 of the 1024^3 rate.
   std::string calibrate;
+  // fsdp.offload = nvme: a node-local directory whose disk is measured (bench/disk_bench.hpp),
+  // with this many bytes per rank written and read back. Empty: not measured.
+  std::string offload_path;
+  double disk_bytes = double(std::int64_t(1) << 30);
 };
 
 int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o);

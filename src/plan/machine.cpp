@@ -139,6 +139,8 @@ Machine machine_from_json_text(const std::string& text, const std::string& sourc
   m.mem_bandwidth = number(j, "mem_bandwidth", source, true, 0, true);
   m.host_mem_bandwidth = number(j, "host_mem_bandwidth", source, false, m.mem_bandwidth, true);
   m.pcie_bandwidth = number(j, "pcie_bandwidth", source, false, 0, true);
+  m.disk_read_bandwidth = number(j, "disk_read_bandwidth", source, false, 0, true);
+  m.disk_write_bandwidth = number(j, "disk_write_bandwidth", source, false, 0, true);
   m.device_memory_bytes = number(j, "device_memory_bytes", source, false, 0, false);
   m.ranks_per_node = int(number(j, "ranks_per_node", source, false, 1, false));
   m.cores_per_node = int(number(j, "cores_per_node", source, false, 0, false));
@@ -193,6 +195,8 @@ std::string machine_to_json(const Machine& m) {
                    {"mem_bandwidth", m.mem_bandwidth},
                    {"host_mem_bandwidth", m.host_mem_bandwidth},
                    {"pcie_bandwidth", m.pcie_bandwidth},
+                   {"disk_read_bandwidth", m.disk_read_bandwidth},
+                   {"disk_write_bandwidth", m.disk_write_bandwidth},
                    {"device_memory_bytes", m.device_memory_bytes},
                    {"ranks_per_node", m.ranks_per_node},
                    {"cores_per_node", m.cores_per_node},

@@ -29,6 +29,10 @@ struct Machine {
   double host_mem_bandwidth = 0.0;   // host memory per rank, bytes/s (offloaded optimizer)
   double pcie_bandwidth = 0.0;       // host<->device per rank, bytes/s (offload transfers);
                                      // 0 = host and device share one memory (a CPU build)
+  // The node-local disk under fsdp.offload = nvme, bytes/s per node (its ranks share it), as
+  // fsdp-bench machine --offload-path measures with direct I/O; 0 = not measured.
+  double disk_read_bandwidth = 0.0;
+  double disk_write_bandwidth = 0.0;
 
   // Cores a node's ranks share (a CPU build). More ranks than cores are time-sliced: each rank's
   // compute, optimizer and on-core transfers take ranks_per_node / cores_per_node times longer.
@@ -90,6 +94,7 @@ std::vector<std::string> machine_preset_names();
 //     "inter_node_latency_s": ...,
 //     "gemm_flops_per_rank_bf16": ..., "gemm_efficiency": 1.0, "device_memory_bytes": ...,
 //     "host_mem_bandwidth": ..., "pcie_bandwidth": ...,
+//     "disk_read_bandwidth": ..., "disk_write_bandwidth": ...   (bytes/s per node; nvme offload)
 //     "comm_overlaps_compute": false            (default false: a CPU build copies at issue)
 //   }
 // A CPU build measures float GEMMs, so the bf16 rate defaults to the float one. gemm_efficiency

@@ -67,6 +67,7 @@ struct MemoryPlan {
   std::int64_t padded_params = 0;  // each unit padded to a multiple of the shard group
   std::int64_t largest_unit = 0;   // padded elements of the largest unit
   int shard_group = 1;
+  std::int64_t disk_bytes = 0;  // fsdp.offload = nvme: this rank's offload file
   // Peaks in bytes, as MemoryTracker::peak(category, space) and peak_total(space) report them.
   std::array<std::array<std::int64_t, kNumMemCategories>, 2> peak{};
   std::array<std::int64_t, 2> peak_total{};

@@ -313,6 +313,9 @@ void print_tables(const Report& r, const PlanOptions& o) {
     }
     row("  peak total", cols, [](const Column& c) { return format_bytes(c.mem.host_total()); });
   }
+  if (base.offload == Offload::Nvme)
+    row("per-rank offload file (disk)", cols,
+        [](const Column& c) { return format_bytes(c.mem.disk_bytes); });
   if (budget > 0)
     row("fits " + format_bytes(budget), cols,
         [&](const Column& c) { return std::string(c.mem.device_total() <= budget ? "yes" : "NO"); });
@@ -326,6 +329,10 @@ void print_tables(const Report& r, const PlanOptions& o) {
   row("  optimizer", cols, [](const Column& c) { return seconds(c.time.optimizer_s); }, true);
   if (base.offload != Offload::None)
     row("  exposed host<->device", cols, [](const Column& c) { return seconds(c.time.offload_exposed_s); }, true);
+  if (base.offload == Offload::Nvme) {
+    row("  disk busy (read+write)", cols, [](const Column& c) { return seconds(c.time.disk_busy_s); }, true);
+    row("  exposed disk I/O", cols, [](const Column& c) { return seconds(c.time.disk_exposed_s); }, true);
+  }
   row("  collectives AG/RS/AR", cols, [](const Column& c) {
     return std::to_string(c.time.all_gathers) + "/" + std::to_string(c.time.reduce_scatters) + "/" +
            std::to_string(c.time.all_reduces);

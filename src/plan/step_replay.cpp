@@ -4,6 +4,7 @@
 // replay can be read beside fsdp/step.cpp.
 #include "plan/step_replay.hpp"
 
+#include "core/offload_file.hpp"
 #include "fsdp/canonical_tree.hpp"
 #include "fsdp/gather_window.hpp"
 #include "fsdp/schedule.hpp"
@@ -37,6 +38,8 @@ class Replay {
         nshard_(s.shard_group()),
         sharded_(shards_params(s.strategy)),
         offload_(s.offload != Offload::None),
+        nvme_(s.offload == Offload::Nvme),
+        params_disk_(nvme_ && s.offload_params && shards_params(s.strategy)),
         window_(padded_units(s), s.prefetch),
         head_unit_(architecture_of(s.model).head_unit(s.model)),
         flops_(architecture_of(s.model).unit_flops(s.model, s.micro_batch,
@@ -57,6 +60,8 @@ class Replay {
     upload_.assign(U, 0.0);
     grad_full_.assign(U, false);
     fresh_.assign(U, false);
+    read_.assign(U, -1);
+    held_.assign(U, false);
   }
 
   std::vector<StepEvent> run() {
@@ -126,14 +131,14 @@ class Replay {
       allocate(C::Activations, kDev, cast, -1);
     }
     const MemSpace optim_space = offload_ ? kHost : kDev;
-    const MemSpace param_space = s_.offload == Offload::Params ? kHost : kDev;
+    const MemSpace param_space = s_.offloads_params() ? kHost : kDev;
     for (std::size_t u = 0; u < numel_.size(); ++u) {
       const int ui = int(u);
       const double S = double(shard_[u]), P = double(padded_[u]);
       // Parameters: the fp32 shard (zero3, hybrid; under bf16 it is the master copy), or the
       // full working copy plus, under bf16, a separate fp32 master of the rank's shard.
       if (sharded_) {
-        allocate(C::ParamShard, param_space, 4 * S, ui);
+        if (!params_disk_) allocate(C::ParamShard, param_space, 4 * S, ui);  // else on disk
       } else {
         allocate(C::ParamShard, kDev, b_.param * P, ui);
         if (b_.master > 0) allocate(C::ParamShard, optim_space, b_.master * S, ui);
@@ -145,8 +150,22 @@ class Replay {
         allocate(C::Grads, kDev, b_.grad * P, ui);
         grad_full_[u] = true;
       }
-      // AdamW's exp_avg and exp_avg_sq over the shard.
-      allocate(C::OptimizerState, optim_space, b_.optimizer * S, ui);
+      // AdamW's exp_avg and exp_avg_sq over the shard (nvme: in the offload file instead).
+      if (!nvme_) allocate(C::OptimizerState, optim_space, b_.optimizer * S, ui);
+    }
+    // nvme: GatherPipeline's read slots (parameter shards on disk) and ShardedOptimizer's three
+    // I/O sets (parameters, both moments, and the gradients where they are on the device),
+    // each an IoBuffer of the largest shard.
+    if (nvme_) {
+      double largest = 0.0;
+      for (std::int64_t n : shard_) largest = std::max(largest, double(n));
+      io_buffer_ = double(io_round(std::int64_t(4 * largest)) + kIoAlign);
+      if (params_disk_) {
+        slots_ = 2 * (k_ + 1);
+        allocate(C::CommBuffers, kHost, slots_ * io_buffer_, -1);
+      }
+      const int per_set = 3 + (s_.offloads_params() ? 0 : 1);
+      allocate(C::CommBuffers, kHost, 3.0 * per_set * io_buffer_, -1);
     }
     // AsyncCheckpointer's staging (io/checkpoint_staging.hpp): the writer rank's shards of the
     // parameters and both moments in host memory, from the first save on.
@@ -175,29 +194,75 @@ class Replay {
     // staged in a device buffer until the gather completes.
     // Under bf16 the shard is cast on the host first, into a host buffer kept until the
     // gather lands, and half the bytes come up.
-    if (s_.offload == Offload::Params) {
+    // On disk (nvme, offload.params): the shard's read, posted ahead or now, comes first.
+    const double lead = carried_lead(u);
+    if (s_.offloads_params()) {
+      const int read = params_disk_ ? take_read(u, lead) : -1;
       if (s_.precision == Precision::BF16) {
         upload_[u] = b_.param * S;
         allocate(C::CommBuffers, kHost, upload_[u], u);
       }
-      after = issue(Coll::HostToDevice, Group::Pcie, b_.param * S, u);
+      after = issue(Coll::HostToDevice, Group::Pcie, b_.param * S, u, read);
     }
     if (s_.precision == Precision::BF16) {
       staging_[u] = b_.param * S;
       allocate(C::CommBuffers, kDev, staging_[u], u);
     }
     gather_handle_[u] = issue(Coll::AllGather, Group::Shard, b_.param * P, u, after);
-    if (carry_ && std::find(carried_.begin(), carried_.end(), u) != carried_.end()) {
-      // Engine::optimizer_step issues it right after updating unit u, units in index order.
-      double after_u = 0.0, all = 0.0;
-      for (std::size_t v = 0; v < shard_.size(); ++v) {
-        all += double(shard_[v]);
-        if (int(v) > u) after_u += double(shard_[v]);
-      }
-      ev_.back().carried_lead = all > 0 ? after_u / all : 0.0;
-    }
+    ev_.back().carried_lead = lead;
     gathered_[u] = true;
     in_flight_[u] = true;
+  }
+
+  // A gather the last optimizer issued (fsdp.prefetch_across_steps): the fraction of the
+  // optimizer still to go when it did, right after updating unit u (units in index order);
+  // -1 for any other gather.
+  double carried_lead(int u) const {
+    if (!carry_ || std::find(carried_.begin(), carried_.end(), u) == carried_.end()) return -1.0;
+    double after_u = 0.0, all = 0.0;
+    for (std::size_t v = 0; v < shard_.size(); ++v) {
+      all += double(shard_[v]);
+      if (int(v) > u) after_u += double(shard_[v]);
+    }
+    return all > 0 ? after_u / all : 0.0;
+  }
+
+  // ---- GatherPipeline's read slots (nvme, offload.params) -------------------------------------
+  int free_slots() const {
+    int used = 0;
+    for (std::size_t u = 0; u < read_.size(); ++u) used += (read_[u] >= 0 || held_[u]) ? 1 : 0;
+    return slots_ - used;
+  }
+  int post_read(int u) {
+    return issue(Coll::DiskRead, Group::Disk, double(io_round(4 * shard_[std::size_t(u)])), u);
+  }
+  // slot_for: the read posted ahead, or one posted now (into a new slot if none is free).
+  int take_read(int u, double lead) {
+    int h = read_[std::size_t(u)];
+    read_[std::size_t(u)] = -1;
+    if (h < 0) {
+      if (free_slots() == 0) {
+        ++slots_;
+        allocate(C::CommBuffers, kHost, io_buffer_, u);
+      }
+      h = post_read(u);
+      ev_.back().carried_lead = lead;
+    }
+    held_[std::size_t(u)] = true;
+    return h;
+  }
+  // read_ahead: the next k + 1 units past the issued gathers, in the schedule's order.
+  void read_ahead() {
+    if (!params_disk_) return;
+    int reading = 0;
+    for (int h : read_) reading += h >= 0 ? 1 : 0;
+    for (int stage = window_.issued(); stage < window_.stages() && reading < k_ + 1; ++stage) {
+      const int u = window_.unit(stage);
+      if (gathered_[std::size_t(u)] || read_[std::size_t(u)] >= 0 || held_[std::size_t(u)]) continue;
+      if (free_slots() == 0) return;
+      read_[std::size_t(u)] = post_read(u);
+      ++reading;
+    }
   }
 
   // GatherPipeline::all_gather, through the same window policy (fsdp/gather_window.hpp).
@@ -211,10 +276,12 @@ class Replay {
       if (staging_[u] > 0) deallocate(C::CommBuffers, kDev, staging_[u], u);
       staging_[u] = 0;
       drop_upload(u);
+      held_[std::size_t(u)] = false;
     }
     window_.prefetch(
         stage, [&](int v) { return bool(gathered_[std::size_t(v)]); },
         [&](int v) { issue_gather(v); });
+    read_ahead();
   }
 
   void drop_upload(int u) {
@@ -242,6 +309,12 @@ class Replay {
         deallocate(C::GatheredParams, kDev, b_.param * double(padded_[u]), int(u));
         gathered_[u] = false;
       }
+    }
+    // drain_reads: the reads still in flight are waited for; every slot is free again.
+    for (std::size_t u = 0; u < read_.size(); ++u) {
+      if (read_[u] >= 0) wait(read_[u], int(u));
+      read_[u] = -1;
+      held_[u] = false;
     }
   }
 
@@ -275,7 +348,7 @@ class Replay {
       // The step's first reduction into a gradient shard lands in it directly (no buffer),
       // unless the shard is in host memory (offload = params).
       p.first = shards_grads(strategy_) && fresh_[u];
-      const bool direct = p.first && s_.offload != Offload::Params;
+      const bool direct = p.first && !s_.offloads_params();
       fresh_[u] = false;
       p.recv_bytes = direct ? 0.0 : b_.grad * double(shard_[u]);
       if (!direct) allocate(C::CommBuffers, kDev, p.recv_bytes, u);
@@ -296,7 +369,7 @@ class Replay {
         blocking(Coll::AllReduce, Group::Replicate, wire_bytes() * S, p.unit);
       // offload = params: the reduced shard goes down into the gradient shard on the host;
       // a later one of the step through a host buffer, added there.
-      if (s_.offload == Offload::Params && shards_grads(strategy_)) {
+      if (s_.offloads_params() && shards_grads(strategy_)) {
         if (!p.first) allocate(C::CommBuffers, kHost, b_.grad * S, p.unit);
         blocking(Coll::DeviceToHost, Group::Pcie, b_.grad * S, p.unit);
         if (!p.first) deallocate(C::CommBuffers, kHost, b_.grad * S, p.unit);
@@ -324,6 +397,7 @@ class Replay {
     const bool keep_fwd = !s_.reshard_after_forward;
 
     window_.begin(sched_);
+    read_ahead();
     for (int i = 0; i < nf; ++i) {
       acquire(i);
       carry_ = false;  // only the step's first acquire takes over carried gathers
@@ -417,7 +491,7 @@ class Replay {
         grad_full_[u] = true;
       }
       // offload = params: the shard is assembled on the device and goes down whole.
-      const bool down = s_.offload == Offload::Params && shards_grads(strategy_);
+      const bool down = s_.offloads_params() && shards_grads(strategy_);
       const double assembled = 4.0 * double(shard_[u]);
       if (down) allocate(C::CommBuffers, kDev, assembled, int(u));
       if (R > 1) {
@@ -443,20 +517,11 @@ class Replay {
       for (std::int64_t n : numel_) blocks += double((n + kNormBlock - 1) / kNormBlock);
       blocking(Coll::AllReduce, Group::Shard, 8.0 * blocks, -1);
     }
-    // Offloaded AdamW runs on the host: the device-resident parameter and gradient shards go
-    // down and the updated parameters come back (offload = params keeps both on the host).
-    if (s_.offload == Offload::Optimizer)
-      blocking(Coll::DeviceToHost, Group::Pcie, (4.0 + b_.grad) * elems, -1);
-    // AdamW over the shard: the norm reads the gradients, the update reads the fp32 params,
-    // gradients and both moments and writes params and moments (plus the bf16 working copy).
-    double per_elem = 2 * double(b_.grad) + 2 * 4.0 + 2 * double(b_.optimizer);
-    if (s_.precision == Precision::BF16) per_elem += b_.param;
-    StepEvent e{StepEvent::Optimizer};
-    e.bytes = elems * per_elem;
-    e.on_host = offload_;
-    ev_.push_back(e);
-    if (s_.offload == Offload::Optimizer)
-      blocking(Coll::HostToDevice, Group::Pcie, 4.0 * elems, -1);
+    if (nvme_) {
+      streamed_optimizer();
+    } else {
+      host_or_device_optimizer(elems);
+    }
     // Engine::sync_full_params: zero1/zero2 bring every rank's updated shard to everyone.
     if (sharded_ || nshard_ == 1) return;
     for (std::size_t u = 0; u < shard_.size(); ++u) {
@@ -467,6 +532,63 @@ class Replay {
     }
   }
 
+  // AdamW over the shard: the norm reads the gradients, the update reads the fp32 params,
+  // gradients and both moments and writes params and moments (plus the bf16 working copy).
+  double optimizer_bytes_per_element() const {
+    double per_elem = 2 * double(b_.grad) + 2 * 4.0 + 2 * double(b_.optimizer);
+    if (s_.precision == Precision::BF16) per_elem += b_.param;
+    return per_elem;
+  }
+
+  // fsdp/optimizer_nvme.cpp: unit u's state read (and its device shards down) while unit u - 1
+  // updates, written back behind it; the next step's reads queue behind the last writes, so the
+  // step is charged for them (steady state).
+  void streamed_optimizer() {
+    const int U = int(shard_.size());
+    const bool grads_on_device = !s_.offloads_params();
+    std::vector<int> reads(std::size_t(U), -1), downs(std::size_t(U), -1);
+    int up = -1, last_write = -1;
+    const auto read = [&](int u) {
+      const double S = double(shard_[std::size_t(u)]);
+      const double region = double(io_round(std::int64_t(4 * S)));
+      reads[std::size_t(u)] = issue(Coll::DiskRead, Group::Disk, (params_disk_ ? 3 : 2) * region, u);
+      if (!params_disk_)
+        downs[std::size_t(u)] = issue(Coll::DeviceToHost, Group::Pcie,
+                                      (4.0 + (grads_on_device ? b_.grad : 0)) * S, u);
+    };
+    if (U > 0) read(0);
+    for (int u = 0; u < U; ++u) {
+      const double S = double(shard_[std::size_t(u)]);
+      wait(reads[std::size_t(u)], u);
+      if (downs[std::size_t(u)] >= 0) wait(downs[std::size_t(u)], u);
+      if (up >= 0) wait(up, u - 1);
+      if (u + 1 < U) read(u + 1);
+      StepEvent e{StepEvent::Optimizer};
+      e.bytes = S * optimizer_bytes_per_element();
+      e.on_host = true;
+      e.unit = u;
+      ev_.push_back(e);
+      const double region = double(io_round(std::int64_t(4 * S)));
+      last_write = issue(Coll::DiskWrite, Group::Disk, (params_disk_ ? 3 : 2) * region, u);
+      up = params_disk_ ? -1 : issue(Coll::HostToDevice, Group::Pcie, 4.0 * S, u);
+    }
+    if (up >= 0) wait(up, U - 1);
+    if (last_write >= 0) wait(last_write, U - 1);
+  }
+
+  void host_or_device_optimizer(double elems) {
+    // Offloaded AdamW runs on the host: the device-resident parameter and gradient shards go
+    // down and the updated parameters come back (offload = params keeps both on the host).
+    if (s_.offload == Offload::Optimizer)
+      blocking(Coll::DeviceToHost, Group::Pcie, (4.0 + b_.grad) * elems, -1);
+    StepEvent e{StepEvent::Optimizer};
+    e.bytes = elems * optimizer_bytes_per_element();
+    e.on_host = offload_;
+    ev_.push_back(e);
+    if (s_.offload == Offload::Optimizer)
+      blocking(Coll::HostToDevice, Group::Pcie, 4.0 * elems, -1);
+  }
+
   const Setup& s_;
   int rank_;  // deterministic mode: whose micro-batches (their tree nodes differ by rank)
   int n_micro_;
@@ -474,6 +596,11 @@ class Replay {
   Strategy strategy_;
   int k_, nshard_;
   bool sharded_, offload_;
+  bool nvme_, params_disk_;     // fsdp.offload = nvme; with the parameter shards on disk
+  double io_buffer_ = 0.0;      // bytes of one IoBuffer of the largest shard
+  int slots_ = 0;               // GatherPipeline's read slots
+  std::vector<int> read_;       // per unit: its read posted ahead, or -1
+  std::vector<bool> held_;      // per unit: its slot is held until its gather completes
   std::vector<std::int64_t> numel_, padded_, shard_;
   std::vector<bool> gathered_, in_flight_, grad_full_;
   std::vector<bool> fresh_;  // per unit: no reduction has reached its gradient shard this step
@@ -502,6 +629,8 @@ const char* to_string(Coll c) {
     case Coll::HostToDevice: return "host_to_device";
     case Coll::DeviceToHost: return "device_to_host";
     case Coll::AllToAll: return "all_to_all";
+    case Coll::DiskRead: return "disk_read";
+    case Coll::DiskWrite: return "disk_write";
   }
   return "?";
 }

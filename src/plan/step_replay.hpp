@@ -13,8 +13,11 @@
 
 namespace fsdp::plan {
 
-enum class Coll { AllGather, ReduceScatter, AllReduce, HostToDevice, DeviceToHost, AllToAll };
-enum class Group { Shard, Replicate, World, Pcie };
+enum class Coll {
+  AllGather, ReduceScatter, AllReduce, HostToDevice, DeviceToHost, AllToAll,
+  DiskRead, DiskWrite  // fsdp.offload = nvme: the rank's offload file (one queue per rank)
+};
+enum class Group { Shard, Replicate, World, Pcie, Disk };
 const char* to_string(Coll c);
 
 struct StepEvent {

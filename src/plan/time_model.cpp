@@ -32,6 +32,7 @@ GroupShape group_shape(const Setup& s, Group g) {
       break;
     case Group::World:
     case Group::Pcie:
+    case Group::Disk:
       gs.n = s.ranks;
       gs.per_node = rpn;
       break;
@@ -60,6 +61,15 @@ double intra_busbw(const Machine& m, Coll op) {
 double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes) {
   if (op == Coll::HostToDevice || op == Coll::DeviceToHost)  // no PCIe: one shared memory
     return m.pcie_bandwidth > 0 ? bytes / m.pcie_bandwidth : 0.0;
+  if (op == Coll::DiskRead || op == Coll::DiskWrite) {
+    // Every rank of the node streams its own file at once: each gets its share of the disk.
+    const double node = op == Coll::DiskRead ? m.disk_read_bandwidth : m.disk_write_bandwidth;
+    if (node <= 0)
+      throw std::runtime_error("machine " + m.name + " has no disk_" +
+                               (op == Coll::DiskRead ? "read" : "write") +
+                               "_bandwidth: fsdp-bench machine --offload-path DIR measures it");
+    return bytes * double(s.ranks_per_node()) / node;
+  }
   const GroupShape gs = group_shape(s, g);
   if (gs.n == 1) {
     // SingleCommunicator: an all-gather or reduce-scatter is a local copy; an all-reduce is
@@ -84,7 +94,9 @@ double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, do
 }
 
 double emulated_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes) {
-  if (!m.emulated() || op == Coll::HostToDevice || op == Coll::DeviceToHost) return 0.0;
+  if (!m.emulated() || op == Coll::HostToDevice || op == Coll::DeviceToHost ||
+      op == Coll::DiskRead || op == Coll::DiskWrite)
+    return 0.0;
   const int n = group_shape(s, g).n;
   const double bus = n == 1 ? bytes : bus_factor(op, n) * bytes;  // comm/communicator.cpp
   return m.emulate_latency_s + (m.emulate_busbw > 0 ? bus / m.emulate_busbw : 0.0);
@@ -111,11 +123,11 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
   for (const StepEvent& e : events)
     if (e.kind == StepEvent::Optimizer) optimizer_s += optimizer_seconds(e);
   double t = 0.0;                       // the compute stream's clock
-  // Network, PCIe: when each is next idle. Both are idle through the last optimizer, where
-  // carried gathers start.
-  double link_free[2] = {-optimizer_s, -optimizer_s};
+  // Network, PCIe, the disk's queue: when each is next idle. All are idle through the last
+  // optimizer, where carried gathers start.
+  double link_free[3] = {-optimizer_s, -optimizer_s, -optimizer_s};
   std::unordered_map<int, double> done;  // handle -> completion
-  std::unordered_map<int, bool> on_pcie;
+  std::unordered_map<int, int> channel;  // handle -> 0 network, 1 PCIe, 2 disk
   double recompute_flops = 0.0;
   for (const StepEvent& e : events) {
     switch (e.kind) {
@@ -131,8 +143,9 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
         break;
       }
       case StepEvent::Issue: {
-        const bool pcie = e.group == Group::Pcie;
-        const int ch = pcie ? 1 : 0;
+        const bool disk = e.group == Group::Disk;
+        const bool pcie = e.group == Group::Pcie || disk;  // beside the network, one at a time
+        const int ch = disk ? 2 : pcie ? 1 : 0;
         double real = collective_seconds(s, m, e.op, e.group, e.bytes);
         if (!m.comm_overlaps_compute) real *= slice;  // the copies run on the sliced cores
         const double emu = emulated_seconds(s, m, e.op, e.group, e.bytes);
@@ -155,7 +168,11 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
           end = std::max(end_real, t - lead + emu);
         }
         done[e.handle] = end;
-        on_pcie[e.handle] = pcie;
+        channel[e.handle] = ch;
+        if (disk) {
+          r.disk_busy_s += real;
+          (e.op == Coll::DiskRead ? r.disk_read_bytes : r.disk_write_bytes) += e.bytes;
+        }
         if (!pcie) {
           r.comm_busy_s += real;
           r.comm_bytes += e.bytes;
@@ -168,7 +185,8 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
       case StepEvent::Wait: {
         const double end = done.at(e.handle);
         if (end > t) {
-          (on_pcie[e.handle] ? r.offload_exposed_s : r.comm_exposed_s) += end - t;
+          const int ch = channel[e.handle];
+          (ch == 2 ? r.disk_exposed_s : ch == 1 ? r.offload_exposed_s : r.comm_exposed_s) += end - t;
           t = end;
         }
         break;
@@ -231,6 +249,12 @@ std::vector<std::string> time_assumptions(const Setup& s, const Machine& m) {
     a.push_back("bf16 is modelled with bf16 kernels, as on a GPU (docs/planner.md); a CPU "
                 "build stores bf16 but computes in fp32, and fp32 is what the tracker checks "
                 "byte for byte");
+  if (s.offload == Offload::Nvme)
+    a.push_back("nvme offload: each rank's share of the node's disk, reads at " +
+                fmt(m.disk_read_bandwidth / 1e9, "GB/s") + " and writes at " +
+                fmt(m.disk_write_bandwidth / 1e9, "GB/s") + " per node, one request at a time "
+                "per rank; parameter shards " + (s.offload_params ? "read ahead of their gathers"
+                                                                  : "stay on the device"));
   if (s.offload != Offload::None)
     a.push_back("offloaded AdamW runs on the host at " + fmt(m.host_mem_bandwidth / 1e9, "GB/s") +
                 "; host<->device copies at " +

@@ -24,6 +24,10 @@ struct TimePlan {
   double comm_busy_s = 0.0;     // time the links were busy with this rank's collectives
   double optimizer_s = 0.0;     // AdamW (and the gradient norm) over the rank's shard
   double offload_exposed_s = 0.0;  // host<->device copies the step waited for
+  // fsdp.offload = nvme: this rank's offload file per step, the time its queue was busy, and
+  // what the step waited for it. The disk's bound on the step is max(compute, disk_busy_s).
+  double disk_read_bytes = 0.0, disk_write_bytes = 0.0;
+  double disk_busy_s = 0.0, disk_exposed_s = 0.0;
 
   // Per step.
   int all_gathers = 0, reduce_scatters = 0, all_reduces = 0;  // scalar all-reduces included
@@ -54,7 +58,8 @@ TimePlan plan_time(const Setup& s, const Machine& m);
 // busfactor * bytes / busbw. A group spanning nodes runs at min(intra-node busbw, the node's
 // network busbw shared by the groups running at once on the node), with an extra latency per
 // node. A group of one rank copies locally. Host<->device copies (Group::Pcie) take
-// bytes / pcie_bandwidth. Excludes link emulation.
+// bytes / pcie_bandwidth; disk reads and writes (Group::Disk) bytes over the rank's share of the
+// node's disk bandwidth. Excludes link emulation.
 double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes);
 // The emulated link's delay for the same collective (0 when not emulated).
 double emulated_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes);

@@ -70,6 +70,7 @@ class Trainer {
   double evaluate();
 
   Engine& engine() { return *engine_; }
+  OffloadFile* offload_file() { return offload_.get(); }  // fsdp.offload = nvme, else null
   MemoryTracker& tracker() { return tracker_; }
   Trace& trace() { return trace_; }
   comm::ProcessGroups& groups() { return groups_; }

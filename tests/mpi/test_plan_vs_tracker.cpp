@@ -6,6 +6,9 @@
 // single process on MPI_COMM_SELF on every rank.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <sstream>
 
 #include "engine_fixture.hpp"
@@ -80,6 +83,13 @@ std::vector<Case> cases() {
   v.push_back({"hybrid", 2, true, true, 2, false, "params", false, "sublayer", "auto", "llama"});
   v.push_back({"ddp", 0, true, true, 1, false, "optimizer", true, "block", "auto", "llama"});
   v.push_back({"zero2", 1, true, false, 3, true, "none", false, "sublayer", "materialized", "llama-mha"});
+  // NVMe offload: the moments (and parameter shards) leave memory; the read slots and the
+  // optimizer's I/O sets stay.
+  v.push_back({"zero3", 1, true, false, 2, false, "nvme"});
+  v.push_back({"zero3", 2, true, false, 2, false, "nvme+params"});
+  v.push_back({"zero2", 0, true, true, 1, false, "nvme"});
+  v.push_back({"hybrid", 1, false, false, 3, false, "nvme+params", false, "sublayer"});
+  v.push_back({"ddp", 1, true, false, 1, false, "nvme", false, "block", "auto", "llama"});
   return v;
 }
 
@@ -93,7 +103,13 @@ RunConfig config_for(const Case& c, int ranks) {
   cfg.fsdp.reshard_after_forward = c.reshard;
   cfg.model.activation_checkpointing = c.checkpointing ? "blocks" : "none";
   cfg.fsdp.accumulate = c.sharded_accumulate ? "sharded" : "unsharded";
-  cfg.fsdp.offload = c.offload;
+  cfg.fsdp.offload = c.offload.rfind("nvme", 0) == 0 ? "nvme" : c.offload;
+  if (cfg.fsdp.offload == "nvme") {
+    // A directory per process: each process that runs alone (MPI_COMM_SELF) is a job of its own.
+    cfg.offload.path = "/tmp/fsdp_plan_nvme_" + std::to_string(::getpid());
+    std::filesystem::create_directories(cfg.offload.path);
+    cfg.offload.params = c.offload == "nvme+params";
+  }
   cfg.train.deterministic = c.deterministic;
   cfg.fsdp.unit = c.unit;
   cfg.model.attention = c.attention;
@@ -131,6 +147,10 @@ void compare(const Case& c, MPI_Comm comm) {
   }
   CHECK(p.device_total() == most(m.peak_total(MemSpace::Device)));
   CHECK(p.host_total() == most(m.peak_total(MemSpace::Host)));
+  if (!cfg.offload.path.empty()) {
+    REQUIRE(p.disk_bytes == t.offload_file()->size());
+    std::filesystem::remove_all(cfg.offload.path);  // the lock file (the data file has no name)
+  }
 }
 
 }  // namespace
