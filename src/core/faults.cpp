@@ -45,6 +45,11 @@ int offload_io_error(int world_rank, std::uint64_t request) {
   return std::string(spec).find(":enospc") != std::string::npos ? ENOSPC : EIO;
 }
 
+long long stream_piece() {
+  const char* spec = std::getenv("FSDP_TEST_STREAM_PIECE");
+  return spec ? std::atoll(spec) : 0;
+}
+
 bool skip_gather(const std::string& unit, int world_rank) {
   static const char* spec = std::getenv("FSDP_TEST_SKIP_GATHER");
   static bool used = false;

@@ -28,6 +28,9 @@ bool skip_space_check();
 // request (1-based) and every later one fail with EIO (or ENOSPC), as a failing or full disk
 // would (fsdp.offload = nvme must end the job with exit 7). The errno, else 0.
 int offload_io_error(int world_rank, std::uint64_t request);
+// FSDP_TEST_STREAM_PIECE=<elements>: the NVMe optimizer's piece size (a multiple of 1024), so
+// tests with tiny units stream each shard in several pieces. 0 when unset. Read at each call.
+long long stream_piece();
 // FSDP_TEST_THROW=<program>: that program throws an exception nothing catches, here (tests that
 // every main ends through the terminate handler: one line, exit 1, no core dump).
 void throw_if_asked(const char* program);

@@ -26,6 +26,11 @@ inline std::int64_t io_round(std::int64_t bytes) {
   return (bytes + kIoAlign - 1) / kIoAlign * kIoAlign;
 }
 
+// The optimizer streams each shard through the host in pieces of at most this many elements
+// (64 MiB of each of parameters, gradients and both moments: whole disk blocks), so its I/O
+// buffers do not grow with the units (fsdp/optimizer_nvme.cpp; the planner's replay too).
+constexpr std::int64_t kStreamPiece = std::int64_t(16) << 20;
+
 // Why offload.path cannot be used, with the exit code (2: the deck names no usable directory;
 // 7: the disk: read-only, no room, in use by another job).
 struct OffloadError : std::runtime_error {

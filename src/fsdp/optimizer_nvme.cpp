@@ -1,60 +1,86 @@
 // SPDX-License-Identifier: MIT
 // The optimizer under fsdp.offload = nvme: the moments (and with offload.params the parameter
-// shards) live in the rank's offload file, and each unit's state streams through the host: read,
-// updated, written back. Three I/O sets rotate, so while unit u updates, unit u + 1's reads and
-// unit u - 1's writes are in flight: the disk works the whole time the host does, and the step
-// costs max(update, I/O) rather than their sum. The file's one queue keeps every read after the
-// writes issued before it, so the next step's gathers (and a checkpoint) see the new values.
+// shards) live in the rank's offload file, and each unit's state streams through the host in
+// pieces of at most kStreamPiece elements: read, updated, written back. Three I/O sets rotate,
+// so while piece i updates, piece i + 1's reads and piece i - 1's writes are in flight: the disk
+// works the whole time the host does, the step costs max(update, I/O) rather than their sum, and
+// the buffers are a few pieces whatever the size of the units. The file's one queue keeps every
+// read after the writes issued before it, so the next step's gathers (and a checkpoint) see the
+// new values.
 #include <algorithm>
 
+#include "core/faults.hpp"
 #include "core/host_copy.hpp"
 #include "fsdp/optimizer_step.hpp"
 #include "fsdp/unit_update.hpp"
 
 namespace fsdp {
 
+std::int64_t stream_piece(const std::vector<ShardedUnit>& units) {
+  std::int64_t largest = 0;
+  for (const ShardedUnit& su : units) largest = std::max(largest, su.shard);
+  const std::int64_t test = faults::stream_piece();
+  return std::min(largest, test > 0 ? test : kStreamPiece);
+}
+
 void ShardedOptimizer::step_streamed(const optim::AdamWStep& s, bool zero_grads,
                                      const std::function<void(int)>& updated) {
   OffloadFile& f = *state_.offload_file();
   std::vector<ShardedUnit>& units = state_.units();
-  const int U = int(units.size());
-  const auto read = [&](int u) {
-    IoSet& io = io_[u % 3];
-    f.wait(io.write);  // the unit before in this set is on its way to the disk: buffers free
-    const ShardedUnit& su = units[std::size_t(u)];
-    const ShardVec p = state_.param_shard(u), g = state_.grad_shard(u);
-    const ShardVec m = state_.exp_avg_shard(u), v = state_.exp_avg_sq_shard(u);
-    const std::int64_t bytes = io_round(su.shard * 4);
-    if (p.on_disk()) f.read(p.file_offset(), bytes, io.p.data());
-    else host_copy::to_host(io.p.vec(0, su.shard), p.device());
-    if (g.on_device()) host_copy::to_host(io.g.vec(0, su.shard), g.device());
-    f.read(m.file_offset(), bytes, io.m.data());
-    io.read = f.read(v.file_offset(), bytes, io.v.data());
+  const std::int64_t piece = stream_piece(units);
+  // The pieces in unit order: (unit, first element in its shard, elements).
+  struct Piece {
+    int unit;
+    std::int64_t lo, n;
   };
-  if (U > 0) read(0);
-  for (int u = 0; u < U; ++u) {
-    IoSet& io = io_[u % 3];
+  std::vector<Piece> pieces;
+  for (int u = 0; u < int(units.size()); ++u)
+    for (std::int64_t lo = 0; lo < units[std::size_t(u)].shard; lo += piece)
+      pieces.push_back({u, lo, std::min(piece, units[std::size_t(u)].shard - lo)});
+  const int P = int(pieces.size());
+  // A piece's region of a shard on disk: its bytes start on a block (pieces are whole blocks)
+  // and the last piece reads and writes up to its shard region's rounded end.
+  const auto at = [](const ShardVec& v, const Piece& pc) {
+    return v.file_offset() + pc.lo * std::int64_t(sizeof(float));
+  };
+  const auto read = [&](int i) {
+    const Piece& pc = pieces[std::size_t(i)];
+    IoSet& io = io_[i % 3];
+    f.wait(io.write);  // the piece before in this set is on its way to the disk: buffers free
+    const ShardVec p = state_.param_shard(pc.unit), g = state_.grad_shard(pc.unit);
+    const ShardVec m = state_.exp_avg_shard(pc.unit), v = state_.exp_avg_sq_shard(pc.unit);
+    const std::int64_t bytes = io_round(pc.n * 4);
+    if (p.on_disk()) f.read(at(p, pc), bytes, io.p.data());
+    else host_copy::to_host(io.p.vec(0, pc.n), p.sub(pc.lo, pc.n).device());
+    if (g.on_device()) host_copy::to_host(io.g.vec(0, pc.n), g.sub(pc.lo, pc.n).device());
+    f.read(at(m, pc), bytes, io.m.data());
+    io.read = f.read(at(v, pc), bytes, io.v.data());
+  };
+  if (P > 0) read(0);
+  for (int i = 0; i < P; ++i) {
+    const Piece& pc = pieces[std::size_t(i)];
+    IoSet& io = io_[i % 3];
     f.wait(io.read);
-    // Unit u's copies down and unit u - 1's parameters up (one stream, in issue order): then
-    // unit u - 1's next gathers may start.
+    // Piece i's copies down and piece i - 1's parameters up (one stream, in issue order): a
+    // unit whose last piece that was may start its next gathers.
     host_copy::wait_copies();
-    if (u > 0) updated(u - 1);
-    if (u + 1 < U) read(u + 1);
-    const ShardedUnit& su = units[std::size_t(u)];
-    const ShardVec p = state_.param_shard(u), g = state_.grad_shard(u);
-    const ShardVec m = state_.exp_avg_shard(u), v = state_.exp_avg_sq_shard(u);
-    const PinnedVec grads = g.on_device() ? io.g.vec(0, su.shard) : g.host();
-    update_unit<HostExecSpace, PinnedVec>(su, io.p.vec(0, su.shard), grads, io.m.vec(0, su.shard),
-                                          io.v.vec(0, su.shard), s, false);
-    const std::int64_t bytes = io_round(su.shard * 4);
-    if (p.on_disk()) f.write(p.file_offset(), bytes, io.p.data());
-    else host_copy::to_device(p.device(), ConstPinnedVec(io.p.vec(0, su.shard)));
-    f.write(m.file_offset(), bytes, io.m.data());
-    io.write = f.write(v.file_offset(), bytes, io.v.data());
-    if (zero_grads && g.on_device()) Kokkos::deep_copy(ExecSpace(), g.device(), 0.f);
+    if (i > 0 && pieces[std::size_t(i - 1)].unit != pc.unit) updated(pieces[std::size_t(i - 1)].unit);
+    if (i + 1 < P) read(i + 1);
+    const ShardedUnit& su = units[std::size_t(pc.unit)];
+    const ShardVec p = state_.param_shard(pc.unit), g = state_.grad_shard(pc.unit);
+    const ShardVec m = state_.exp_avg_shard(pc.unit), v = state_.exp_avg_sq_shard(pc.unit);
+    const PinnedVec grads = g.on_device() ? io.g.vec(0, pc.n) : g.sub(pc.lo, pc.n).host();
+    update_unit<HostExecSpace, PinnedVec>(su, io.p.vec(0, pc.n), grads, io.m.vec(0, pc.n),
+                                          io.v.vec(0, pc.n), s, false, pc.lo);
+    const std::int64_t bytes = io_round(pc.n * 4);
+    if (p.on_disk()) f.write(at(p, pc), bytes, io.p.data());
+    else host_copy::to_device(p.sub(pc.lo, pc.n).device(), ConstPinnedVec(io.p.vec(0, pc.n)));
+    f.write(at(m, pc), bytes, io.m.data());
+    io.write = f.write(at(v, pc), bytes, io.v.data());
+    if (zero_grads && g.on_device()) Kokkos::deep_copy(ExecSpace(), g.sub(pc.lo, pc.n).device(), 0.f);
   }
   host_copy::wait_copies();
-  if (U > 0) updated(U - 1);
+  if (P > 0) updated(pieces.back().unit);
 }
 
 }  // namespace fsdp

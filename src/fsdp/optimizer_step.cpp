@@ -29,7 +29,7 @@ ShardedOptimizer::ShardedOptimizer(ShardedState& state, const TrainConfig& train
                                    MemoryTracker& tracker)
     : state_(state), train_(train) {
   if (state.setup().offload == Offload::Nvme) {
-    const std::int64_t n = largest_shard(state.units());
+    const std::int64_t n = stream_piece(state.units());
     const bool grads_on_device = !state.units().empty() && state.grad_shard(0).on_device();
     for (int k = 0; k < 3; ++k) {
       IoSet& io = io_[k];

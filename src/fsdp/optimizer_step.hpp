@@ -15,6 +15,10 @@
 
 namespace fsdp {
 
+// fsdp.offload = nvme: the pieces the optimizer streams each shard in (kStreamPiece elements,
+// core/offload_file.hpp, or the largest shard if smaller).
+std::int64_t stream_piece(const std::vector<ShardedUnit>& units);
+
 // Non-finite loss or gradient norm under train.on_nonfinite = abort (every rank throws it).
 struct NonFiniteError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -10,11 +10,14 @@
 
 namespace fsdp {
 
-// p, g, m, v: views of unit su's shard that all live where Exec runs.
+// p, g, m, v: views of elements [lo, lo + p.extent(0)) of unit su's shard (the whole shard by
+// default, a piece of it when the optimizer streams from disk), all where Exec runs. AdamW is
+// elementwise, so a shard updated piece by piece gets the same bits as updated whole.
 template <class Exec, class V>
 void update_unit(const ShardedUnit& su, const V& p, const V& g, const V& m, const V& v,
-                 const optim::AdamWStep& s, bool zero_grads) {
-  const std::int64_t b = su.shard_begin, e = std::min(su.shard_begin + su.shard, su.numel);
+                 const optim::AdamWStep& s, bool zero_grads, std::int64_t lo_in_shard = 0) {
+  const std::int64_t b = su.shard_begin + lo_in_shard;
+  const std::int64_t e = std::min(b + std::int64_t(p.extent(0)), su.numel);
   for (const auto& t : su.layout->tensors) {
     const std::int64_t lo = std::max(b, t.offset), hi = std::min(e, t.offset + t.numel);
     if (lo >= hi) continue;

@@ -165,7 +165,9 @@ class Replay {
         allocate(C::CommBuffers, kHost, slots_ * io_buffer_, -1);
       }
       const int per_set = 3 + (s_.offloads_params() ? 0 : 1);
-      allocate(C::CommBuffers, kHost, 3.0 * per_set * io_buffer_, -1);
+      const double piece = std::min(largest, double(kStreamPiece));
+      allocate(C::CommBuffers, kHost,
+               3.0 * per_set * double(io_round(std::int64_t(4 * piece)) + kIoAlign), -1);
     }
     // AsyncCheckpointer's staging (io/checkpoint_staging.hpp): the writer rank's shards of the
     // parameters and both moments in host memory, from the first save on.
@@ -540,40 +542,49 @@ class Replay {
     return per_elem;
   }
 
-  // fsdp/optimizer_nvme.cpp: unit u's state read (and its device shards down) while unit u - 1
-  // updates, written back behind it; the next step's reads queue behind the last writes, so the
-  // step is charged for them (steady state).
+  // fsdp/optimizer_nvme.cpp: each shard in pieces of kStreamPiece; piece i's state read (and
+  // its device shards down) while piece i - 1 updates, written back behind it; the next step's
+  // reads queue behind the last writes, so the step is charged for them (steady state).
   void streamed_optimizer() {
-    const int U = int(shard_.size());
-    const bool grads_on_device = !s_.offloads_params();
-    std::vector<int> reads(std::size_t(U), -1), downs(std::size_t(U), -1);
-    int up = -1, last_write = -1;
-    const auto read = [&](int u) {
-      const double S = double(shard_[std::size_t(u)]);
-      const double region = double(io_round(std::int64_t(4 * S)));
-      reads[std::size_t(u)] = issue(Coll::DiskRead, Group::Disk, (params_disk_ ? 3 : 2) * region, u);
-      if (!params_disk_)
-        downs[std::size_t(u)] = issue(Coll::DeviceToHost, Group::Pcie,
-                                      (4.0 + (grads_on_device ? b_.grad : 0)) * S, u);
+    struct Piece {
+      int unit;
+      double n;
     };
-    if (U > 0) read(0);
-    for (int u = 0; u < U; ++u) {
-      const double S = double(shard_[std::size_t(u)]);
-      wait(reads[std::size_t(u)], u);
-      if (downs[std::size_t(u)] >= 0) wait(downs[std::size_t(u)], u);
-      if (up >= 0) wait(up, u - 1);
-      if (u + 1 < U) read(u + 1);
+    std::vector<Piece> pieces;
+    for (std::size_t u = 0; u < shard_.size(); ++u)
+      for (std::int64_t lo = 0; lo < shard_[u]; lo += kStreamPiece)
+        pieces.push_back({int(u), double(std::min(kStreamPiece, shard_[u] - lo))});
+    const int P = int(pieces.size());
+    const bool grads_on_device = !s_.offloads_params();
+    const double regions = params_disk_ ? 3 : 2;
+    std::vector<int> reads(std::size_t(P), -1), downs(std::size_t(P), -1);
+    int up = -1, last_write = -1;
+    const auto read = [&](int i) {
+      const Piece& pc = pieces[std::size_t(i)];
+      reads[std::size_t(i)] = issue(Coll::DiskRead, Group::Disk,
+                                    regions * double(io_round(std::int64_t(4 * pc.n))), pc.unit);
+      if (!params_disk_)
+        downs[std::size_t(i)] = issue(Coll::DeviceToHost, Group::Pcie,
+                                      (4.0 + (grads_on_device ? b_.grad : 0)) * pc.n, pc.unit);
+    };
+    if (P > 0) read(0);
+    for (int i = 0; i < P; ++i) {
+      const Piece& pc = pieces[std::size_t(i)];
+      wait(reads[std::size_t(i)], pc.unit);
+      if (downs[std::size_t(i)] >= 0) wait(downs[std::size_t(i)], pc.unit);
+      if (up >= 0) wait(up, pc.unit);
+      if (i + 1 < P) read(i + 1);
       StepEvent e{StepEvent::Optimizer};
-      e.bytes = S * optimizer_bytes_per_element();
+      e.bytes = pc.n * optimizer_bytes_per_element();
       e.on_host = true;
-      e.unit = u;
+      e.unit = pc.unit;
       ev_.push_back(e);
-      const double region = double(io_round(std::int64_t(4 * S)));
-      last_write = issue(Coll::DiskWrite, Group::Disk, (params_disk_ ? 3 : 2) * region, u);
-      up = params_disk_ ? -1 : issue(Coll::HostToDevice, Group::Pcie, 4.0 * S, u);
+      last_write = issue(Coll::DiskWrite, Group::Disk,
+                         regions * double(io_round(std::int64_t(4 * pc.n))), pc.unit);
+      up = params_disk_ ? -1 : issue(Coll::HostToDevice, Group::Pcie, 4.0 * pc.n, pc.unit);
     }
-    if (up >= 0) wait(up, U - 1);
-    if (last_write >= 0) wait(last_write, U - 1);
+    if (up >= 0) wait(up, -1);
+    if (last_write >= 0) wait(last_write, -1);
   }
 
   void host_or_device_optimizer(double elems) {

@@ -4,6 +4,8 @@
 // bit, for zero3, zero2 and hybrid, with and without offload.params (zero2 keeps full
 // parameters, so only without), fp32 and bf16; and a checkpoint taken under NVMe offload
 // resumed without it, and the other way, equal to the straight run.
+#include <stdlib.h>
+
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
@@ -88,12 +90,15 @@ TEST_CASE("NVMe offload trains bit for bit as the run in memory", "[offload][nvm
     const char* strategy;
     bool params, bf16;
     int prefetch;
+    const char* piece;  // the optimizer's piece (elements): several per shard of these units
   };
-  const Case c = GENERATE(Case{"zero3", false, false, 1}, Case{"zero3", true, false, 1},
-                          Case{"zero3", true, true, 2}, Case{"zero2", false, false, 1},
-                          Case{"hybrid", false, false, 1}, Case{"hybrid", true, false, 0});
+  const Case c = GENERATE(Case{"zero3", false, false, 1, "0"}, Case{"zero3", true, false, 1, "1024"},
+                          Case{"zero3", true, true, 2, "0"}, Case{"zero2", false, false, 1, "1024"},
+                          Case{"hybrid", false, false, 1, "0"}, Case{"hybrid", true, false, 0, "2048"});
   INFO(c.strategy << " offload.params " << c.params << (c.bf16 ? " bf16" : " fp32")
-                  << " prefetch " << c.prefetch << " on " << test::world_size() << " ranks");
+                  << " prefetch " << c.prefetch << " piece " << c.piece << " on "
+                  << test::world_size() << " ranks");
+  ::setenv("FSDP_TEST_STREAM_PIECE", c.piece, 1);
   SharedTmpDir tmp;
   RunConfig cfg = test::tiny_config(c.strategy, c.prefetch);
   cfg.train.steps = 3;
@@ -102,6 +107,7 @@ TEST_CASE("NVMe offload trains bit for bit as the run in memory", "[offload][nvm
   const State memory = run(cfg);
   const State disk = run(nvme(cfg, tmp.path, c.params));
   require_same(disk, memory);
+  ::unsetenv("FSDP_TEST_STREAM_PIECE");
   // Nothing is left in offload.path: the files had no names, and the lock went at exit.
   REQUIRE(fs::is_empty(tmp.path));
 }
