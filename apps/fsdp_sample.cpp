@@ -166,6 +166,11 @@ int main(int argc, char** argv) {
           fsdp::comm::make_process_groups(MPI_COMM_WORLD, nranks > 1 ? nranks : 1);
       fsdp::RunSetup setup = fsdp::setup_from_config(cfg, nranks, 1, fsdp::kernels::gemm_bf16_computes());
       if (setup.strategy == fsdp::Strategy::Hybrid) setup.shard_group_size = groups.shard->size();
+      // Sampling keeps no optimizer state: a deck's NVMe offload has nothing to move to disk.
+      if (setup.offload == fsdp::Offload::Nvme) {
+        setup.offload = fsdp::Offload::None;
+        setup.offload_params = false;
+      }
       fsdp::Engine engine(setup, groups, tracker, trace);
       fsdp::Checkpointer checkpointer(MPI_COMM_WORLD, fsdp::checkpoint_run(cfg));
       fsdp::init_weights(path, engine, checkpointer, MPI_COMM_WORLD);

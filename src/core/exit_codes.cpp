@@ -29,8 +29,9 @@ const std::vector<Row>& rows() {
        "the watchdog (comm.timeout_s) found a collective or checkpoint I/O that did not complete",
        "fsdp-train"},
       {kCheckpointWrite,
-       "a checkpoint cannot be written (no space, checkpoint.dir unusable or in use by another "
-       "run, a file of another run in the way); the previous checkpoint stands",
+       "a checkpoint or the offload file cannot be written (no space, checkpoint.dir or "
+       "offload.path unusable or in use by another run, a file of another run in the way, a disk "
+       "failing mid-run); the previous checkpoint stands",
        "fsdp-train"},
       {kPreempted,
        "stopped by SIGUSR1 or SIGTERM after a whole step, checkpoint written (resume with "

@@ -13,9 +13,10 @@ inline constexpr int kBadData = 3;       // bad data or vocabulary file
 inline constexpr int kNonFinite = 4;     // non-finite loss or gradients, train.on_nonfinite = abort
 inline constexpr int kBadCheckpoint = 5; // a checkpoint or weights file that cannot be used
 inline constexpr int kWatchdog = 6;      // comm.timeout_s: a collective or checkpoint I/O stalled
-inline constexpr int kCheckpointWrite = 7;  // a checkpoint that cannot be written (no space,
-                                            // checkpoint.dir unusable or in use, a file in the
-                                            // way); the previous checkpoint stands
+inline constexpr int kCheckpointWrite = 7;  // a checkpoint or offload file that cannot be
+                                            // written (no space, checkpoint.dir or offload.path
+                                            // unusable or in use, a file in the way, a disk
+                                            // failing); the previous checkpoint stands
 inline constexpr int kPreempted = 75;    // EX_TEMPFAIL: stopped by SIGUSR1/SIGTERM after a whole
                                          // step with a checkpoint written; the job scripts requeue
 // fsdp-ckpt's own meanings (a verdict on files, not a run).

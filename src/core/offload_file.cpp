@@ -265,6 +265,12 @@ void OffloadFile::wait(Ticket t) {
   }
 }
 
+bool OffloadFile::done(Ticket t) const {
+  if (!q_) return true;
+  std::lock_guard<std::mutex> lock(q_->mu);
+  return q_->completed >= t;
+}
+
 void OffloadFile::drain() {
   Ticket t = 0;
   if (q_) {

@@ -94,6 +94,7 @@ class OffloadFile {
   Ticket read(std::int64_t off, std::int64_t bytes, void* buf);
   Ticket write(std::int64_t off, std::int64_t bytes, const void* buf);
   void wait(Ticket t);  // fatal (exit 7) if this or an earlier request failed
+  bool done(Ticket t) const;  // completed (or failed: wait() then says so), without waiting
   void drain();         // waits for every request issued so far
 
   // Synchronous copies of any byte range (checkpoints, initialisation, tests): through a bounce

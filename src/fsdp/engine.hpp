@@ -117,6 +117,7 @@ class Engine {
   std::unique_ptr<ShardedOptimizer> optimizer_;
   std::vector<char> grad_zeroed_;  // per unit: the optimizer left this rank's part of grad_full 0
   bool prefetch_next_step_ = false;
+  bool prefetch_optimizer_ = false;  // this micro-batch's backward starts the optimizer's reads
 };
 
 }  // namespace fsdp

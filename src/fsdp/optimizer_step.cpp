@@ -39,6 +39,9 @@ ShardedOptimizer::ShardedOptimizer(ShardedState& state, const TrainConfig& train
       io.v = IoBuffer(tracker, set + "::exp_avg_sq", n);
       if (grads_on_device) io.g = IoBuffer(tracker, set + "::grads", n);
     }
+    for (int u = 0; u < int(state.units().size()); ++u)
+      for (std::int64_t lo = 0; lo < state.units()[std::size_t(u)].shard; lo += n)
+        pieces_.push_back({u, lo, std::min(n, state.units()[std::size_t(u)].shard - lo)});
     return;
   }
   // offload = optimizer: the device's parameter and gradient shards come down through two

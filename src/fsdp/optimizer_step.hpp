@@ -36,6 +36,11 @@ class ShardedOptimizer {
   ShardedOptimizer(ShardedState& state, const TrainConfig& train, MemoryTracker& tracker);
   ~ShardedOptimizer();  // waits for its writes to the offload file (their buffers are its own)
 
+  // nvme: posts the disk reads of the first pieces' state (the moments, and the parameter
+  // shards on disk: nothing the backward pass changes) so they overlap the end of the step
+  // rather than delay the optimizer; a no-op otherwise, or for a set still being written.
+  void prefetch_state();
+
   // The squared global gradient norm: per-shard sums of squares, all-reduced.
   double norm2();
   // Clips by the norm sqrt(norm2) and steps every unit's shard, calling updated(u) after unit
@@ -68,6 +73,14 @@ class ShardedOptimizer {
     IoBuffer p, m, v, g;
     OffloadFile::Ticket read = 0, write = 0;  // the last requests from this set's buffers
   };
+  // A piece of a unit's shard: elements [lo, lo + n), in unit order (fsdp/optimizer_nvme.cpp).
+  struct Piece {
+    int unit;
+    std::int64_t lo, n;
+  };
+  void read_piece(int i);  // piece i's disk reads into set i % 3
+  std::vector<Piece> pieces_;
+  int prefetched_ = 0;  // pieces [0, prefetched_) already read by prefetch_state
   ShardedState& state_;
   const TrainConfig& train_;
   Staging staging_[2];  // offload = optimizer only

@@ -33,6 +33,9 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     trace_compute("forward ", s.unit, t0);
     gather_->release(i, keep_fwd);
   }
+  // nvme, parameter shards in memory: the optimizer's first reads run beside the last backward
+  // (with the shards on disk they would queue ahead of the backward's own reads).
+  if (prefetch_optimizer_) optimizer_->prefetch_state();
   for (int i = nf; i < int(stages.size()); ++i) {  // backward: regather, gradients, reduce
     const Stage s = stages[std::size_t(i)];
     const UnitParams p = gather_->all_gather(i);
@@ -57,6 +60,7 @@ void Engine::forward_backward(int n_micro, const LoadMicroBatch& load, double& l
     const bool last_micro = j + 1 == n_micro;
     const bool reduce =
         last_micro || (shards_grads(setup_.strategy) && setup_.accumulate_sharded);
+    prefetch_optimizer_ = last_micro && setup_.offload == Offload::Nvme && !setup_.offload_params;
     loss_sum += micro_batch(j, load, 1.f / n_micro, reduce);
   }
   reduce_->finish_step();
@@ -120,6 +124,8 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
 
 double Engine::optimizer_step(int step, StepResult& r) {
   const double t0 = now_s();
+  prefetch_optimizer_ = false;
+  optimizer_->prefetch_state();  // nvme: if the backward did not, now, beside the norm
   const double norm2 = setup_.deterministic ? deterministic_norm2() : optimizer_->norm2();
   const std::vector<int> carried =
       prefetch_next_step_ ? gather_->first_gathers(forward_units_) : std::vector<int>{};

@@ -407,6 +407,7 @@ class Replay {
       compute(st.head ? head_flops_.forward : flops_[std::size_t(st.unit)].forward, 0.0, st.unit);
       release(i, keep_fwd);
     }
+    if (prefetch_optimizer_) prefetch_state();
     for (int i = nf; i < int(sched_.size()); ++i) {
       const int u = sched_[i];
       const int b = i - nf;
@@ -433,6 +434,7 @@ class Replay {
       fresh_.assign(padded_.size(), true);
       for (int j = 0; j < n_micro_; ++j) {
         const bool last_micro = j + 1 == n_micro_;
+        prefetch_optimizer_ = last_micro && nvme_ && !s_.offload_params;
         micro_batch(last_micro || (shards_grads(strategy_) && s_.accumulate_sharded));
       }
       drain(0);
@@ -509,6 +511,8 @@ class Replay {
 
   // ---- Engine::optimizer_step ---------------------------------------------------------------
   void optimizer_step() {
+    prefetch_optimizer_ = false;
+    if (nvme_) prefetch_state();
     double elems = 0.0;
     for (std::int64_t n : shard_) elems += double(n);
     // The global gradient norm: one double, or (deterministic) one per 1024-element block.
@@ -545,15 +549,33 @@ class Replay {
   // fsdp/optimizer_nvme.cpp: each shard in pieces of kStreamPiece; piece i's state read (and
   // its device shards down) while piece i - 1 updates, written back behind it; the next step's
   // reads queue behind the last writes, so the step is charged for them (steady state).
-  void streamed_optimizer() {
-    struct Piece {
-      int unit;
-      double n;
-    };
-    std::vector<Piece> pieces;
+  struct Piece {
+    int unit;
+    double n;
+  };
+  std::vector<Piece> pieces() const {
+    std::vector<Piece> out;
     for (std::size_t u = 0; u < shard_.size(); ++u)
       for (std::int64_t lo = 0; lo < shard_[u]; lo += kStreamPiece)
-        pieces.push_back({int(u), double(std::min(kStreamPiece, shard_[u] - lo))});
+        out.push_back({int(u), double(std::min(kStreamPiece, shard_[u] - lo))});
+    return out;
+  }
+  int read_piece(const Piece& pc) {
+    const double regions = params_disk_ ? 3 : 2;
+    return issue(Coll::DiskRead, Group::Disk, regions * double(io_round(std::int64_t(4 * pc.n))),
+                 pc.unit);
+  }
+  // ShardedOptimizer::prefetch_state: the first two pieces' disk reads, once per step (the
+  // previous step's writes from their sets are long done in the steady state).
+  void prefetch_state() {
+    if (!prefetched_.empty()) return;
+    const std::vector<Piece> all = pieces();
+    for (std::size_t i = 0; i < std::min<std::size_t>(2, all.size()); ++i)
+      prefetched_.push_back(read_piece(all[i]));
+  }
+
+  void streamed_optimizer() {
+    const std::vector<Piece> pieces = this->pieces();
     const int P = int(pieces.size());
     const bool grads_on_device = !s_.offloads_params();
     const double regions = params_disk_ ? 3 : 2;
@@ -561,8 +583,8 @@ class Replay {
     int up = -1, last_write = -1;
     const auto read = [&](int i) {
       const Piece& pc = pieces[std::size_t(i)];
-      reads[std::size_t(i)] = issue(Coll::DiskRead, Group::Disk,
-                                    regions * double(io_round(std::int64_t(4 * pc.n))), pc.unit);
+      reads[std::size_t(i)] =
+          i < int(prefetched_.size()) ? prefetched_[std::size_t(i)] : read_piece(pc);
       if (!params_disk_)
         downs[std::size_t(i)] = issue(Coll::DeviceToHost, Group::Pcie,
                                       (4.0 + (grads_on_device ? b_.grad : 0)) * pc.n, pc.unit);
@@ -585,6 +607,7 @@ class Replay {
     }
     if (up >= 0) wait(up, -1);
     if (last_write >= 0) wait(last_write, -1);
+    prefetched_.clear();
   }
 
   void host_or_device_optimizer(double elems) {
@@ -612,6 +635,8 @@ class Replay {
   int slots_ = 0;               // GatherPipeline's read slots
   std::vector<int> read_;       // per unit: its read posted ahead, or -1
   std::vector<bool> held_;      // per unit: its slot is held until its gather completes
+  bool prefetch_optimizer_ = false;  // this micro-batch's backward starts the optimizer's reads
+  std::vector<int> prefetched_;      // their handles, pieces 0 and 1
   std::vector<std::int64_t> numel_, padded_, shard_;
   std::vector<bool> gathered_, in_flight_, grad_full_;
   std::vector<bool> fresh_;  // per unit: no reduction has reached its gradient shard this step
