@@ -199,12 +199,13 @@ class Replay {
     // On disk (nvme, offload.params): the shard's read, posted ahead or now, comes first.
     const double lead = carried_lead(u);
     if (s_.offloads_params()) {
-      const int read = params_disk_ ? take_read(u, lead) : -1;
+      // GatherPipeline::slot_for waits for the read on the issuing thread.
+      if (params_disk_) wait(take_read(u, lead), u);
       if (s_.precision == Precision::BF16) {
         upload_[u] = b_.param * S;
         allocate(C::CommBuffers, kHost, upload_[u], u);
       }
-      after = issue(Coll::HostToDevice, Group::Pcie, b_.param * S, u, read);
+      after = issue(Coll::HostToDevice, Group::Pcie, b_.param * S, u);
     }
     if (s_.precision == Precision::BF16) {
       staging_[u] = b_.param * S;
