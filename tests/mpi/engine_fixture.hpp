@@ -3,6 +3,12 @@
 // divides by 3 (the embedding has 860 parameters, a block 5060, ln_f 40): padding is exercised.
 #pragma once
 #include <mpi.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "comm/agree.hpp"
 
 #include "config/load_config.hpp"
 #include "train/trainer.hpp"
@@ -81,6 +87,29 @@ inline std::vector<float> gather_state(Trainer& t, MPI_Comm comm, ShardVec (Engi
   }
   return all;
 }
+
+// A fresh directory under /tmp every rank sees (rank 0 makes it); removed at the end.
+struct SharedTmpDir {
+  std::string path;
+  explicit SharedTmpDir(const std::string& prefix) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::string p;
+    if (rank == 0) {
+      std::string tmpl = "/tmp/" + prefix + "_XXXXXX";
+      p = ::mkdtemp(tmpl.data());
+    }
+    path = broadcast_string(MPI_COMM_WORLD, p, 0);
+  }
+  ~SharedTmpDir() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) std::filesystem::remove_all(path);
+  }
+  SharedTmpDir(const SharedTmpDir&) = delete;
+  SharedTmpDir& operator=(const SharedTmpDir&) = delete;
+};
 
 inline int world_size() {
   int n = 1;

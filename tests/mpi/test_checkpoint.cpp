@@ -33,23 +33,6 @@ int world_rank() {
   return r;
 }
 
-// A fresh directory every rank sees (rank 0 makes it); removed at the end of the test.
-struct SharedTmpDir {
-  std::string path;
-  SharedTmpDir() {
-    std::string p;
-    if (world_rank() == 0) {
-      char tmpl[] = "/tmp/fsdp_ckpt_test_XXXXXX";
-      p = ::mkdtemp(tmpl);
-    }
-    path = broadcast_string(MPI_COMM_WORLD, p, 0);
-  }
-  ~SharedTmpDir() {
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (world_rank() == 0) fs::remove_all(path);
-  }
-};
-
 // A partition of [0, n) into `size` contiguous ranges of uneven (possibly zero) lengths,
 // assigned to the ranks in a shuffled order: the same on every rank (fixed seed).
 std::vector<h5::FlatRange> uneven_partition(std::int64_t n, int size, unsigned seed) {
@@ -127,7 +110,7 @@ TEST_CASE("block checksums do not depend on how the arrays are split over ranks"
 }
 
 TEST_CASE("flat ranges written by every rank read back exactly", "[checkpoint]") {
-  SharedTmpDir tmp;
+  test::SharedTmpDir tmp("fsdp_ckpt_test");
   const std::string file = tmp.path + "/ranges.h5";
   const int size = test::world_size(), rank = world_rank();
   const std::vector<std::vector<hsize_t>> shapes{{37}, {5, 13}, {3, 4, 7}, {1, 9}};
@@ -165,7 +148,7 @@ TEST_CASE("flat ranges written by every rank read back exactly", "[checkpoint]")
 TEST_CASE("a checkpoint holds each tensor in its natural shape and restores every shard",
           "[checkpoint]") {
   const std::string strategy = GENERATE(std::string("zero3"), std::string("hybrid"));
-  SharedTmpDir tmp;
+  test::SharedTmpDir tmp("fsdp_ckpt_test");
   RunConfig cfg = ckpt_config(strategy, tmp.path);
   cfg.train.steps = 3;
   std::string path;
@@ -208,7 +191,7 @@ TEST_CASE("5 steps, checkpoint, resume, 5 steps equals 10 steps bit for bit", "[
       GENERATE(std::string("ddp"), std::string("zero1"), std::string("zero2"), std::string("zero3"),
                std::string("hybrid"));
   INFO("strategy " << strategy << " ranks " << test::world_size());
-  SharedTmpDir tmp;
+  test::SharedTmpDir tmp("fsdp_ckpt_test");
   RunConfig cfg = ckpt_config(strategy, tmp.path + "/a");
   std::vector<double> straight;
   std::vector<std::vector<float>> straight_params;
@@ -240,7 +223,7 @@ TEST_CASE("5 steps, checkpoint, resume, 5 steps equals 10 steps bit for bit", "[
 
 TEST_CASE("a checkpoint from N ranks resumes on one rank", "[checkpoint]") {
   const std::string strategy = GENERATE(std::string("zero3"), std::string("ddp"));
-  SharedTmpDir tmp;
+  test::SharedTmpDir tmp("fsdp_ckpt_test");
   RunConfig cfg = ckpt_config(strategy, tmp.path);
   cfg.checkpoint.every = 5;
   std::vector<double> straight;
@@ -269,7 +252,7 @@ TEST_CASE("a checkpoint resumes with the other unit cut, bit for bit", "[checkpo
   const bool to_sublayer = GENERATE(true, false);
   INFO(strategy << (to_sublayer ? " block -> sublayer" : " sublayer -> block") << " ranks "
                 << test::world_size());
-  SharedTmpDir tmp;
+  test::SharedTmpDir tmp("fsdp_ckpt_test");
   RunConfig cfg = ckpt_config(strategy, tmp.path + "/a");
   cfg.train.grad_clip = 0.0;
   cfg.fsdp.unit = to_sublayer ? "block" : "sublayer";
@@ -291,7 +274,7 @@ TEST_CASE("a checkpoint resumes with the other unit cut, bit for bit", "[checkpo
 }
 
 TEST_CASE("damaged checkpoints fail on every rank, naming the dataset", "[checkpoint]") {
-  SharedTmpDir tmp;
+  test::SharedTmpDir tmp("fsdp_ckpt_test");
   RunConfig cfg = ckpt_config("zero3", tmp.path);
   cfg.checkpoint.every = 5;
   cfg.checkpoint.keep = 3;
@@ -358,7 +341,7 @@ TEST_CASE("an asynchronous checkpoint is the synchronous file, byte for byte", "
       GENERATE(std::string("zero3"), std::string("ddp"), std::string("hybrid"));
   INFO(strategy);
   REQUIRE(AsyncCheckpointer::available());  // the tests' MPI provides MPI_THREAD_MULTIPLE
-  SharedTmpDir tmp;
+  test::SharedTmpDir tmp("fsdp_ckpt_test");
   RunConfig cfg = ckpt_config(strategy, tmp.path + "/sync");
   cfg.train.steps = 3;
   cfg.resolved_toml = "# the same deck recorded in both files\n";

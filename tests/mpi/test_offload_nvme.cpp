@@ -10,36 +10,12 @@
 #include <cstring>
 #include <filesystem>
 
-#include "comm/agree.hpp"
 #include "engine_fixture.hpp"
 
 using namespace fsdp;
 namespace fs = std::filesystem;
 
 namespace {
-
-int rank_of_world() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-// A fresh directory every rank sees (rank 0 makes it); removed at the end.
-struct SharedTmpDir {
-  std::string path;
-  SharedTmpDir() {
-    std::string p;
-    if (rank_of_world() == 0) {
-      char tmpl[] = "/tmp/fsdp_nvme_test_XXXXXX";
-      p = ::mkdtemp(tmpl);
-    }
-    path = broadcast_string(MPI_COMM_WORLD, p, 0);
-  }
-  ~SharedTmpDir() {
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank_of_world() == 0) fs::remove_all(path);
-  }
-};
 
 struct State {
   std::vector<double> losses, norms;
@@ -99,7 +75,7 @@ TEST_CASE("NVMe offload trains bit for bit as the run in memory", "[offload][nvm
                   << " prefetch " << c.prefetch << " piece " << c.piece << " on "
                   << test::world_size() << " ranks");
   ::setenv("FSDP_TEST_STREAM_PIECE", c.piece, 1);
-  SharedTmpDir tmp;
+  test::SharedTmpDir tmp("fsdp_nvme_test");
   RunConfig cfg = test::tiny_config(c.strategy, c.prefetch);
   cfg.train.steps = 3;
   cfg.train.micro_batch_size = 2;  // accumulation over micro-batches reads the shards again
@@ -114,7 +90,7 @@ TEST_CASE("NVMe offload trains bit for bit as the run in memory", "[offload][nvm
 
 TEST_CASE("a checkpoint taken under NVMe offload resumes without it, and the other way",
           "[offload][nvme][checkpoint]") {
-  SharedTmpDir tmp;
+  test::SharedTmpDir tmp("fsdp_nvme_test");
   RunConfig cfg = test::tiny_config("zero3", 1);
   cfg.train.steps = 4;
   const State straight = run(cfg);
