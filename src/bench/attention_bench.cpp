@@ -163,10 +163,10 @@ int run_attention_bench(MPI_Comm world, const AttentionBenchOptions& o) {
   const bool fused = o.path != "materialized", mat = o.path != "fused" && gqa_materialized;
   const kernels::FlashPlan plan = kernels::flash_plan(o.head_dim);
   std::printf("fsdp-bench attention: causal, B %d, H %d, KV %d, D %d, median of %d; fused tiles "
-              "%dx%d (%s, %zu kB scratch per team)\n",
+              "%dx%d (%s, %zu kB scratch per team; CPU kernels: %s)\n",
               o.batch, o.heads, KV, o.head_dim, o.iters, plan.br, plan.bc,
               plan.own_dq ? "one backward pass" : "two backward passes",
-              std::max(plan.forward_bytes(), plan.backward_bytes()) / 1024);
+              std::max(plan.forward_bytes(), plan.backward_bytes()) / 1024, kernels::flash_isa());
   if (!gqa_materialized)
     std::printf("# the GPU's materialised kernel has no grouped-query form: fused only\n");
   std::printf("%6s %-13s %10s %10s %10s %10s %10s %18s\n", "T", "path", "fwd ms", "bwd ms",

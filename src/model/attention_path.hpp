@@ -13,11 +13,14 @@ namespace fsdp {
 enum class AttentionPath { Materialized, Fused };
 
 // On a GPU the fused kernel always: the materialised path's T x T squares are what a GPU's
-// memory and bandwidth run out of first. On a CPU core the materialised path is faster at every
-// length measured (fused: 0.77x at T = 256, 0.85-0.90x at 1024 and 4096; a GPT-2 124M step at
-// T = 1024, 0.97x): the fused backward recomputes the scores, five tile products per tile pair
-// against four. So auto keeps it while the squares are small; from kFusedFromCpu on they are
-// 64 MB per head per layer (9.7 GB for GPT-2 124M at B = 1), and soon do not fit at all.
+// memory and bandwidth run out of first. On an AVX2 CPU core the materialised path is faster at
+// every length measured (fused: 0.77x at T = 256, 0.85-0.90x at 1024 and 4096; a GPT-2 124M step
+// at T = 1024, 0.97x): the fused backward recomputes the scores, five tile products per tile
+// pair against four. With AVX-512 the fused kernel's own copy is 1.07-1.18x from T = 1024
+// (docs/attention.md), but the choice stays the same on every CPU, so that a run's memory and
+// its plan do not depend on the machine it lands on. So auto keeps the materialised path while
+// the squares are small; from kFusedFromCpu on they are 64 MB per head per layer (9.7 GB for
+// GPT-2 124M at B = 1), and soon do not fit at all.
 constexpr int kFusedFromCpu = 4096;
 
 inline AttentionPath resolve_attention(const std::string& choice, int T) {

@@ -97,104 +97,11 @@ constexpr bool kDeviceTeams = true;
 constexpr int RM = 4, RN = 16, RV = 16;
 constexpr bool kDeviceTeams = false;
 #endif
-
-using Team = Kokkos::TeamPolicy<ExecSpace>;
-using Member = Team::member_type;
-
-KOKKOS_INLINE_FUNCTION float widen(float x) { return x; }
-KOKKOS_INLINE_FUNCTION float widen(std::uint16_t x) { return from_bf16(x); }
-
-// C[m][n] (+)= sum_k A(m, k) B[k][n] over an M x N tile, M % RM == N % RN == 0. A is row-major
-// [M][K] (lda), or stored transposed, [K][M], when AT. Only rows < m_valid and columns < n_valid
-// of C are read and written (C may be a global matrix whose padding does not exist).
-template <bool AT, bool ACC>
-KOKKOS_INLINE_FUNCTION void tile_product(const Member& mb, int M, int N, int K, const float* A,
-                                         std::int64_t lda, const float* Bm, std::int64_t ldb,
-                                         float* C, std::int64_t ldc, int m_valid, int n_valid) {
-  const int tn = N / RN;
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, (M / RM) * tn), [&](const int t) {
-    const int m0 = (t / tn) * RM, n0 = (t % tn) * RN;
-    const bool full = m0 + RM <= m_valid && n0 + RN <= n_valid;
-    float acc[RM][RN] = {};
-    if (ACC && full) {
-      for (int i = 0; i < RM; ++i)
-        for (int j = 0; j < RN; ++j) acc[i][j] = C[(m0 + i) * ldc + n0 + j];
-    } else if (ACC) {
-      for (int i = 0; i < RM; ++i)
-        for (int j = 0; j < RN; ++j)
-          if (m0 + i < m_valid && n0 + j < n_valid) acc[i][j] = C[(m0 + i) * ldc + n0 + j];
-    }
-    for (int k = 0; k < K; ++k) {
-      const float* b = Bm + std::int64_t(k) * ldb + n0;
-      FSDP_UNROLL
-      for (int i = 0; i < RM; ++i) {
-        const float a = AT ? A[std::int64_t(k) * lda + m0 + i] : A[std::int64_t(m0 + i) * lda + k];
-        FSDP_UNROLL
-        for (int j = 0; j < RN; ++j) acc[i][j] = kmath::fma(a, b[j], acc[i][j]);
-      }
-    }
-    if (full) {
-      for (int i = 0; i < RM; ++i)
-        for (int j = 0; j < RN; ++j) C[(m0 + i) * ldc + n0 + j] = acc[i][j];
-    } else {
-      for (int i = 0; i < RM; ++i)
-        for (int j = 0; j < RN; ++j)
-          if (m0 + i < m_valid && n0 + j < n_valid) C[(m0 + i) * ldc + n0 + j] = acc[i][j];
-    }
-  });
-}
-
-// Rows [t0, t0 + rows) of one head into a [rows][dp] tile times s; rows past T and columns past
-// D are zero. transposed: into [dp][cols] instead (cols = the tile's row capacity).
-template <class In>
-KOKKOS_INLINE_FUNCTION void load_rows(const Member& mb, float* dst, int rows, int dp, const In* src,
-                                      std::int64_t stride, int t0, int T, int D, float s) {
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, rows), [&](const int r) {
-    float* out = dst + r * dp;
-    const int n = t0 + r < T ? D : 0;  // split loops: a select per element does not vectorize
-    const In* row = src + std::int64_t(t0 + r) * stride;
-    for (int d = 0; d < n; ++d) out[d] = s * widen(row[d]);
-    for (int d = n; d < dp; ++d) out[d] = 0.f;
-  });
-}
-template <class In>
-KOKKOS_INLINE_FUNCTION void load_rows_transposed(const Member& mb, float* dst, int rows, int dp,
-                                                 const In* src, std::int64_t stride, int t0, int T,
-                                                 int D) {
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(mb, rows), [&](const int r) {
-    const int n = t0 + r < T ? D : 0;
-    const In* row = src + std::int64_t(t0 + r) * stride;
-    for (int d = 0; d < n; ++d) dst[d * rows + r] = widen(row[d]);
-    for (int d = n; d < dp; ++d) dst[d * rows + r] = 0.f;
-  });
-}
-
-// A tile operand: rows of ld floats, in team scratch or read in place.
-struct Rows {
-  const float* p;
-  std::int64_t ld;
-};
-
-// Rows [t0, t0 + rows) of one head as a tile operand. On a CPU a whole fp32 tile with D a
-// multiple of the register tile is read where it lies (the copy would only move it from L2 to
-// L2); otherwise, and always on a GPU (whose tiles belong in shared memory), it is copied into
-// dst as [rows][dp], zero-padded, times s.
-template <class In>
-KOKKOS_INLINE_FUNCTION Rows stage_rows(const Member& mb, float* dst, int rows, int dp,
-                                       const In* src, std::int64_t stride, int t0, int T, int D,
-                                       float s) {
-  if (!kDeviceTeams && std::is_same<In, float>::value && dp == D && t0 + rows <= T && s == 1.f)
-    return {reinterpret_cast<const float*>(src) + std::int64_t(t0) * stride, stride};
-  load_rows(mb, dst, rows, dp, src, stride, t0, T, D, s);
-  return {dst, dp};
-}
-
-// Keys of tile j that query q sees: a prefix of the tile (causal, and not past T).
-KOKKOS_INLINE_FUNCTION int visible_keys(int q, int k0, int bc, int T) {
-  const int by_time = q - k0 + 1, in_tile = (T - k0) < bc ? (T - k0) : bc;
-  return by_time < 0 ? 0 : (by_time < in_tile ? by_time : in_tile);
-}
 }  // namespace flash
+
+// The instruction set the CPU kernels run with: "AVX-512" where the build compiled a copy for it
+// and the CPU has it, else "the build's target".
+const char* flash_isa();
 
 // The plan this backend uses for head size D (tests may change own_dq to run the other
 // schedule on a CPU).
