@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: MIT
 # Kill -9 trials: a 2-rank run checkpointing every step is SIGKILLed at a random moment (one
 # rank, both ranks, or mpirun and both ranks), then rerun with --resume auto. Each trial checks
-#   - the newest complete checkpoint left behind passes `fsdp-ckpt verify` (a kill never leaves
-#     a broken step_*.h5, at most a *.tmp),
-#   - the rerun resumes from exactly that checkpoint (or starts fresh when there was none) and
-#     finishes every step,
+#   - the newest complete checkpoint left behind, and the one `latest` names, pass
+#     `fsdp-ckpt verify` (a kill never leaves a broken step_*.h5, at most a *.tmp),
+#   - the rerun resumes from exactly the one `latest` names, else the newest (or starts fresh
+#     when there was none) and finishes every step,
 #   - its losses from the resumed step on equal an uninterrupted run's, and its final checkpoint
 #     is identical to that run's (fsdp-ckpt diff).
 # KILL9_TRIALS (default 3), KILL9_SEED (default: the time; printed, to replay a failure).
@@ -68,14 +68,24 @@ for trial in $(seq 1 "$TRIALS"); do
   wait "$job" 2>/dev/null
   where="trial $trial (kill -9 of $mode at ${delay} ms)"
 
-  # The checkpoint --resume auto should take: the newest complete one, which must verify.
+  # The checkpoint --resume auto should take, in ckpt::list_complete's order: the one `latest`
+  # names, else the newest complete one. A kill between a save's rename and its update of
+  # `latest` leaves a complete file newer than the one `latest` names; resume still trusts
+  # `latest` (what keeps a run from taking another run's higher steps), and redoes that step.
+  # Both must verify.
   newest=$(ls "$D"/step_*.h5 2>/dev/null | sort | tail -1)
+  pick=$newest
+  if [ -n "$newest" ] && [ -f "$D/latest" ] && [ -f "$D/$(cat "$D/latest")" ]; then
+    pick="$D/$(cat "$D/latest")"
+  fi
   if [ -n "$newest" ]; then
-    from=$((10#$(basename "$newest" .h5 | sed 's/^step_//')))
-    "$CKPT" verify "$newest" >"$WORK/verify.log" 2>&1 \
-      && ok "$where: $(basename "$newest") verifies$(ls "$D" | grep -q '\.tmp$' && echo ', a .tmp was left')" \
-      || bad "$where: $(basename "$newest") fails verify: $(tail -2 "$WORK/verify.log")"
-    want="resumed from $newest at step $from "
+    from=$((10#$(basename "$pick" .h5 | sed 's/^step_//')))
+    for f in $(printf '%s\n' "$newest" "$pick" | sort -u); do
+      "$CKPT" verify "$f" >"$WORK/verify.log" 2>&1 \
+        && ok "$where: $(basename "$f") verifies$(ls "$D" | grep -q '\.tmp$' && echo ', a .tmp was left')" \
+        || bad "$where: $(basename "$f") fails verify: $(tail -2 "$WORK/verify.log")"
+    done
+    want="resumed from $pick at step $from "
   else
     from=0
     want="no complete checkpoint in $D, starting fresh"
