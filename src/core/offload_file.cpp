@@ -153,6 +153,7 @@ void OffloadFile::open(std::int64_t bytes) {
                              ": cannot reserve " + mib(double(size_)) + " for this rank's state",
                          exit_code::kCheckpointWrite);
   }
+  rank_ = world_rank();
   q_ = std::make_unique<Queue>();
   q_->worker = std::thread([this] {
     Queue& q = *q_;
@@ -168,7 +169,7 @@ void OffloadFile::open(std::int64_t bytes) {
       std::string err;
       if (!q.error.empty()) {
         err = q.error;  // after a failure nothing more touches the file
-      } else if (const int injected = faults::offload_io_error(world_rank(), r.ticket)) {
+      } else if (const int injected = faults::offload_io_error(rank_, r.ticket)) {
         err = errno_text(injected);
       } else {
         std::int64_t done = 0;

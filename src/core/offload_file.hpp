@@ -115,6 +115,7 @@ class OffloadFile {
 
   std::string dir_, lock_path_;
   int fd_ = -1, lock_fd_ = -1;
+  int rank_ = -1;  // the world rank, read on the opening thread (the I/O thread calls no MPI)
   bool direct_ = false;
   std::int64_t size_ = 0, next_ = 0;
   std::unique_ptr<Queue> q_;

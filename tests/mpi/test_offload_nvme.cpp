@@ -2,7 +2,7 @@
 // fsdp.offload = nvme against the same run in memory, at whatever N this runs on (1, 2, 3):
 // every step's loss and gradient norm, and the final parameters and both AdamW moments, bit for
 // bit, for zero3, zero2 and hybrid, with and without offload.params (zero2 keeps full
-// parameters, so only without), fp32 and bf16; and a checkpoint taken under NVMe offload
+// parameters, so only without), fp32 and bf16, deterministic mode; and a checkpoint taken under NVMe offload
 // resumed without it, and the other way, equal to the straight run.
 #include <stdlib.h>
 
@@ -67,12 +67,15 @@ TEST_CASE("NVMe offload trains bit for bit as the run in memory", "[offload][nvm
     bool params, bf16;
     int prefetch;
     const char* piece;  // the optimizer's piece (elements): several per shard of these units
+    bool deterministic = false;
   };
   const Case c = GENERATE(Case{"zero3", false, false, 1, "0"}, Case{"zero3", true, false, 1, "1024"},
                           Case{"zero3", true, true, 2, "0"}, Case{"zero2", false, false, 1, "1024"},
-                          Case{"hybrid", false, false, 1, "0"}, Case{"hybrid", true, false, 0, "2048"});
+                          Case{"hybrid", false, false, 1, "0"}, Case{"hybrid", true, false, 0, "2048"},
+                          Case{"zero3", true, false, 1, "1024", true});
   INFO(c.strategy << " offload.params " << c.params << (c.bf16 ? " bf16" : " fp32")
-                  << " prefetch " << c.prefetch << " piece " << c.piece << " on "
+                  << " prefetch " << c.prefetch << " piece " << c.piece
+                  << (c.deterministic ? " deterministic" : "") << " on "
                   << test::world_size() << " ranks");
   ::setenv("FSDP_TEST_STREAM_PIECE", c.piece, 1);
   test::SharedTmpDir tmp("fsdp_nvme_test");
@@ -80,6 +83,7 @@ TEST_CASE("NVMe offload trains bit for bit as the run in memory", "[offload][nvm
   cfg.train.steps = 3;
   cfg.train.micro_batch_size = 2;  // accumulation over micro-batches reads the shards again
   if (c.bf16) cfg.fsdp.mixed_precision = "bf16";
+  cfg.train.deterministic = c.deterministic;  // 6 micro-batches: 1, 2 or 3 ranks
   const State memory = run(cfg);
   const State disk = run(nvme(cfg, tmp.path, c.params));
   require_same(disk, memory);
