@@ -2,22 +2,14 @@
 #include "bench/disk_bench.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <numeric>
 
 #include "core/check.hpp"
+#include "core/clock.hpp"
 #include "core/exit_codes.hpp"
 #include "core/offload_file.hpp"
 
 namespace fsdp::bench {
-namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 DiskRates measure_disk(comm::Communicator& node, comm::Communicator& world, const std::string& dir,
                        std::int64_t bytes_per_rank) {
   constexpr std::int64_t kChunk = std::int64_t(64) << 20;  // as large as a big unit's shard
@@ -37,12 +29,12 @@ DiskRates measure_disk(comm::Communicator& node, comm::Communicator& world, cons
   // all ranks together; the slowest rank's time is the node's.
   const auto pass = [&](bool write) {
     world.barrier();
-    const double t0 = now();
+    const double t0 = now_s();
     OffloadFile::Ticket last = 0;
     for (std::int64_t c = 0; c < chunks; ++c)
       last = write ? f->write(c * kChunk, kChunk, buf.data()) : f->read(c * kChunk, kChunk, buf.data());
     f->wait(last);
-    const double t = world.all_reduce_max(now() - t0);
+    const double t = world.all_reduce_max(now_s() - t0);
     return double(bytes) * node.size() / t;
   };
   DiskRates r;

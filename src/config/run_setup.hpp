@@ -68,6 +68,10 @@ struct RunSetup {
   bool offloads_params() const {
     return offload == Offload::Params || (offload == Offload::Nvme && offload_params);
   }
+  // nvme: the parameter shards are in the offload file (validate() allows offload.params only
+  // where the strategy shards the parameters), and so each unit has this many regions there.
+  bool params_on_disk() const { return offload == Offload::Nvme && offload_params; }
+  int offload_regions() const { return offload != Offload::Nvme ? 0 : params_on_disk() ? 3 : 2; }
   int shard_group() const;      // ddp 1, zero1/2/3 all ranks, hybrid the configured size
   int replicate_group() const { return ranks / shard_group(); }
   int micro_batches() const;    // per rank per step

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -16,6 +15,7 @@
 #include <thread>
 
 #include "core/check.hpp"
+#include "core/clock.hpp"
 #include "core/exit_codes.hpp"
 #include "core/faults.hpp"
 
@@ -25,10 +25,6 @@ namespace {
 std::string errno_text(int e) { return std::strerror(e); }
 
 std::string mib(double bytes) { return format_bytes(std::int64_t(bytes)); }
-
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 
@@ -251,9 +247,9 @@ void OffloadFile::wait(Ticket t) {
   if (!q_) return;
   std::unique_lock<std::mutex> lock(q_->mu);
   if (q_->completed < t) {
-    const double t0 = seconds_now();
+    const double t0 = now_s();
     q_->done.wait(lock, [&] { return q_->completed >= t; });
-    const double w = seconds_now() - t0;
+    const double w = now_s() - t0;
     q_->wait_s += w;
     q_->total_wait += w;
   }

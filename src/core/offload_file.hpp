@@ -16,6 +16,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/host_buffer.hpp"
 
@@ -30,6 +31,14 @@ inline std::int64_t io_round(std::int64_t bytes) {
 // (64 MiB of each of parameters, gradients and both moments: whole disk blocks), so its I/O
 // buffers do not grow with the units (fsdp/optimizer_nvme.cpp; the planner's replay too).
 constexpr std::int64_t kStreamPiece = std::int64_t(16) << 20;
+
+// Bytes of one rank's offload file: `regions` regions (RunSetup::offload_regions) of each of
+// these shards (elements), each whole disk blocks. The engine and the planner both size it here.
+inline std::int64_t offload_file_bytes(const std::vector<std::int64_t>& shards, int regions) {
+  std::int64_t bytes = 0;
+  for (std::int64_t n : shards) bytes += regions * io_round(n * 4);
+  return bytes;
+}
 
 // Why offload.path cannot be used, with the exit code (2: the deck names no usable directory;
 // 7: the disk: read-only, no room, in use by another job).

@@ -47,26 +47,32 @@ void GatherPipeline::begin(std::vector<int> schedule) {
   read_ahead();
 }
 
-GatherPipeline::ReadSlot& GatherPipeline::slot_for(int u) {
-  const ShardVec shard = units_[std::size_t(u)].params.view();
-  OffloadFile& f = shard.file();
-  ReadSlot* slot = nullptr;
+GatherPipeline::ReadSlot* GatherPipeline::find_slot(ReadSlot::State state, int u) {
   for (ReadSlot& s : slots_)
-    if (s.state == ReadSlot::Reading && s.unit == u) slot = &s;
+    if (s.state == state && (u < 0 || s.unit == u)) return &s;
+  return nullptr;
+}
+
+void GatherPipeline::post_read(ReadSlot& slot, int u) {
+  const ShardVec shard = units_[std::size_t(u)].params.view();
+  slot.state = ReadSlot::Reading;
+  slot.unit = u;
+  slot.ticket = shard.file().read(shard.file_offset(), io_round(shard.size() * 4), slot.buf.data());
+}
+
+GatherPipeline::ReadSlot& GatherPipeline::slot_for(int u) {
+  ReadSlot* slot = find_slot(ReadSlot::Reading, u);
   if (!slot) {  // not read ahead (the first gathers, or a full window): read it now
-    for (ReadSlot& s : slots_)
-      if (!slot && s.state == ReadSlot::Free) slot = &s;
+    slot = find_slot(ReadSlot::Free);
     if (!slot) {
       slots_.emplace_back();
       slots_.back().buf = IoBuffer(tracker_, "param_read::" + std::to_string(slots_.size() - 1),
                                    slot_floats_);
       slot = &slots_.back();
     }
-    slot->state = ReadSlot::Reading;
-    slot->unit = u;
-    slot->ticket = f.read(shard.file_offset(), io_round(shard.size() * 4), slot->buf.data());
+    post_read(*slot, u);
   }
-  f.wait(slot->ticket);
+  units_[std::size_t(u)].params.view().file().wait(slot->ticket);
   slot->state = ReadSlot::Held;
   return *slot;
 }
@@ -77,30 +83,21 @@ void GatherPipeline::read_ahead() {
   for (const ReadSlot& s : slots_) reading += s.state == ReadSlot::Reading ? 1 : 0;
   for (int stage = window_.issued(); stage < window_.stages() && reading < depth_ + 1; ++stage) {
     const int u = window_.unit(stage);
-    const ShardedUnit& su = units_[std::size_t(u)];
-    if (su.gathered.allocated()) continue;
-    bool have = false;
-    for (const ReadSlot& s : slots_) have = have || (s.state != ReadSlot::Free && s.unit == u);
-    if (have) continue;
-    ReadSlot* slot = nullptr;
-    for (ReadSlot& s : slots_)
-      if (!slot && s.state == ReadSlot::Free) slot = &s;
+    if (units_[std::size_t(u)].gathered.allocated() || find_slot(ReadSlot::Reading, u) ||
+        find_slot(ReadSlot::Held, u))
+      continue;
+    ReadSlot* slot = find_slot(ReadSlot::Free);
     if (!slot) return;
-    const ShardVec shard = su.params.view();
-    slot->state = ReadSlot::Reading;
-    slot->unit = u;
-    slot->ticket =
-        shard.file().read(shard.file_offset(), io_round(shard.size() * 4), slot->buf.data());
+    post_read(*slot, u);
     ++reading;
   }
 }
 
-void GatherPipeline::free_slot(int u) {
-  for (ReadSlot& s : slots_)
-    if (s.state == ReadSlot::Held && s.unit == u) {
-      s.state = ReadSlot::Free;
-      s.unit = -1;
-    }
+void GatherPipeline::release_slot(int u) {
+  if (ReadSlot* s = find_slot(ReadSlot::Held, u)) {
+    s->state = ReadSlot::Free;
+    s->unit = -1;
+  }
 }
 
 void GatherPipeline::drain_reads() {
@@ -173,7 +170,7 @@ UnitParams GatherPipeline::all_gather(int stage) {
     const double t1 = now_s();
     su.gather_in_flight = false;
     su.upload.reset();
-    free_slot(u);
+    release_slot(u);
     times_.exposed_s += t1 - t0;
     times_.total_s += su.gather.completion_time() - su.gather.issue_time();
     if (trace_.enabled()) trace_.add("wait all_gather " + su.layout->name, "wait", t0, t1, 0);

@@ -60,9 +60,11 @@ class GatherPipeline {
     OffloadFile::Ticket ticket = 0;
     IoBuffer buf;
   };
+  ReadSlot* find_slot(ReadSlot::State state, int unit = -1);  // unit -1: any
+  void post_read(ReadSlot& slot, int unit);
   ReadSlot& slot_for(int unit);  // the slot with unit's read, waited for (read now if none)
   void read_ahead();
-  void free_slot(int unit);
+  void release_slot(int unit);   // its gather completed
   void drain_reads();
 
   std::vector<ShardedUnit>& units_;

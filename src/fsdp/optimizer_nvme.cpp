@@ -9,19 +9,11 @@
 // new values.
 #include <algorithm>
 
-#include "core/faults.hpp"
 #include "core/host_copy.hpp"
 #include "fsdp/optimizer_step.hpp"
 #include "fsdp/unit_update.hpp"
 
 namespace fsdp {
-
-std::int64_t stream_piece(const std::vector<ShardedUnit>& units) {
-  std::int64_t largest = 0;
-  for (const ShardedUnit& su : units) largest = std::max(largest, su.shard);
-  const std::int64_t test = faults::stream_piece();
-  return std::min(largest, test > 0 ? test : kStreamPiece);
-}
 
 namespace {
 // A piece's bytes in a shard's region on disk: they start on a block (pieces are whole blocks)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/faults.hpp"
 #include "core/host_copy.hpp"
 #include "fsdp/unit_update.hpp"
 #include "optim/adamw.hpp"
@@ -24,6 +25,11 @@ std::int64_t largest_shard(const std::vector<ShardedUnit>& units) {
 }
 
 }  // namespace
+
+std::int64_t stream_piece(const std::vector<ShardedUnit>& units) {
+  const std::int64_t test = faults::stream_piece();
+  return std::min(largest_shard(units), test > 0 ? test : kStreamPiece);
+}
 
 ShardedOptimizer::ShardedOptimizer(ShardedState& state, const TrainConfig& train,
                                    MemoryTracker& tracker)

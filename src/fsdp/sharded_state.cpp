@@ -25,7 +25,6 @@ ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>&
   if (nvme) offload->begin_layout();
   const MemSpace optim_space = setup.offload == Offload::None ? MemSpace::Device : MemSpace::Host;
   const MemSpace param_space = setup.offloads_params() ? MemSpace::Host : MemSpace::Device;
-  const bool params_on_disk = nvme && setup.offload_params && shards_params(strategy);
   const Architecture& arch = architecture_of(setup.model);
   units_.resize(layouts.size());
   for (std::size_t u = 0; u < units_.size(); ++u) {
@@ -40,7 +39,7 @@ ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>&
     // Every rank initialises the full unit the same way and keeps what it owns.
     std::vector<float> full(su.padded, 0.f);
     arch.init_unit(setup.model, *su.layout, full.data(), seed);
-    if (params_on_disk) {
+    if (setup.params_on_disk()) {
       su.params = ShardBuffer(*offload, su.shard);
       su.params.view().copy_from(full.data() + su.shard_begin);
     } else if (shards_params(strategy)) {
@@ -71,12 +70,9 @@ ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>&
 
 std::int64_t ShardedState::offload_bytes(const RunSetup& setup,
                                          const std::vector<UnitLayout>& layouts) {
-  if (setup.offload != Offload::Nvme) return 0;
-  const int regions = 2 + (setup.offload_params && shards_params(setup.strategy) ? 1 : 0);
-  std::int64_t bytes = 0;
-  for (const UnitLayout& l : layouts)
-    bytes += regions * io_round(setup.padded_numel(l.numel) / setup.shard_group() * 4);
-  return bytes;
+  std::vector<std::int64_t> shards;
+  for (const UnitLayout& l : layouts) shards.push_back(setup.padded_numel(l.numel) / setup.shard_group());
+  return offload_file_bytes(shards, setup.offload_regions());
 }
 
 std::int64_t ShardedState::padded_params() const {

@@ -60,7 +60,7 @@ void Engine::forward_backward(int n_micro, const LoadMicroBatch& load, double& l
     const bool last_micro = j + 1 == n_micro;
     const bool reduce =
         last_micro || (shards_grads(setup_.strategy) && setup_.accumulate_sharded);
-    prefetch_optimizer_ = last_micro && setup_.offload == Offload::Nvme && !setup_.offload_params;
+    prefetch_optimizer_ = last_micro && setup_.offload == Offload::Nvme && !setup_.params_on_disk();
     loss_sum += micro_batch(j, load, 1.f / n_micro, reduce);
   }
   reduce_->finish_step();

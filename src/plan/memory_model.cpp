@@ -71,17 +71,15 @@ std::int64_t activation_elements(const ModelConfig& s, int micro_batch, bool che
 MemoryPlan plan_memory(const Setup& s) {
   MemoryPlan mp;
   mp.shard_group = s.shard_group();
-  // nvme: both moments of every unit's shard, and the shard itself with offload.params, each
-  // region whole disk blocks (fsdp/sharded_state.cpp, offload_bytes).
-  const int regions = s.offload != Offload::Nvme ? 0
-                      : 2 + (s.offload_params && shards_params(s.strategy) ? 1 : 0);
+  std::vector<std::int64_t> shards;  // nvme: the offload file holds regions of these
   for (std::int64_t n : unit_numels(s.model)) {
     const std::int64_t padded = s.padded_numel(n);
     mp.params += n;
     mp.padded_params += padded;
     mp.largest_unit = std::max(mp.largest_unit, padded);
-    mp.disk_bytes += regions * io_round(padded / s.shard_group() * 4);
+    shards.push_back(padded / s.shard_group());
   }
+  mp.disk_bytes = offload_file_bytes(shards, s.offload_regions());
   // MemoryTracker::on_alloc / on_free: per (space, category) and per-space totals. Deterministic
   // mode's buffers depend on the rank (its share of the summation tree): the plan is the most
   // any rank needs, per category and in total, over the ranks whose shares differ in shape.

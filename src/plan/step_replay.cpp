@@ -39,7 +39,7 @@ class Replay {
         sharded_(shards_params(s.strategy)),
         offload_(s.offload != Offload::None),
         nvme_(s.offload == Offload::Nvme),
-        params_disk_(nvme_ && s.offload_params && shards_params(s.strategy)),
+        params_disk_(s.params_on_disk()),
         window_(padded_units(s), s.prefetch),
         head_unit_(architecture_of(s.model).head_unit(s.model)),
         flops_(architecture_of(s.model).unit_flops(s.model, s.micro_batch,
@@ -435,7 +435,7 @@ class Replay {
       fresh_.assign(padded_.size(), true);
       for (int j = 0; j < n_micro_; ++j) {
         const bool last_micro = j + 1 == n_micro_;
-        prefetch_optimizer_ = last_micro && nvme_ && !s_.offload_params;
+        prefetch_optimizer_ = last_micro && nvme_ && !s_.params_on_disk();
         micro_batch(last_micro || (shards_grads(strategy_) && s_.accumulate_sharded));
       }
       drain(0);

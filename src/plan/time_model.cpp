@@ -144,14 +144,15 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
       }
       case StepEvent::Issue: {
         const bool disk = e.group == Group::Disk;
-        const bool pcie = e.group == Group::Pcie || disk;  // beside the network, one at a time
-        const int ch = disk ? 2 : pcie ? 1 : 0;
+        // PCIe copies and disk requests: queues of their own beside the network, one at a time.
+        const bool off_network = e.group == Group::Pcie || disk;
+        const int ch = disk ? 2 : off_network ? 1 : 0;
         double real = collective_seconds(s, m, e.op, e.group, e.bytes);
         if (!m.comm_overlaps_compute) real *= slice;  // the copies run on the sliced cores
         const double emu = emulated_seconds(s, m, e.op, e.group, e.bytes);
         const double lead = e.carried_lead >= 0 ? e.carried_lead * optimizer_s : 0.0;
         double end;
-        if (!pcie && !m.comm_overlaps_compute) {
+        if (!off_network && !m.comm_overlaps_compute) {
           // The data moves on this rank's core at issue; the emulated delay runs from issue.
           // A carried gather's copies ran inside the last optimizer instead: the same core
           // time, counted here where the replay puts them.
@@ -162,9 +163,9 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
         } else {
           double start = t - lead;
           if (e.after >= 0) start = std::max(start, done[e.after]);
-          if (m.serialize_collectives || pcie) start = std::max(start, link_free[ch]);
+          if (m.serialize_collectives || off_network) start = std::max(start, link_free[ch]);
           const double end_real = start + real;
-          if (m.serialize_collectives || pcie) link_free[ch] = end_real;
+          if (m.serialize_collectives || off_network) link_free[ch] = end_real;
           end = std::max(end_real, t - lead + emu);
         }
         done[e.handle] = end;
@@ -173,7 +174,7 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
           r.disk_busy_s += real;
           (e.op == Coll::DiskRead ? r.disk_read_bytes : r.disk_write_bytes) += e.bytes;
         }
-        if (!pcie) {
+        if (!off_network) {
           r.comm_busy_s += real;
           r.comm_bytes += e.bytes;
           if (e.op == Coll::AllGather) ++r.all_gathers;

@@ -20,9 +20,9 @@ void Trainer::open_offload(MPI_Comm world) {
   MPI_Comm node = MPI_COMM_NULL;
   FSDP_MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
   int local = 0, local_ranks = 1;
-  MPI_Comm_rank(node, &local);
-  MPI_Comm_size(node, &local_ranks);
-  MPI_Comm_free(&node);
+  FSDP_MPI_CHECK(MPI_Comm_rank(node, &local));
+  FSDP_MPI_CHECK(MPI_Comm_size(node, &local_ranks));
+  FSDP_MPI_CHECK(MPI_Comm_free(&node));
 
   const auto agreed = [&](const std::string& err, int code) {
     const Agreed a = agree_on_failure(world, err, code);
