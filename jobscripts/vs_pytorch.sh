@@ -3,7 +3,9 @@
 # Our tokens/s against PyTorch's (jobscripts/pytorch_reference.py, Debian's python3-torch) on the
 # benchmark shapes, measured side by side: the two alternate PAIRS times and each pair gives a
 # ratio; prints every pair and the median ratio. Both get one thread per process and OpenBLAS's
-# best kernel for this CPU (fsdp chooses it itself; PyTorch is given OPENBLAS_CORETYPE).
+# best kernel for this CPU: OPENBLAS_CORETYPE is set for both from the CPU's flags, overriding
+# any the environment pins (a login environment that pins Haswell on an AVX-512 core halves both
+# sides' GEMM speed and, given to one side only, decides the ratio).
 #   jobscripts/vs_pytorch.sh small|124m|llama124m|ddp2|ddp2-global8 [bf16]
 # bf16: fsdp with bf16 parameters (fsdp.gemm_dtype = auto: bf16 GEMMs where the CPU computes them) against PyTorch under
 # torch.autocast("cpu", dtype=torch.bfloat16), each on its own best bf16 path for this CPU.
@@ -23,7 +25,8 @@ flags = open("/proc/cpuinfo").read()
 print("SkylakeX" if re.search(r"\bavx512bw\b", flags) else "Haswell" if re.search(r"\bavx2\b", flags) else "")
 EOF
 )
-TORCH=(env OPENBLAS_CORETYPE="$core" /usr/bin/python3 "$ROOT/jobscripts/pytorch_reference.py")
+[ -n "$core" ] && export OPENBLAS_CORETYPE="$core"
+TORCH=(/usr/bin/python3 "$ROOT/jobscripts/pytorch_reference.py")
 small=(--layers 4 --embd 256 --heads 4 --vocab 256 --block 128)
 case "${1:-}" in
   small)

@@ -66,7 +66,7 @@ void AsyncCheckpointer::writer_loop() {
       if (!pending_) return;  // stopped with nothing to write
       h = header_;
     }
-    const double t0 = now_s();
+    const double t0 = now_s(), cpu0 = thread_cpu_s();
     std::string path;
     try {
       path = checkpointer_.save(staged_, h);
@@ -76,11 +76,13 @@ void AsyncCheckpointer::writer_loop() {
       fatal(std::string("checkpoint of step ") + std::to_string(h.step) + ": " + e.what(),
             exit_code::kCheckpointWrite);
     }
-    const double write_s = now_s() - t0;
+    const double write_s = now_s() - t0, cpu_s = thread_cpu_s() - cpu0;
     if (log_) {
-      std::printf("checkpoint %s: step %lld, %s written in the background in %.2f s (%.0f MB/s)\n",
-                  path.c_str(), (long long)h.step, format_bytes(file_bytes_).c_str(), write_s,
-                  double(file_bytes_) / write_s / 1e6);
+      std::printf(
+          "checkpoint %s: step %lld, %s written in the background in %.2f s (%.0f MB/s, %.2f s "
+          "of CPU)\n",
+          path.c_str(), (long long)h.step, format_bytes(file_bytes_).c_str(), write_s,
+          double(file_bytes_) / write_s / 1e6, cpu_s);
       std::fflush(stdout);
     }
     {

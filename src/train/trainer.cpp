@@ -11,6 +11,7 @@
 
 #include "comm/agree.hpp"
 #include "comm/safety.hpp"
+#include "core/blas_setup.hpp"
 #include "core/bf16.hpp"
 #include "comm/training_groups.hpp"
 #include "core/check.hpp"
@@ -250,6 +251,8 @@ void Trainer::choose_peak_flops() {
                 : sheet > 0       ? (bf16 ? "data sheet, bf16 dense" : "data sheet, fp32")
                                   : bf16 && kernels::gemm_bf16_computes() ? "a measured bf16 GEMM"
                                                                   : "a measured fp32 GEMM");
+  const std::string kernel = blas_kernel_in_use();
+  const std::string fp32_gemms = kernel.empty() ? "fp32" : "fp32 (OpenBLAS " + kernel + " kernels)";
   if (rank_ == 0 && opts_.log)
     std::printf("fsdp-train: GEMMs: %s\n",
                 bf16 ? kernels::gemm_bf16_path().c_str()
@@ -257,7 +260,9 @@ void Trainer::choose_peak_flops() {
                     ? ("fp32 on the widened bf16 weights; " + kernels::gemm_bf16_path() +
                        (cfg_.fsdp.gemm_dtype == "auto" ? ", so auto chose fp32" : ""))
                           .c_str()
-                    : "fp32");
+                    : fp32_gemms.c_str());
+  if (const std::string w = blas_kernel_warning(); rank_ == 0 && opts_.log && !w.empty())
+    std::fprintf(stderr, "fsdp-train: warning: %s\n", w.c_str());
   if (rank_ == 0 && opts_.log)
     std::printf("fsdp-train: attention: %s\n", describe_attention(cfg_.model).c_str());
   // Every rank uses rank 0's peak so MFU does not depend on which rank measured what.
