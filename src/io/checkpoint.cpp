@@ -17,6 +17,7 @@
 #include "comm/agree.hpp"
 #include "io/block_hash.hpp"
 #include "io/checkpoint_dir.hpp"
+#include "io/direct_file_writer.hpp"
 #include "io/h5_io.hpp"
 
 namespace fsdp {
@@ -241,7 +242,18 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
     fatal_context.set("writing checkpoint " + tmp + ": root attributes");
     ckpt::write_header(file.get(), h);
   }
-  const h5::Plist dcpl = ckpt::dataset_creation(), dxpl = ckpt::collective_transfer();
+  // HDF5 lays the file out (metadata, attributes, and every dataset's contiguous extent,
+  // allocated at creation); each rank then writes its slices' bytes at the datasets' offsets
+  // itself, bypassing the page cache (io/direct_file_writer.hpp). The file is the same bytes
+  // as one whose data went through H5Dwrite: fill_time NEVER leaves the extents to the data.
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "datasets are float32 little-endian");
+  std::optional<DirectFileWriter> data;
+  {
+    comm::Watch watch("checkpoint " + tmp + ": opening it to write the data" + stall_hint);
+    fatal_context.set("writing checkpoint " + tmp + ": opening it to write the data");
+    data.emplace(tmp);
+  }
+  const h5::Plist dcpl = ckpt::dataset_creation();
   const h5::Plist gcpl = ckpt::group_creation();
   h5::Group optim{
       FSDP_H5_ID(H5Gcreate2(file.get(), "/optim", H5P_DEFAULT, gcpl.get(), H5P_DEFAULT))};
@@ -279,7 +291,13 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
         h5::Dataset d{FSDP_H5_ID(H5Dcreate2(g.get(), t.name.c_str(), H5T_IEEE_F32LE, space.get(),
                                             H5P_DEFAULT, dcpl.get(), H5P_DEFAULT))};
         const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
-        h5::write_flat(d.get(), mine, arrays[i].local, dxpl.get());
+        const haddr_t at = H5Dget_offset(d.get());
+        if (at == HADDR_UNDEF)
+          fatal("writing checkpoint " + tmp + ": " + where + ": HDF5 gave no file offset",
+                exit_code::kCheckpointWrite);
+        if (!mine.empty())
+          data->write(at + 4 * std::uint64_t(mine.begin), arrays[i].local,
+                      4 * std::uint64_t(mine.size()));
         h5::write_attr_u64s(d.get(), "xxh3_blocks", tables[i]);
         h5::write_attr_u64(d.get(), "xxh3", table_hash(tables[i]));
       }
@@ -287,6 +305,11 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
     if (p == Part::Params) faults::pause_in_checkpoint_write(rank_);
   }
   optim.reset();
+  fatal_context.set("writing checkpoint " + tmp + ": syncing the data");
+  {
+    comm::Watch watch("checkpoint " + tmp + ": syncing the data" + std::string(stall_hint));
+    data->finish();
+  }
   fatal_context.set("writing checkpoint " + tmp + ": flushing and closing it");
   comm::Watch watch("checkpoint " + tmp + ": flushing and closing it" + std::string(stall_hint));
   FSDP_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));  // MPI_File_sync on every rank

@@ -233,12 +233,6 @@ h5::Plist file_access(MPI_Comm comm) {
   return p;
 }
 
-h5::Plist collective_transfer() {
-  h5::Plist p{FSDP_H5_ID(H5Pcreate(H5P_DATASET_XFER))};
-  FSDP_H5_CHECK(H5Pset_dxpl_mpio(p.get(), H5FD_MPIO_COLLECTIVE));
-  return p;
-}
-
 h5::Plist file_creation() {
   h5::Plist p{FSDP_H5_ID(H5Pcreate(H5P_FILE_CREATE))};
   FSDP_H5_CHECK(H5Pset_obj_track_times(p.get(), false));  // the root group's, as the datasets'

@@ -62,7 +62,6 @@ std::string not_hdf5(const std::string& path);
 // MPI-IO over comm with collective metadata reads and writes; the 1.8 file format, whose
 // metadata (superblock, object headers, heaps) carries checksums of its own.
 h5::Plist file_access(MPI_Comm comm);
-h5::Plist collective_transfer();
 // Contiguous float32 storage, allocated at creation, never pre-filled, no timestamps.
 // Creation lists without object times, for the file's root group and its groups: the same
 // state gives the same bytes whenever it is written (a background save is the synchronous file).

@@ -126,13 +126,6 @@ Selections selections(hid_t dataset, FlatRange r) {
 
 }  // namespace
 
-void write_flat(hid_t dataset, FlatRange r, const float* data, hid_t dxpl) {
-  const Selections s = selections(dataset, r);
-  static const float none = 0.f;  // MPI-IO wants a valid address even for nothing
-  FSDP_H5_CHECK(H5Dwrite(dataset, H5T_NATIVE_FLOAT, s.mem.get(), s.file.get(), dxpl,
-                         r.empty() ? &none : data));
-}
-
 void read_flat(hid_t dataset, FlatRange r, float* data, hid_t dxpl) {
   const Selections s = selections(dataset, r);
   float none = 0.f;

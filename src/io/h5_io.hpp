@@ -35,10 +35,10 @@ std::vector<hsize_t> dims_of(hid_t dataset);
 std::int64_t numel(const std::vector<hsize_t>& dims);
 std::string shape_text(const std::vector<hsize_t>& dims);  // "[768, 2304]"
 
-// Transfer of elements r of a float dataset to/from r.size() contiguous floats at `data`. With
-// a collective transfer list every rank of the file must call, an empty r included (it selects
-// none on both sides, as MPI-IO requires).
-void write_flat(hid_t dataset, FlatRange r, const float* data, hid_t dxpl);
+// Elements r of a float dataset into r.size() contiguous floats at `data`. With a collective
+// transfer list every rank of the file must call, an empty r included (it selects none on both
+// sides, as MPI-IO requires). Checkpoints write their data without HDF5
+// (io/direct_file_writer.hpp).
 void read_flat(hid_t dataset, FlatRange r, float* data, hid_t dxpl);
 
 // Attributes: scalars, fixed-length strings and uint64 arrays. Writing is collective in a
