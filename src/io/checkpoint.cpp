@@ -242,17 +242,21 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
     fatal_context.set("writing checkpoint " + tmp + ": root attributes");
     ckpt::write_header(file.get(), h);
   }
-  // HDF5 lays the file out (metadata, attributes, and every dataset's contiguous extent,
-  // allocated at creation); each rank then writes its slices' bytes at the datasets' offsets
-  // itself, bypassing the page cache (io/direct_file_writer.hpp). The file is the same bytes
-  // as one whose data went through H5Dwrite: fill_time NEVER leaves the extents to the data.
+  // HDF5 lays the file out: metadata, attributes and every dataset's contiguous extent,
+  // allocated at creation and never filled. Once it has closed the file, each rank writes its
+  // slices' bytes at the datasets' offsets itself, bypassing the page cache
+  // (io/direct_file_writer.hpp): the same bytes H5Dwrite would have put there. After the close,
+  // not during: an MPI-IO collective metadata write may read-modify-write a span around the
+  // metadata (ROMIO's two-phase I/O over holes), which must not race with data writes.
   static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "datasets are float32 little-endian");
-  std::optional<DirectFileWriter> data;
-  {
-    comm::Watch watch("checkpoint " + tmp + ": opening it to write the data" + stall_hint);
-    fatal_context.set("writing checkpoint " + tmp + ": opening it to write the data");
-    data.emplace(tmp);
-  }
+  // The shard in host memory: itself where it lives there (offloaded, or a background save's
+  // staged copy), else a host copy of the device's (made once per pass).
+  auto host_of = [](const ShardVec& shard, std::vector<float>& copy) {
+    if (shard.in_host_memory()) return static_cast<const float*>(shard.host().data());
+    copy = shard.values();
+    return static_cast<const float*>(copy.data());
+  };
+  std::vector<haddr_t> offsets;  // of every dataset, in the order created
   const h5::Plist dcpl = ckpt::dataset_creation();
   const h5::Plist gcpl = ckpt::group_creation();
   h5::Group optim{
@@ -261,12 +265,8 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
     h5::Group g{FSDP_H5_ID(
         H5Gcreate2(file.get(), ckpt::group_path(p), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT))};
     for (const UnitShard& su : shards) {
-      // The shard in host memory: itself where it lives there (offloaded, or a background
-      // save's staged copy), else a host copy of the device's.
-      const ShardVec shard = part_shard(su, p);
       std::vector<float> copy;
-      if (!shard.in_host_memory()) copy = shard.values();
-      const float* host = shard.in_host_memory() ? shard.host().data() : copy.data();
+      const float* host = host_of(part_shard(su, p), copy);
       std::vector<DistributedArray> arrays;
       for (const TensorSpec& t : su.layout->tensors) {
         const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
@@ -285,19 +285,15 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
         const TensorSpec& t = su.layout->tensors[i];
         const std::string where = dataset_path(p, t);
         fatal_context.set("writing checkpoint " + tmp + ": " + where);
-        comm::Watch watch("checkpoint " + tmp + ": writing " + where + stall_hint);
+        comm::Watch watch("checkpoint " + tmp + ": creating " + where + stall_hint);
         const std::vector<hsize_t> dims = dims_of(t);
         h5::Space space{FSDP_H5_ID(H5Screate_simple(int(dims.size()), dims.data(), nullptr))};
         h5::Dataset d{FSDP_H5_ID(H5Dcreate2(g.get(), t.name.c_str(), H5T_IEEE_F32LE, space.get(),
                                             H5P_DEFAULT, dcpl.get(), H5P_DEFAULT))};
-        const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
-        const haddr_t at = H5Dget_offset(d.get());
-        if (at == HADDR_UNDEF)
+        offsets.push_back(H5Dget_offset(d.get()));
+        if (offsets.back() == HADDR_UNDEF)
           fatal("writing checkpoint " + tmp + ": " + where + ": HDF5 gave no file offset",
                 exit_code::kCheckpointWrite);
-        if (!mine.empty())
-          data->write(at + 4 * std::uint64_t(mine.begin), arrays[i].local,
-                      4 * std::uint64_t(mine.size()));
         h5::write_attr_u64s(d.get(), "xxh3_blocks", tables[i]);
         h5::write_attr_u64(d.get(), "xxh3", table_hash(tables[i]));
       }
@@ -305,15 +301,31 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
     if (p == Part::Params) faults::pause_in_checkpoint_write(rank_);
   }
   optim.reset();
-  fatal_context.set("writing checkpoint " + tmp + ": syncing the data");
   {
-    comm::Watch watch("checkpoint " + tmp + ": syncing the data" + std::string(stall_hint));
-    data->finish();
+    fatal_context.set("writing checkpoint " + tmp + ": flushing and closing it");
+    comm::Watch watch("checkpoint " + tmp + ": flushing and closing it" + std::string(stall_hint));
+    FSDP_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));  // MPI_File_sync on every rank
+    file.close();
   }
-  fatal_context.set("writing checkpoint " + tmp + ": flushing and closing it");
-  comm::Watch watch("checkpoint " + tmp + ": flushing and closing it" + std::string(stall_hint));
-  FSDP_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));  // MPI_File_sync on every rank
-  file.close();
+  fatal_context.set("writing checkpoint " + tmp + ": its data");
+  comm::Watch watch("checkpoint " + tmp + ": writing its data" + std::string(stall_hint));
+  if (!writer) return;  // a replica's bytes are its shard group's writer's
+  DirectFileWriter data(tmp);
+  std::size_t k = 0;
+  for (Part p : ckpt::kParts)
+    for (const UnitShard& su : shards) {
+      std::vector<float> copy;
+      const float* host = host_of(part_shard(su, p), copy);
+      for (const TensorSpec& t : su.layout->tensors) {
+        const FlatRange mine = slice(su, pos, t);
+        const haddr_t at = offsets[k++];
+        if (!mine.empty())
+          data.write(at + 4 * std::uint64_t(mine.begin),
+                     host + (t.offset + mine.begin - su.shard_begin),
+                     4 * std::uint64_t(mine.size()));
+      }
+    }
+  data.finish();  // on the disk before save()'s barrier lets rank 0 rename the file
 }
 
 ckpt::Header Checkpointer::load(const std::string& path, CheckpointedState& state) {
