@@ -59,4 +59,29 @@ if sync_s and stall_s:
     print(f"per save: synchronous {b:.2f} s (median of {len(sync_s)}); async stall {a:.3f} s "
           f"(median of {len(stall_s)}, max {max(stall_s):.3f}) = {100 * a / b:.1f}% of it; "
           f"background write {statistics.median(write_s):.2f} s")
+# Within each run, which the machine's drift between runs does not touch: what the
+# asynchronous run lost (the two steps after each save against the run's median step, the
+# staging, and the last write, which the run waits for) against the synchronous saves' time.
+for r in range(1, rounds + 1):
+    txt = open(f"{d}/async.{r}.log").read()
+    steps = {int(a): float(b) for a, b in re.findall(r"step\s+(\d+)/\d+ .*?\|\s+(\d+) tok/s", txt)}
+    saves = [int(x) for x in re.findall(r"checkpoint step (\d+): staged", txt)]
+    stall = sum(float(a) + float(b) for a, b in
+                re.findall(r"staged .* in ([0-9.]+) s \(training waited ([0-9.]+)", txt))
+    writes = [float(x) for x in re.findall(r"written in the background in ([0-9.]+) s", txt)]
+    sync = sum(float(x) for x in re.findall(r"checkpoint \S+: step \d+, .* in ([0-9.]+) s \(",
+                                            open(f"{d}/sync.{r}.log").read()))
+    if not (steps and saves and writes and sync):
+        continue
+    # Step seconds from the logged rate (tokens over all ranks): context x global batch.
+    m = re.search(r"context (\d+):.*?, (\d+) ranks,.*?(\d+) micro-batch\(es\) of (\d+) per rank", txt)
+    tok_per_step = int(m.group(1)) * int(m.group(2)) * int(m.group(3)) * int(m.group(4))
+    secs = {s: tok_per_step / v for s, v in steps.items()}
+    hit = {s + k for s in saves for k in (1, 2) if s + k in secs}
+    med = statistics.median(t for s, t in secs.items() if s not in hit and s > 1)
+    slow = sum(secs[s] - med for s in hit)
+    lost = slow + stall + writes[-1]
+    print(f"round {r} in-run: async lost {lost:.2f} s (steps after saves {slow:.2f}, staging "
+          f"{stall:.2f}, last write {writes[-1]:.2f}); sync saves {sync:.2f} s; async/sync "
+          f"{lost / sync:.2f}")
 PY
