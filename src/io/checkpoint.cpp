@@ -290,7 +290,7 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
         h5::Space space{FSDP_H5_ID(H5Screate_simple(int(dims.size()), dims.data(), nullptr))};
         h5::Dataset d{FSDP_H5_ID(H5Dcreate2(g.get(), t.name.c_str(), H5T_IEEE_F32LE, space.get(),
                                             H5P_DEFAULT, dcpl.get(), H5P_DEFAULT))};
-        offsets.push_back(H5Dget_offset(d.get()));
+        offsets.push_back(H5Dget_offset(d.get()));  // no user block: addresses are offsets
         if (offsets.back() == HADDR_UNDEF)
           fatal("writing checkpoint " + tmp + ": " + where + ": HDF5 gave no file offset",
                 exit_code::kCheckpointWrite);
