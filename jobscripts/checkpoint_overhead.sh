@@ -13,6 +13,7 @@ BUILD=${1:-build}
 STEPS=${STEPS:-100} EVERY=${EVERY:-10} ROUNDS=${ROUNDS:-3} NP=${NP:-2}
 DECK=${DECK:-inputs/bench_124m.toml}
 DIR=${DIR:-$(mktemp -d)}
+mkdir -p "$DIR"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 ARGS=(--config "$DECK" --set fsdp.strategy=zero3 --set train.batch_size=$((2 * NP))
       --set train.micro_batch_size=2 --set train.steps="$STEPS" --set train.peak_tflops=1)
@@ -60,11 +61,24 @@ if sync_s and stall_s:
           f"(median of {len(stall_s)}, max {max(stall_s):.3f}) = {100 * a / b:.1f}% of it; "
           f"background write {statistics.median(write_s):.2f} s")
 # Within each run, which the machine's drift between runs does not touch: what the
-# asynchronous run lost (the two steps after each save against the run's median step, the
-# staging, and the last write, which the run waits for) against the synchronous saves' time.
+# asynchronous run lost (the steps that ran while a write was in flight, to the first step that
+# ended after it, against the run's median step; the staging; and the last write, which the
+# run waits for) against the synchronous saves' time.
 for r in range(1, rounds + 1):
     txt = open(f"{d}/async.{r}.log").read()
-    steps = {int(a): float(b) for a, b in re.findall(r"step\s+(\d+)/\d+ .*?\|\s+(\d+) tok/s", txt)}
+    steps, hit, in_flight = {}, set(), False
+    for line in txt.splitlines():
+        m = re.match(r"step\s+(\d+)/\d+ .*?\|\s+(\d+) tok/s", line)
+        if m:
+            steps[int(m.group(1))] = float(m.group(2))
+            if in_flight is not False:
+                hit.add(int(m.group(1)))
+                if in_flight == "done":
+                    in_flight = False
+        elif re.match(r"checkpoint step \d+: staged", line):
+            in_flight = True
+        elif "written in the background" in line and in_flight is True:
+            in_flight = "done"
     saves = [int(x) for x in re.findall(r"checkpoint step (\d+): staged", txt)]
     stall = sum(float(a) + float(b) for a, b in
                 re.findall(r"staged .* in ([0-9.]+) s \(training waited ([0-9.]+)", txt))
@@ -77,7 +91,6 @@ for r in range(1, rounds + 1):
     m = re.search(r"context (\d+):.*?, (\d+) ranks,.*?(\d+) micro-batch\(es\) of (\d+) per rank", txt)
     tok_per_step = int(m.group(1)) * int(m.group(2)) * int(m.group(3)) * int(m.group(4))
     secs = {s: tok_per_step / v for s, v in steps.items()}
-    hit = {s + k for s in saves for k in (1, 2) if s + k in secs}
     med = statistics.median(t for s, t in secs.items() if s not in hit and s > 1)
     slow = sum(secs[s] - med for s in hit)
     lost = slow + stall + writes[-1]

@@ -2,6 +2,8 @@
 #include "io/async_checkpointer.hpp"
 
 #include <mpi.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdio>
 
@@ -58,6 +60,13 @@ AsyncCheckpointer::Started AsyncCheckpointer::save(CheckpointedState& live, cons
 }
 
 void AsyncCheckpointer::writer_loop() {
+  // Training comes first: on a node whose cores all run ranks (a CPU cluster), the writer takes
+  // the time training leaves, in small pieces, rather than a core's fair half while it writes.
+  // Measured on 2 vCPUs at np 2 (docs/checkpoints.md) this about halved what the steps during a
+  // write lost; the write itself takes longer (it mostly waits on the disk). When training waits
+  // for the write (the next save, a stop, the end) the writer has the core to itself. On Linux,
+  // setpriority with a thread id sets that thread's nice value alone; raising it cannot fail.
+  ::setpriority(PRIO_PROCESS, id_t(::gettid()), ::getpriority(PRIO_PROCESS, 0) + kWriterNice);
   for (;;) {
     ckpt::Header h;
     {

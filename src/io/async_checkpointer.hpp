@@ -27,6 +27,9 @@ namespace fsdp {
 
 class AsyncCheckpointer {
  public:
+  // How much nicer than training the writer thread runs (writer_loop says why).
+  static constexpr int kWriterNice = 10;
+
   // Whether this MPI library lets a second thread make MPI calls (MPI_THREAD_MULTIPLE).
   static bool available();
 

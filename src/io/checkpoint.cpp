@@ -256,6 +256,40 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
     copy = shard.values();
     return static_cast<const float*>(copy.data());
   };
+  // Every dataset's checksum table first, a gigabyte of the model's tensors per call (two
+  // collectives each), rather than two collectives per unit and part: in a background save this
+  // thread shares the cores with training, and a collective that waits for another rank's
+  // writer spins on a core that training needs. The grouping depends on the model alone, so
+  // every rank makes the same calls; a device shard's host copies live for one group.
+  std::vector<std::vector<std::uint64_t>> tables;
+  {
+    fatal_context.set("writing checkpoint " + tmp + ": checksums");
+    comm::Watch watch("checkpoint " + tmp + ": checksums");
+    constexpr std::int64_t kGroupBytes = std::int64_t(1) << 30;
+    std::vector<std::vector<float>> copies;
+    std::vector<DistributedArray> arrays;
+    std::int64_t group_bytes = 0;
+    auto hash_group = [&] {
+      for (std::vector<std::uint64_t>& t : block_hashes(comm, arrays)) tables.push_back(std::move(t));
+      arrays.clear();
+      copies.clear();
+      group_bytes = 0;
+    };
+    for (Part p : ckpt::kParts)
+      for (const UnitShard& su : shards) {
+        copies.emplace_back();
+        const float* host = host_of(part_shard(su, p), copies.back());
+        for (const TensorSpec& t : su.layout->tensors) {
+          const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
+          const float* local =
+              mine.empty() ? nullptr : host + (t.offset + mine.begin - su.shard_begin);
+          arrays.push_back({hash_ranges(map, su, t), local, t.numel});
+        }
+        group_bytes += 4 * su.layout->numel;
+        if (group_bytes >= kGroupBytes) hash_group();
+      }
+    if (!arrays.empty()) hash_group();
+  }
   std::vector<haddr_t> offsets;  // of every dataset, in the order created
   const h5::Plist dcpl = ckpt::dataset_creation();
   const h5::Plist gcpl = ckpt::group_creation();
@@ -264,25 +298,9 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
   for (Part p : ckpt::kParts) {
     h5::Group g{FSDP_H5_ID(
         H5Gcreate2(file.get(), ckpt::group_path(p), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT))};
-    for (const UnitShard& su : shards) {
-      std::vector<float> copy;
-      const float* host = host_of(part_shard(su, p), copy);
-      std::vector<DistributedArray> arrays;
+    for (const UnitShard& su : shards)
       for (const TensorSpec& t : su.layout->tensors) {
-        const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
-        const float* local =
-            mine.empty() ? nullptr : host + (t.offset + mine.begin - su.shard_begin);
-        arrays.push_back({hash_ranges(map, su, t), local, t.numel});
-      }
-      const std::string unit = std::string(ckpt::group_path(p)) + "/" + su.layout->name;
-      fatal_context.set("writing checkpoint " + tmp + ": " + unit + " (checksums)");
-      std::vector<std::vector<std::uint64_t>> tables;
-      {
-        comm::Watch watch("checkpoint " + tmp + ": checksums of " + unit);
-        tables = block_hashes(comm, arrays);
-      }
-      for (std::size_t i = 0; i < arrays.size(); ++i) {
-        const TensorSpec& t = su.layout->tensors[i];
+        const std::vector<std::uint64_t>& table = tables[offsets.size()];
         const std::string where = dataset_path(p, t);
         fatal_context.set("writing checkpoint " + tmp + ": " + where);
         comm::Watch watch("checkpoint " + tmp + ": creating " + where + stall_hint);
@@ -294,10 +312,9 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
         if (offsets.back() == HADDR_UNDEF)
           fatal("writing checkpoint " + tmp + ": " + where + ": HDF5 gave no file offset",
                 exit_code::kCheckpointWrite);
-        h5::write_attr_u64s(d.get(), "xxh3_blocks", tables[i]);
-        h5::write_attr_u64(d.get(), "xxh3", table_hash(tables[i]));
+        h5::write_attr_u64s(d.get(), "xxh3_blocks", table);
+        h5::write_attr_u64(d.get(), "xxh3", table_hash(table));
       }
-    }
     if (p == Part::Params) faults::pause_in_checkpoint_write(rank_);
   }
   optim.reset();
