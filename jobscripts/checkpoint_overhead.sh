@@ -26,10 +26,12 @@ declare -A MODE=([none]="--set checkpoint.every=0"
                  [async_spin]="--set checkpoint.every=$EVERY --set checkpoint.async=true")
 declare -A ENV=([none]="" [sync]="" [async]="" [async_spin]="OMPI_MCA_mpi_yield_when_idle=0")
 for m in none sync; do
-  [[ " $MODES " == *" $m "* ]] || { echo "checkpoint_overhead.sh: MODES must include $m (it has: $MODES)" >&2; exit 2; }
+  [[ " $MODES " == *" $m "* ]] ||
+    { echo "checkpoint_overhead.sh: MODES must include $m (it has: $MODES)" >&2; exit 2; }
 done
 for m in $MODES; do
-  [[ -v "MODE[$m]" ]] || { echo "checkpoint_overhead.sh: MODES: unknown mode '$m' (none sync async async_spin)" >&2; exit 2; }
+  [[ -v "MODE[$m]" ]] ||
+    { echo "checkpoint_overhead.sh: MODES: unknown mode '$m' (none sync async async_spin)" >&2; exit 2; }
 done
 echo "# $STEPS steps of $DECK at np $NP (zero3), checkpoint.every = $EVERY, $ROUNDS rounds; $DIR"
 for r in $(seq 1 "$ROUNDS"); do
