@@ -51,6 +51,18 @@ std::string blas_kernel_in_use() {
   return name ? std::string(name) : std::string();
 }
 
+std::string blas_config() {
+  using Config = char* (*)();
+  const auto f = reinterpret_cast<Config>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
+  const char* text = f ? f() : nullptr;
+  return text ? std::string(text) : std::string();
+}
+
+std::string blas_best_kernel() {
+  const char* best = best_core();
+  return best ? std::string(best) : std::string();
+}
+
 std::string blas_kernel_warning() {
   const char* pinned = std::getenv("OPENBLAS_CORETYPE");
   const char* best = best_core();

@@ -14,6 +14,13 @@ void select_blas_kernel(char** argv);
 // The OpenBLAS kernel family in use ("SkylakeX"), or "" where the BLAS is not OpenBLAS.
 std::string blas_kernel_in_use();
 
+// OpenBLAS's own description of its build ("OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell
+// MAX_THREADS=64"), or "" where the BLAS is not OpenBLAS.
+std::string blas_config();
+
+// The widest OpenBLAS kernel family this CPU runs ("SkylakeX", "Haswell"), or "" for neither.
+std::string blas_best_kernel();
+
 // A warning when the environment pins OpenBLAS to kernels narrower than this CPU runs (an
 // OPENBLAS_CORETYPE=Haswell left in a login environment on an AVX-512 core halves the GEMMs'
 // speed, and select_blas_kernel respects an explicit setting); "" otherwise.
