@@ -27,7 +27,7 @@ struct TrainConfig {
   bool deterministic = false;
   std::string on_nonfinite = "abort";  // abort | skip_step
   int log_every = 1;
-  double peak_tflops = 0.0;  // per rank; 0 = measure the GEMM peak at start
+  double peak_tflops = 0.0;  // per rank; 0 = measure the step's own GEMMs after step 1
 };
 
 struct DataConfig {

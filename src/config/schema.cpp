@@ -147,7 +147,7 @@ std::vector<KeySpec> build_schema() {
       entry("train", "log_every", &R::train, &T::log_every, at_least(1),
             "print a log line every this many steps"),
       entry("train", "peak_tflops", &R::train, &T::peak_tflops, at_least(0),
-            "per-rank peak for MFU; 0 = measure the GEMM peak at start"),
+            "per-rank peak for MFU; 0 = the rate of the step's own GEMMs, measured after step 1"),
 
       entry("data", "train", &R::data, &D::train, any(),
             "training tokens: builtin:train or a path"),

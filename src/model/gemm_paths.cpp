@@ -32,6 +32,7 @@ double now() {
 }
 
 bool in_scope = false;
+bool quiet = false;
 
 }  // namespace
 
@@ -62,6 +63,7 @@ Scope::~Scope() {
 }
 
 void record(const Shape& s, const std::string& path, double seconds) {
+  if (quiet) return;
   auto& st = stats()[Key{s.ta, s.tb, s.M, s.N, s.K, s.bf16, &path}];
   ++st.calls;
   st.seconds += seconds;
@@ -90,6 +92,22 @@ std::vector<Shape> shapes() {
   }
   return out;
 }
+
+std::vector<Use> uses() {
+  std::vector<Use> out;
+  for (const Shape& s : shapes()) out.push_back({s, 0});
+  for (const auto& [k, st] : stats()) {
+    const auto& [ta, tb, M, N, K, bf16, path] = k;
+    for (Use& u : out)
+      if (u.shape.ta == ta && u.shape.tb == tb && u.shape.M == M && u.shape.N == N &&
+          u.shape.K == K && u.shape.bf16 == bf16)
+        u.calls += st.calls;
+  }
+  return out;
+}
+
+Quiet::Quiet() : was_(quiet) { quiet = true; }
+Quiet::~Quiet() { quiet = was_; }
 
 std::string table(int steps, const std::string& indent) {
   std::vector<std::pair<Key, Stat>> rows(stats().begin(), stats().end());

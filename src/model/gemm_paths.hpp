@@ -42,6 +42,23 @@ class Scope {
 };
 // The distinct shapes recorded so far, in a fixed order.
 std::vector<Shape> shapes();
+// Each distinct shape with its calls so far (over every path it took), in the same order.
+struct Use {
+  Shape shape;
+  long calls;
+};
+std::vector<Use> uses();
+// While one is alive, GEMM calls record nothing (a measurement's own calls, not the model's).
+class Quiet {
+ public:
+  Quiet();
+  ~Quiet();
+  Quiet(const Quiet&) = delete;
+  Quiet& operator=(const Quiet&) = delete;
+
+ private:
+  bool was_;
+};
 // One line per shape and path: op, M x N x K, dtype, path, calls; with times, ms per step and
 // GFLOP/s. `steps` divides the totals (0: leave the times out); `indent` starts every line.
 std::string table(int steps, const std::string& indent = "");

@@ -94,6 +94,7 @@ class Trainer {
   void open_checkpoints(MPI_Comm world);  // the directory; --resume or --init-from
   void open_metrics(MPI_Comm world);
   void choose_peak_flops();             // MFU's denominator and the start-up lines
+  void measure_peak();                  // after the first step, where nothing gives the peak
 
   void log_step(int step, const StepResult& r, double step_s, double tok_s);
   // trainer_checkpoint.cpp
@@ -120,6 +121,7 @@ class Trainer {
   std::unique_ptr<MetricsWriter> metrics_;
   std::vector<std::int32_t> inputs_, targets_;
   double peak_flops_ = 0.0;  // per rank, FLOP/s
+  bool measure_peak_ = false;  // measured on the first step's GEMMs (no deck or data-sheet figure)
   double flops_per_token_ = 0.0;
   double run_start_s_ = 0.0;
   std::unique_ptr<Checkpointer> checkpointer_;
