@@ -173,7 +173,8 @@ int main(int argc, char** argv) {
       }
       fsdp::Engine engine(setup, groups, tracker, trace);
       fsdp::Checkpointer checkpointer(MPI_COMM_WORLD, fsdp::checkpoint_run(cfg));
-      fsdp::init_weights(path, engine, checkpointer, MPI_COMM_WORLD);
+      fsdp::init_weights(path, engine, checkpointer, MPI_COMM_WORLD,
+                         cfg.train.allow_nonfinite_weights);
       const std::size_t n_prompt = tokens.size();
       tokens = fsdp::sample(engine, *groups.world, tokens, o);
       if (rank == 0) {

@@ -59,6 +59,8 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 
 cmd=${1:-demo}
 shift || true
+# What the suite's bitwise and statistical tests depend on, first (docs/testing.md).
+[ "$cmd" = test ] && "$ROOT/scripts/machine_report.sh"
 install_packages
 build
 case "$cmd" in

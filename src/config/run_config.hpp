@@ -26,6 +26,7 @@ struct TrainConfig {
   std::uint64_t seed = 1337;
   bool deterministic = false;
   std::string on_nonfinite = "abort";  // abort | skip_step
+  bool allow_nonfinite_weights = false;  // else a NaN/Inf parameter at load is exit 5
   int log_every = 1;
   double peak_tflops = 0.0;  // per rank; 0 = measure the step's own GEMMs after step 1
 };

@@ -144,6 +144,8 @@ std::vector<KeySpec> build_schema() {
             "the same bits on any rank count that divides batch_size / micro_batch_size"),
       entry("train", "on_nonfinite", &R::train, &T::on_nonfinite, one_of({"abort", "skip_step"}),
             "what a NaN/Inf loss or gradient does"),
+      entry("train", "allow_nonfinite_weights", &R::train, &T::allow_nonfinite_weights, any(),
+            "accept NaN/Inf parameters in --init-from weights or a resumed checkpoint (else exit 5)"),
       entry("train", "log_every", &R::train, &T::log_every, at_least(1),
             "print a log line every this many steps"),
       entry("train", "peak_tflops", &R::train, &T::peak_tflops, at_least(0),

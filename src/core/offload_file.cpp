@@ -7,6 +7,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -212,6 +213,12 @@ OffloadFile::~OffloadFile() {
   }
 }
 
+void OffloadFile::begin_layout() {
+  drain();
+  if (written_) zero_all();
+  next_ = 0;
+}
+
 std::int64_t OffloadFile::allocate(std::int64_t bytes) {
   const std::int64_t off = next_;
   next_ += io_round(bytes);
@@ -239,6 +246,7 @@ OffloadFile::Ticket OffloadFile::read(std::int64_t off, std::int64_t bytes, void
 }
 
 OffloadFile::Ticket OffloadFile::write(std::int64_t off, std::int64_t bytes, const void* buf) {
+  written_ = true;
   // The worker only reads from a write's buffer.
   return submit(true, off, bytes, const_cast<void*>(buf));
 }
@@ -324,6 +332,19 @@ IoStats OffloadFile::totals() const {
   if (!q_) return s;
   std::lock_guard<std::mutex> lock(q_->mu);
   return {q_->total_read, q_->total_write, q_->total_wait};
+}
+
+void OffloadFile::zero_all() {
+  // FALLOC_FL_ZERO_RANGE keeps the blocks reserved (no ENOSPC later in the run); where the file
+  // system lacks it, zeros are written, in rounds of at most 64 MiB.
+  if (size_ > 0 && ::fallocate(fd_, FALLOC_FL_ZERO_RANGE, 0, size_) != 0) {
+    const std::int64_t round = std::min<std::int64_t>(size_, std::int64_t(64) << 20);
+    Bounce zeros(round);
+    std::memset(zeros.data, 0, std::size_t(round));
+    for (std::int64_t off = 0; off < size_; off += round)
+      wait(write(off, std::min(round, size_ - off), zeros.data));
+  }
+  written_ = false;
 }
 
 }  // namespace fsdp

@@ -91,11 +91,10 @@ class OffloadFile {
   // A region of `bytes` (rounded up to kIoAlign) at the next free offset; fatal past the size.
   std::int64_t allocate(std::int64_t bytes);
   // A new state takes the whole file over (the trainer rebuilds its engine after a failed
-  // resume): waits for the requests in flight, then allocates from offset 0 again.
-  void begin_layout() {
-    drain();
-    next_ = 0;
-  }
+  // resume): waits for the requests in flight, then allocates from offset 0 again. A state
+  // reads its optimizer moments as the reserved room's zeros, so where anything has been
+  // written (a refused checkpoint's moments), the file is zeroed first: a fresh start is fresh.
+  void begin_layout();
 
   // Asynchronous: buf must be kIoAlign-aligned, off a multiple of kIoAlign, bytes rounded by
   // io_round (the caller's buffers are that big). The buffer stays the caller's to keep alive
@@ -121,11 +120,13 @@ class OffloadFile {
   OffloadFile() = default;
   struct Queue;
   Ticket submit(bool write, std::int64_t off, std::int64_t bytes, void* buf);
+  void zero_all();  // every byte reads as zero again, the room still reserved
 
   std::string dir_, lock_path_;
   int fd_ = -1, lock_fd_ = -1;
   int rank_ = -1;  // the world rank, read on the opening thread (the I/O thread calls no MPI)
   bool direct_ = false;
+  bool written_ = false;  // a write was issued since the file was opened or last zeroed
   std::int64_t size_ = 0, next_ = 0;
   std::unique_ptr<Queue> q_;
 };

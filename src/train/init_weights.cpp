@@ -10,6 +10,7 @@
 #include "io/weight_source.hpp"
 #include "io/weights_error.hpp"
 #include "model/architecture.hpp"
+#include "train/nonfinite_weights.hpp"
 
 namespace fsdp {
 namespace {
@@ -120,7 +121,9 @@ RunConfig with_init_shape(const RunConfig& cfg, const std::string& path) {
   return out;
 }
 
-void init_weights(const std::string& path, Engine& engine, Checkpointer& checkpointer,
+namespace {
+// The file's values into this rank's shards (checked for shape, not for values).
+void load_weights(const std::string& path, Engine& engine, Checkpointer& checkpointer,
                   MPI_Comm world) {
   std::string err;
   WeightFormat format = WeightFormat::Safetensors;
@@ -167,6 +170,17 @@ void init_weights(const std::string& path, Engine& engine, Checkpointer& checkpo
   err = agree_on_error(world, err);
   if (!err.empty()) throw WeightsError(err);
   engine.sync_full_params();
+}
+}  // namespace
+
+void init_weights(const std::string& path, Engine& engine, Checkpointer& checkpointer,
+                  MPI_Comm world, bool allow_nonfinite) {
+  load_weights(path, engine, checkpointer, world);
+  if (allow_nonfinite) return;
+  if (const std::string bad = first_nonfinite_param(engine, world); !bad.empty())
+    throw WeightsError(path + ": parameter " + bad +
+                       " (non-finite weights are refused; train.allow_nonfinite_weights = true "
+                       "accepts them)");
 }
 
 }  // namespace fsdp

@@ -22,7 +22,9 @@ RunConfig with_init_shape(const RunConfig& cfg, const std::string& path);
 // Fills this rank's parameter shards from `path` (reading only their byte ranges) and rebuilds
 // the full parameters that ddp, zero1 and zero2 keep. Collective over the engine's ranks
 // (`world`); a problem on any rank throws the same WeightsError (or CheckpointError) on all.
+// A non-finite parameter is a WeightsError naming the tensor and index, unless
+// `allow_nonfinite` (train.allow_nonfinite_weights).
 void init_weights(const std::string& path, Engine& engine, Checkpointer& checkpointer,
-                  MPI_Comm world);
+                  MPI_Comm world, bool allow_nonfinite = false);
 
 }  // namespace fsdp

@@ -198,9 +198,10 @@ void Trainer::open_checkpoints(MPI_Comm world) {
   // directory is made, checked and locked now whatever checkpoint.every is.
   checkpointer_ = std::make_unique<Checkpointer>(
       world, checkpoint_run(cfg_), cfg_.train.steps > 0 ? Checkpointer::Use::Write : Checkpointer::Use::Read);
-  if (!opts_.resume.empty()) resume();
+  if (!opts_.resume.empty()) resume(world);
   if (!opts_.init_from.empty() && !resumed_) {
-    init_weights(opts_.init_from, *engine_, *checkpointer_, world);
+    init_weights(opts_.init_from, *engine_, *checkpointer_, world,
+                 cfg_.train.allow_nonfinite_weights);
     if (rank_ == 0 && opts_.log)
       std::printf("fsdp-train: initialised from %s (%lld parameters), fresh optimizer\n",
                   opts_.init_from.c_str(), (long long)num_params(cfg_.model));
@@ -287,10 +288,10 @@ void Trainer::measure_peak() {
 
 Trainer::~Trainer() = default;
 
-double Trainer::evaluate() {
+std::optional<double> Trainer::evaluate() {
   const int T = cfg_.model.block_size, B = cfg_.train.micro_batch_size;
   const std::int64_t S = std::min<std::int64_t>(cfg_.eval.sequences, val_sampler_->num_eval_windows());
-  if (S <= 0) return std::nan("");
+  if (S <= 0) return std::nullopt;
   // Window i goes to rank i % N; every rank runs the same number of micro-batches (the
   // collectives must match), padding its last one with window 0 whose loss is dropped.
   std::vector<std::int64_t> mine;
@@ -310,6 +311,19 @@ double Trainer::evaluate() {
   double sum = 0.0;
   for (std::size_t k = 0; k < mine.size(); ++k) sum += losses[k];
   return groups_.world->all_reduce_sum(sum) / double(S);
+}
+
+void Trainer::check_eval(int step, double loss) const {
+  // Every rank holds the same sum. Under abort it ends the run as a non-finite training loss
+  // does (exit 4); under skip_step the run goes on and the metrics record the value (null).
+  if (std::isfinite(loss)) return;
+  char what[160];
+  std::snprintf(what, sizeof what, "val loss is %s at step %d (eval over %s)",
+                std::isnan(loss) ? "nan" : "inf", step, cfg_.data.val.c_str());
+  if (cfg_.train.on_nonfinite != "skip_step") throw NonFiniteError(what);
+  if (rank_ == 0)
+    std::fprintf(stderr, "fsdp-train: warning: %s (train.on_nonfinite = skip_step: the run goes on)\n",
+                 what);
 }
 
 void Trainer::print_sample(int step) {
@@ -447,11 +461,11 @@ TrainSummary Trainer::run() {
                   "K x N):\n%s", step + 1, kernels::gemm_paths::table(0, "  ").c_str());
     const bool last = step + 1 == cfg_.train.steps;
     if ((cfg_.eval.every > 0 && (step + 1) % cfg_.eval.every == 0) || last) {
-      const double ev = evaluate();
-      if (!std::isnan(ev)) {
-        sum.evals.emplace_back(step + 1, ev);
-        if (rank_ == 0 && opts_.log) std::printf("eval  %5d | val loss %.4f\n", step + 1, ev);
-        if (metrics_) metrics_->write({{"step", step + 1}, {"eval_loss", ev}});
+      if (const std::optional<double> ev = evaluate()) {
+        check_eval(step + 1, *ev);
+        sum.evals.emplace_back(step + 1, *ev);
+        if (rank_ == 0 && opts_.log) std::printf("eval  %5d | val loss %.4f\n", step + 1, *ev);
+        if (metrics_) metrics_->write({{"step", step + 1}, {"eval_loss", *ev}});
       }
       print_sample(step + 1);
     }
@@ -474,11 +488,11 @@ TrainSummary Trainer::run() {
     }
   }
   if (cfg_.train.steps == 0) {  // an evaluation of the initial (e.g. --init-from) weights
-    const double ev = evaluate();
-    if (!std::isnan(ev)) {
-      sum.evals.emplace_back(0, ev);
-      if (rank_ == 0 && opts_.log) std::printf("eval  %5d | val loss %.6f\n", 0, ev);
-      if (metrics_) metrics_->write({{"step", 0}, {"eval_loss", ev}});
+    if (const std::optional<double> ev = evaluate()) {
+      check_eval(0, *ev);
+      sum.evals.emplace_back(0, *ev);
+      if (rank_ == 0 && opts_.log) std::printf("eval  %5d | val loss %.6f\n", 0, *ev);
+      if (metrics_) metrics_->write({{"step", 0}, {"eval_loss", *ev}});
     }
     print_sample(0);
   }

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,7 +68,8 @@ class Trainer {
   Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts = {});
   ~Trainer();
   TrainSummary run();
-  double evaluate();
+  std::optional<double> evaluate();  // none when there is nothing to evaluate
+  void check_eval(int step, double loss) const;  // a non-finite one: NonFiniteError or a warning
 
   Engine& engine() { return *engine_; }
   OffloadFile* offload_file() { return offload_.get(); }  // fsdp.offload = nvme, else null
@@ -98,7 +100,7 @@ class Trainer {
 
   void log_step(int step, const StepResult& r, double step_s, double tok_s);
   // trainer_checkpoint.cpp
-  void resume();
+  void resume(MPI_Comm world);
   // A checkpoint.every save: in the background where checkpoint.async is on, else save_checkpoint.
   void save_periodic();
   // Waits for the background write in flight, if any (its file becomes last_saved_path_).

@@ -4,11 +4,12 @@
 #include <cstdio>
 
 #include "optim/lr_schedule.hpp"
+#include "train/nonfinite_weights.hpp"
 #include "train/trainer.hpp"
 
 namespace fsdp {
 
-void Trainer::resume() {
+void Trainer::resume(MPI_Comm world) {
   bool any_failed = false;
   auto warn = [&](const std::string& m) {
     any_failed = true;
@@ -32,6 +33,11 @@ void Trainer::resume() {
   } else {
     h = checkpointer_->load(path, engine_->state());  // throws the same CheckpointError on every rank
   }
+  if (!cfg_.train.allow_nonfinite_weights)
+    if (const std::string bad = first_nonfinite_param(*engine_, world); !bad.empty())
+      throw CheckpointError(path + ": parameter " + bad +
+                            " (non-finite weights are refused; train.allow_nonfinite_weights = "
+                            "true accepts them)");
   checkpointer_->adopt_run(h.run_id, path);  // this job continues that run
   start_step_ = steps_done_ = last_saved_ = int(h.step);
   last_saved_path_ = path;

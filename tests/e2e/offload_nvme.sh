@@ -4,8 +4,9 @@
 # file system too small, or in use by another job is refused before any step with one line
 # (exit 2 or 7); a disk that fails or fills mid-run (FSDP_TEST_OFFLOAD_FAIL) ends every rank
 # with exit 7 and the last checkpoint verifies and resumes (in memory: no offload); a job killed
-# with SIGKILL leaves no offload file behind and the next job takes the directory. The tmpfs
-# cases need mount (root); else skipped.
+# with SIGKILL leaves no offload file behind and the next job takes the directory; --resume auto
+# past a damaged checkpoint starts as fresh as a fresh run (the refused load's moments, already
+# in the offload file, are not kept). The tmpfs cases need mount (root); else skipped.
 source "$(dirname "$0")/lib.sh"
 
 NVME=(--set fsdp.offload=nvme --set offload.params=true)
@@ -54,6 +55,30 @@ for spec in "1@150" "0@150:enospc"; do
   [ -z "$left" ] && ok "$spec: no offload file left in $F" || bad "$spec: left in $F: $left"
 done
 [ "$F" = "$MNT" ] && umount "$MNT"
+
+# A refused checkpoint leaves nothing behind: its moments were read into the offload file before
+# the checksum failed; the fresh start must not train on them. Deterministic Llama at np 2: the
+# run after --resume auto past the damaged file has the fresh run's losses, bit for bit.
+L=(--config inputs/llama_tiny.toml --set train.deterministic=true --set fsdp.offload=nvme
+   --set offload.path="$D" --set eval.every=0 --set eval.sequences=0 --set train.peak_tflops=1)
+timeout 60 mpirun -np 2 "$TRAIN" "${L[@]}" --set train.steps=3 --metrics "$WORK/fresh.jsonl" \
+  >"$WORK/fresh" 2>&1 || bad "fresh nvme run: $(tail -2 "$WORK/fresh")"
+timeout 60 mpirun -np 2 "$TRAIN" "${L[@]}" --set train.steps=2 --set checkpoint.every=2 \
+  --set checkpoint.dir="$WORK/ckd" >"$WORK/first" 2>&1 || bad "nvme run to damage: $(tail -2 "$WORK/first")"
+C="$WORK/ckd/step_000002.h5"
+off=$(h5dump -p -H -d /optim/exp_avg_sq/lm_head.weight "$C" | awk '/OFFSET/ {print $2}')
+printf '\x7f' | dd of="$C" bs=1 seek=$((off + 1000)) conv=notrunc status=none
+timeout 60 mpirun -np 2 "$TRAIN" "${L[@]}" --set train.steps=3 --set checkpoint.dir="$WORK/ckd" \
+  --resume auto --metrics "$WORK/after.jsonl" >"$WORK/after" 2>&1 ||
+  bad "--resume auto past the damaged file: $(tail -2 "$WORK/after")"
+losses() { grep -o '"loss":[^,]*' "$1" | tr '\n' ' '; }
+if grep -q "starting fresh" "$WORK/after" && [ -n "$(losses "$WORK/fresh.jsonl")" ] &&
+   [ "$(losses "$WORK/fresh.jsonl")" = "$(losses "$WORK/after.jsonl")" ]; then
+  ok "--resume auto past a damaged checkpoint under nvme: the fresh run's losses bit for bit ($(losses "$WORK/after.jsonl"))"
+else
+  bad "after the refused checkpoint: $(losses "$WORK/after.jsonl") against fresh $(losses "$WORK/fresh.jsonl"); $(grep -m2 -E 'warning|fresh' "$WORK/after")"
+fi
+rm -rf "$WORK/ckd"
 
 # Two jobs on one offload.path: the second is refused, naming the first; SIGKILL the first and
 # the directory holds no offload file, and a new job takes it.

@@ -44,6 +44,33 @@ RunConfig default_deck(int steps) {
   return cfg;
 }
 
+// The curve as plotted: the trailing 10-step mean of the per-step losses (single steps of a
+// 24-sequence batch differ more, a plateau left a step earlier or later: noise of the trajectory
+// rather than of the arithmetic). The statistic is the largest relative gap between two such
+// curves.
+double curve_gap(const std::vector<double>& ref, const std::vector<double>& other) {
+  const std::size_t w = 10;
+  auto mean = [&](const std::vector<double>& l, std::size_t end) {
+    double m = 0.0;
+    for (std::size_t i = end - w; i < end; ++i) m += l[i];
+    return m / double(w);
+  };
+  double worst = 0.0;
+  for (std::size_t end = w; end <= ref.size(); ++end) {
+    const double a = mean(ref, end), b = mean(other, end);
+    worst = std::max(worst, std::abs(b - a) / a);
+  }
+  return worst;
+}
+
+// How far bf16 may stray from fp32, in units of the gap between two fp32 runs that differ only
+// in their seed, measured by the same test. Over 5 seeds of 200 steps at 1 rank on an AVX-512
+// core with bf16 units (scripts/bf16_spread.py, docs/bf16.md) bf16 GEMMs on oneDNN's bf16
+// kernels strayed 0.17-0.71 of that gap, 0.19-0.49 with ONEDNN_MAX_CPU_ISA=AVX512_CORE; fp32
+// on OpenBLAS's SkylakeX kernels against Haswell's, 0.00-0.07. Twice the gap is 2.8 times the
+// largest ratio seen, and still far below what a broken cast gives (a stalled or diverging run).
+constexpr double kSeedGapMargin = 2.0;
+
 }  // namespace
 
 TEST_CASE("bf16 training follows the fp32 loss curve", "[bf16]") {
@@ -62,37 +89,28 @@ TEST_CASE("bf16 training follows the fp32 loss curve", "[bf16]") {
   static std::map<std::string, Run> fp32_runs;  // one fp32 reference per strategy
   if (!fp32_runs.count(strategy)) fp32_runs[strategy] = train(cfg);
   const Run& fp32 = fp32_runs[strategy];
+  // The spread the bound comes from: fp32 from the next seed (its own initialisation and data
+  // order) against fp32, once per process.
+  static double seed_gap = -1.0;
+  if (seed_gap < 0.0) {
+    RunConfig other = cfg;
+    other.train.seed = cfg.train.seed + 1;
+    seed_gap = curve_gap(fp32.losses, train(other).losses);
+  }
   cfg.fsdp.mixed_precision = "bf16";
   cfg.fsdp.reduce_dtype = "bf16";
   cfg.fsdp.gemm_dtype = gemm;
   const Run bf16 = train(cfg);
   REQUIRE(bf16.losses.size() == fp32.losses.size());
-  // The curve as plotted: the trailing 10-step mean of the per-step losses. Single steps of a
-  // 24-sequence batch differ more (a plateau left a step earlier or later), and that is noise
-  // of the trajectory rather than of the arithmetic.
-  const std::size_t w = 10;
-  auto mean = [&](const std::vector<double>& l, std::size_t end) {
-    double m = 0.0;
-    for (std::size_t i = end - w; i < end; ++i) m += l[i];
-    return m / double(w);
-  };
-  // Over 80 steps the bf16 curve is within 2% of fp32's. Later, as the model memorises the
-  // small corpus, it trails fp32's by up to 3.5% (1 rank) and 3.9% (3 ranks), where two fp32
-  // runs that differ only in summation order part by 1.2-1.4% and two fp32 seeds by 4.6%
-  // (docs/bf16.md, "Loss curves"): the longer run is bounded by the seeds' spread.
-  double worst = 0.0, worst_early = 0.0;
-  for (std::size_t end = w; end <= fp32.losses.size(); ++end) {
-    const double a = mean(fp32.losses, end), b = mean(bf16.losses, end);
-    worst = std::max(worst, std::abs(b - a) / a);
-    if (end <= 80) worst_early = worst;
-  }
+  const double gap = curve_gap(fp32.losses, bf16.losses);
   INFO(strategy << ", " << gemm << " GEMMs, " << fp32.losses.size() << " steps: largest relative "
-                << "difference of the 10-step mean loss " << worst_early << " to step 80, "
-                << worst << " in all; final losses " << fp32.losses.back() << " (fp32) vs "
-                << bf16.losses.back() << " (bf16)");
-  CHECK(worst_early < 0.02);
-  CHECK(worst < (long_run ? 0.05 : 0.02));
-  CHECK(worst > 1e-6);  // the casts really happen
+                << "difference of the 10-step mean loss " << gap << " (bf16 against fp32), "
+                << seed_gap << " (fp32 seed " << cfg.train.seed + 1 << " against seed "
+                << cfg.train.seed << "), bound " << kSeedGapMargin << " x " << seed_gap
+                << "; final losses " << fp32.losses.back() << " (fp32) vs " << bf16.losses.back()
+                << " (bf16)");
+  CHECK(gap <= kSeedGapMargin * seed_gap);
+  CHECK(gap > 1e-6);  // the casts really happen
   // The run learned (a cast that broke the parameters would stall far above this).
   CHECK(bf16.losses.back() < 0.75 * bf16.losses.front());
 }
