@@ -35,7 +35,15 @@ J=$(submit -N2 --ntasks-per-node=1 -- "$SRC/inputs/default.toml" "${ARGS[@]}")
 RUN=$JOBS/runs/$J
 M0=$RUN/metrics.$J.0.jsonl
 wait_step "$M0" 1 90 || bad "job $J never reached step 1"
-pids=$(rank_pids "$J" | tr '\n' ' ')
+# Both ranks, looked for again until found: on a loaded machine a /proc scan can miss a rank
+# (seen once: no pid found, so the kill was a no-op and the job completed).
+pids=""
+for _ in $(seq 50); do
+  pids=$(rank_pids "$J" | tr '\n' ' ')
+  [ "$(wc -w <<<"$pids")" -ge 2 ] && break
+  sleep 0.1
+done
+[ -n "$pids" ] || bad "job $J: no rank process found to kill"
 if wait_step "$M0" 14 90; then
   kill -KILL $pids
   echo "job $J: SIGKILL to ranks (pids $pids) after step $(last_step "$M0")"
