@@ -180,9 +180,9 @@ int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& d
       }
     });
   }
-  if (io_err.empty()) {
-    const int r = MPI_File_sync(fh);  // collective; a deferred write error shows here
-    if (r != MPI_SUCCESS) io_err = file + ": " + mpi_error(r);
+  {  // collective: every rank calls it, whatever it met; a deferred write error shows here
+    const int r = MPI_File_sync(fh);
+    if (r != MPI_SUCCESS && io_err.empty()) io_err = file + ": " + mpi_error(r);
   }
   const std::string damage = agree_on_error(comm, damaged), failure = agree_on_error(comm, io_err);
   FSDP_MPI_CHECK(MPI_File_close(&fh));  // closing makes every rank's writes complete
