@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "io/checkpoint.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -179,7 +182,14 @@ std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
   if (!err.empty())
     throw CheckpointWriteError("cannot write checkpoint " + dir_ + "/" + name + ": " + err);
   if (rank_ == 0) {
-    err = ckpt::prepare_dir(dir_);
+    // A directory removed under a running job was removed on purpose (a purge, a user):
+    // recreating it would also write without the lock that kept other jobs out.
+    std::error_code ec;
+    if (lock_ && !fs::is_directory(dir_, ec))
+      err = "checkpoint.dir " + dir_ + ": was removed during the run (with this job's lock in "
+            "it): not recreating it";
+    else
+      err = ckpt::prepare_dir(dir_);
     if (err.empty() && !in_the_way(name).empty()) {
       std::fprintf(stderr, "fsdp-train: %s; this run's checkpoint is %s instead\n",
                    in_the_way(name).c_str(), ckpt::run_file_name(h.step, run_id_).c_str());
@@ -194,6 +204,16 @@ std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
   if (!err.empty()) throw CheckpointWriteError(err);
   name = broadcast_string(comm, name, 0);
   const std::string path = dir_ + "/" + name, tmp = dir_ + "/" + ckpt::partial_name(name, run_id_);
+  // H5Fcreate truncates through a link: whatever is at the temporary name (a planted link, a
+  // killed attempt's partial file) is removed and the name created afresh, exclusively.
+  if (rank_ == 0) {
+    ::unlink(tmp.c_str());  // ENOENT is the usual answer; O_EXCL below catches the rest
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) err = "cannot write checkpoint " + tmp + ": " + std::strerror(errno);
+    else if (::close(fd) != 0) err = "cannot write checkpoint " + tmp + ": " + std::strerror(errno);
+  }
+  err = agree_on_error(comm, err);
+  if (!err.empty()) throw CheckpointWriteError(err);
 
   write_file(state, h, tmp);
 

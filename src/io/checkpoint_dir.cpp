@@ -93,20 +93,21 @@ std::vector<std::string> retention_victims(const std::vector<DirFile>& files,
   std::vector<std::string> out;
   if (run.empty()) return out;
   for (const DirFile& f : files) {
-    if (f.run != run || kept(f.name)) continue;
-    if (f.kind == DirFile::Partial) out.push_back(f.name);
-    else mine.push_back(&f);
+    if (f.run != run) continue;
+    if (f.kind == DirFile::Partial) {
+      if (!kept(f.name)) out.push_back(f.name);
+    } else {
+      mine.push_back(&f);
+    }
   }
-  // Newest written first; the protected files count towards `keep` (they stay anyway).
+  // The `keep` written last stay, counted among all the run's complete files; a protected
+  // file (the one just written, the one resumed from) stays besides, so a resume from an old
+  // step does not cost a user one of the K newest files (issue 44, finding 6).
   std::sort(mine.begin(), mine.end(), [](const DirFile* a, const DirFile* b) {
     return a->written != b->written ? a->written > b->written : a->step > b->step;
   });
-  std::size_t protected_mine = 0;
-  for (const DirFile& f : files)
-    if (f.run == run && f.kind == DirFile::Complete && kept(f.name)) ++protected_mine;
-  const std::size_t room =
-      std::size_t(std::max(keep, 0)) > protected_mine ? std::size_t(keep) - protected_mine : 0;
-  for (std::size_t i = room; i < mine.size(); ++i) out.push_back(mine[i]->name);
+  for (std::size_t i = std::size_t(std::max(keep, 0)); i < mine.size(); ++i)
+    if (!kept(mine[i]->name)) out.push_back(mine[i]->name);
   return out;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "io/checkpoint_format.hpp"
 
+#include "io/atomic_output.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -289,16 +291,7 @@ void sync_path(const std::string& path) {
 }
 
 void write_latest(const std::string& dir, const std::string& name) {
-  const std::string tmp = dir + "/latest.tmp", dst = dir + "/latest";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << name << "\n";
-    out.flush();
-    if (!out) throw std::runtime_error(tmp + ": cannot write");
-  }
-  sync_path(tmp);
-  fs::rename(tmp, dst);
-  sync_path(dir);
+  io::write_file_atomically(dir + "/latest", name + "\n");  // never through a planted link
 }
 
 }  // namespace fsdp::ckpt

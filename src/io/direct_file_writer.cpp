@@ -23,9 +23,9 @@ std::runtime_error io_error(const std::string& path, const std::string& what, in
 }  // namespace
 
 DirectFileWriter::DirectFileWriter(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd_ < 0) throw io_error(path_, "opening it to write its data", errno);
-  direct_fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT);  // EINVAL: not here
+  direct_fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);  // EINVAL: not here
   void* p = nullptr;
   if (direct_fd_ >= 0 && ::posix_memalign(&p, kBlock, kBounce) != 0) {
     ::close(direct_fd_);  // no bounce buffer: everything buffered

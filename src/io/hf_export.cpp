@@ -5,14 +5,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <memory>
 
 #include "core/bf16.hpp"
 #include "core/check.hpp"
 #include "core/memory.hpp"
 #include "comm/agree.hpp"
+#include "io/atomic_output.hpp"
 #include "io/block_hash.hpp"
 #include "io/checkpoint_scan.hpp"
 #include "model/architecture.hpp"
@@ -30,18 +32,6 @@ std::string mpi_error(int rc) {
   int len = 0;
   MPI_Error_string(rc, buf, &len);
   return std::string(buf, std::size_t(len));
-}
-
-// Writes `text` to path through a temporary name.
-void write_small_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw std::runtime_error(tmp + ": cannot be written");
-  }
-  fs::rename(tmp, path);
 }
 
 }  // namespace
@@ -80,33 +70,67 @@ int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& d
   const std::string header =
       weights::safetensors_header(order, tensors, {{"format", "pt"}, {"source", "fsdp"}});
 
-  const std::string file = (fs::path(dir) / "model.safetensors").string(), tmp = file + ".tmp";
-  std::string err;
+  // Every file of the export is written to a temporary first and renamed only when all of
+  // them are complete, so a failure never leaves a new config.json beside an old
+  // model.safetensors or the other way round (issue 44, finding 1).
+  const std::string file = (fs::path(dir) / "model.safetensors").string();
+  std::unique_ptr<io::StagedFile> staged, staged_config;  // rank 0 owns the temporaries
+  std::string err, tmp;
   if (c.rank == 0) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) err = dir + ": " + ec.message();
+    try {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) throw std::runtime_error(dir + ": " + ec.message());
+      staged = std::make_unique<io::StagedFile>(file);
+      staged_config = std::make_unique<io::StagedFile>((fs::path(dir) / "config.json").string());
+      tmp = staged->temp();
+    } catch (const std::exception& ex) {
+      err = ex.what();
+    }
   }
   err = agree_on_error(comm, err);
   if (!err.empty()) {
     say(err);
     return 2;
   }
+  tmp = broadcast_string(comm, tmp, 0);
+  // No MPI_MODE_CREATE: rank 0 created the temporary exclusively; RDWR to read writes back.
   MPI_File fh = MPI_FILE_NULL;
-  const int rc = MPI_File_open(comm, tmp.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY,
-                               MPI_INFO_NULL, &fh);
+  const int rc = MPI_File_open(comm, tmp.c_str(), MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
   if (rc != MPI_SUCCESS) {  // collective: every rank has the same outcome
-    say(tmp + ": " + mpi_error(rc));
+    say(file + ": cannot open its temporary " + tmp + ": " + mpi_error(rc));
     return 2;
   }
   std::uint64_t total = header.size();
   for (const auto& [name, t] : tensors) total = std::max(total, t.end);
   FSDP_MPI_CHECK(MPI_File_set_size(fh, MPI_Offset(total)));
   std::string io_err, damaged;
+  // Each write is accounted for three ways: the call's result, the count in its status, and
+  // the bytes read back. Open MPI has returned MPI_SUCCESS after its pwritev failed with
+  // ENOSPC, and set_size above leaves a sparse file whose size alone proves nothing.
+  std::vector<char> back;
   auto write_at = [&](std::uint64_t at, const void* data, std::size_t bytes) {
+    if (!io_err.empty()) return;
     MPI_Status st;
-    const int r = MPI_File_write_at(fh, MPI_Offset(at), data, int(bytes), MPI_BYTE, &st);
-    if (r != MPI_SUCCESS && io_err.empty()) io_err = tmp + ": " + mpi_error(r);
+    int r = MPI_File_write_at(fh, MPI_Offset(at), data, int(bytes), MPI_BYTE, &st);
+    int count = 0;
+    if (r == MPI_SUCCESS) r = MPI_Get_count(&st, MPI_BYTE, &count);
+    if (r != MPI_SUCCESS) {
+      io_err = file + ": " + mpi_error(r);
+      return;
+    }
+    if (std::size_t(count) != bytes) {
+      io_err = file + ": wrote " + std::to_string(count) + " of " + std::to_string(bytes) +
+               " bytes at offset " + std::to_string(at) + " (is the disk full?)";
+      return;
+    }
+    back.assign(bytes, 0);
+    r = MPI_File_read_at(fh, MPI_Offset(at), back.data(), int(bytes), MPI_BYTE, &st);
+    if (r == MPI_SUCCESS) r = MPI_Get_count(&st, MPI_BYTE, &count);
+    if (r != MPI_SUCCESS || std::size_t(count) != bytes ||
+        std::memcmp(back.data(), data, bytes) != 0)
+      io_err = file + ": the bytes at offset " + std::to_string(at) +
+               " did not read back as written (is the disk full?)";
   };
   if (c.rank == 0) write_at(0, header.data(), header.size());
 
@@ -156,19 +180,23 @@ int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& d
       }
     });
   }
+  {  // collective: every rank calls it, whatever it met; a deferred write error shows here
+    const int r = MPI_File_sync(fh);
+    if (r != MPI_SUCCESS && io_err.empty()) io_err = file + ": " + mpi_error(r);
+  }
   const std::string damage = agree_on_error(comm, damaged), failure = agree_on_error(comm, io_err);
   FSDP_MPI_CHECK(MPI_File_close(&fh));  // closing makes every rank's writes complete
   if (!damage.empty() || !failure.empty()) {
-    say(!damage.empty() ? damage : failure);
-    if (c.rank == 0) std::remove(tmp.c_str());
-    return !damage.empty() ? 1 : 2;
+    say((!damage.empty() ? damage : failure) + " (the old export, if any, is unchanged)");
+    return !damage.empty() ? 1 : 2;  // rank 0's destructors remove the temporaries
   }
   if (c.rank == 0) {
     try {
-      sync_path(tmp);
-      fs::rename(tmp, file);
-      write_small_file((fs::path(dir) / "config.json").string(), hf_config_json(m, dtype));
-      sync_path(dir);
+      staged->finish(total);
+      staged_config->write(hf_config_json(m, dtype));
+      staged_config->finish(staged_config->written());
+      staged->commit();
+      staged_config->commit();
     } catch (const std::exception& ex) {
       err = ex.what();
     }

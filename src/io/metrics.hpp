@@ -15,11 +15,18 @@ class MetricsWriter {
  public:
   explicit MetricsWriter(const std::string& path, bool append = false)
       : out_("--metrics", path, append, OutputFile::Live) {}
-  void write(const nlohmann::json& record) { out_.write(record.dump() + "\n", /*flush=*/true); }
+  // The first record of a new file carries kMetricsMarker (io/output_path.hpp): readers that
+  // pick keys see one key more; a later run sees the file is ours.
+  void write(nlohmann::json record) {
+    if (first_ && out_.started_empty()) record[kMetricsMarker] = 1;
+    first_ = false;
+    out_.write(record.dump() + "\n", /*flush=*/true);
+  }
   void finish() { out_.finish(); }
 
  private:
   OutputFile out_;
+  bool first_ = true;
 };
 
 }  // namespace fsdp

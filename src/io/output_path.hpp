@@ -12,15 +12,21 @@ namespace fsdp {
 
 enum class OutputKind { Metrics, Trace };
 
+// The key fsdp puts into the first record of a new metrics file, so that a later run can tell
+// its own metrics file from any other JSON file (a config.json) before writing over it.
+inline constexpr const char* kMetricsMarker = "fsdp_metrics";
+
 // Why `path` cannot be the `flag` output ("--metrics", "--trace"), or "" when it can: its
 // directory must exist and be writable; an existing file must be a regular file, none of
 // `inputs` (the paths this run reads), not an HDF5 file, and empty or one of ours (a metrics
-// file starts with a JSON object, a trace with {"traceEvents").
+// file's first line is a JSON object with the key kMetricsMarker, a trace starts with
+// {"traceEvents").
 std::string output_problem(const std::string& flag, const std::string& path, OutputKind kind,
                            const std::vector<std::string>& inputs);
 
-// An output file. Staged (a trace, written once at the end): written as `path.partial` and
-// renamed over `path` by finish() (or the destructor), so a reader never sees half a file.
+// An output file. Staged (a trace, written once at the end): held in memory and written by
+// finish() (or the destructor) through io::StagedFile (io/atomic_output.hpp), so a reader
+// never sees half a file and a failed write leaves the old file as it was.
 // Live (the metrics, a log people follow with tail -f during the run): written in place, each
 // record whole in one write and flushed. A failed write is reported once on stderr ("warning:
 // <flag> <path>: <why>; ...") and writing stops: the run goes on, the output is what is lost.
@@ -35,12 +41,16 @@ class OutputFile {
   void write(const std::string& bytes, bool flush);
   void finish();
   const std::string& path() const { return path_; }
+  // True when the file had nothing in it before this run's first write.
+  bool started_empty() const { return started_empty_; }
 
  private:
   void failed(const std::string& why);
-  std::string flag_, path_, partial_;  // partial_ == path_ when Live
-  std::FILE* f_ = nullptr;
-  bool failed_ = false;
+  std::string flag_, path_;
+  Mode mode_;
+  std::string staged_;      // Staged: the whole file, written by finish()
+  std::FILE* f_ = nullptr;  // Live
+  bool failed_ = false, done_ = false, started_empty_ = true;
 };
 
 }  // namespace fsdp

@@ -33,6 +33,28 @@ if mount -t tmpfs -o size=900k none "$MNT" 2>/dev/null; then
     rm -rf "$D"
   done
   umount "$MNT"
+  # An export onto a disk with room for one export but not two: refused (exit 2, one line),
+  # the old export's bytes unchanged, no temporary left (issue 44, finding 1).
+  if mount -t tmpfs -o size=200k none "$MNT"; then
+    E="$WORK/exp"
+    timeout 60 mpirun -np 2 "$TRAIN" "${SMALL[@]}" --set train.steps=2 --set checkpoint.every=1 \
+      --set checkpoint.keep=2 --set checkpoint.dir="$E" >"$WORK/first" 2>&1 &&
+      timeout 30 mpirun -np 2 "$CKPT" export "$E/step_000001.h5" --hf "$MNT/out" >"$WORK/first" 2>&1 ||
+      bad "export: the first export: $(tail -2 "$WORK/first")"
+    before=$(cd "$MNT/out" && sha256sum config.json model.safetensors)
+    expect_end "export onto a full disk" 2 "model.safetensors: .*(disk full|No space left).*the old export, if any, is unchanged" \
+      mpirun -np 2 "$CKPT" export "$E/step_000002.h5" --hf "$MNT/out"
+    [ "$(cd "$MNT/out" && sha256sum config.json model.safetensors)" = "$before" ] &&
+      [ "$(ls "$MNT/out" | wc -l)" = 2 ] && ok "export onto a full disk: the old export is unchanged, no temporary left" ||
+      bad "export onto a full disk: the old export changed: $(ls -la "$MNT/out")"
+    # A link planted at the old temporary name is never written through.
+    echo precious >"$WORK/target"
+    ln -s "$WORK/target" "$WORK/hf/model.safetensors.tmp" 2>/dev/null || { mkdir -p "$WORK/hf"; ln -s "$WORK/target" "$WORK/hf/model.safetensors.tmp"; }
+    timeout 30 mpirun -np 2 "$CKPT" export "$E/step_000002.h5" --hf "$WORK/hf" >"$WORK/first" 2>&1 &&
+      [ "$(cat "$WORK/target")" = precious ] && ok "export beside a planted model.safetensors.tmp link: its target is untouched" ||
+      bad "export beside a planted link: target '$(cat "$WORK/target")': $(tail -2 "$WORK/first")"
+    umount "$MNT"
+  fi
   # A read-only file system: found at start with checkpoint.every = 0 (a preemption signal
   # would otherwise find it, hours in, with nothing saved).
   if mount -t tmpfs -o ro,size=64k none "$MNT"; then

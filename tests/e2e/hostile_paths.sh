@@ -109,4 +109,23 @@ wait "$job1"
 rc=$?
 [ "$rc" -eq 0 ] && "$CKPT" verify "$T/step_001000.h5" >/dev/null 2>&1 \
   && ok "the first job finished (exit 0) and its step 1000 verifies" || bad "the first job: exit $rc, $(tail -2 "$WORK/job1.log")"
+# --metrics on a JSON file fsdp did not write (a config.json): refused, untouched (issue 44, 3).
+printf '{\n  "architectures": ["LlamaForCausalLM"]\n}\n' >"$WORK/config.json"
+sum=$(sha256sum <"$WORK/config.json")
+expect_end "--metrics on a config.json" 2 "--metrics $WORK/config.json: exists and is not a metrics file fsdp wrote" \
+  mpirun -np 2 "$TRAIN" "${SMALL[@]}" --set train.steps=2 --metrics "$WORK/config.json"
+[ "$(sha256sum <"$WORK/config.json")" = "$sum" ] && ok "--metrics on a config.json: untouched" ||
+  bad "--metrics on a config.json: it changed"
+
+# Retention after a resume: keep = 2 keeps the 2 written last plus the file resumed from.
+K="$WORK/keep"
+timeout 60 mpirun -np 2 "$TRAIN" "${SMALL[@]}" --set train.steps=4 --set checkpoint.every=4 \
+  --set checkpoint.dir="$K" >"$WORK/first" 2>&1 &&
+  timeout 60 mpirun -np 2 "$TRAIN" "${SMALL[@]}" --set train.steps=8 --set checkpoint.every=1 \
+    --set checkpoint.keep=2 --set checkpoint.dir="$K" --resume auto >"$WORK/first" 2>&1 ||
+  bad "retention after resume: the runs: $(tail -2 "$WORK/first")"
+kept=$(cd "$K" && ls step_*.h5 | tr '\n' ' ')
+[ "$kept" = "step_000004.h5 step_000007.h5 step_000008.h5 " ] &&
+  ok "retention after resume, keep = 2: $kept" || bad "retention after resume, keep = 2: '$kept'"
+
 finish

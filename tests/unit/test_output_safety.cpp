@@ -18,6 +18,8 @@
 #include "core/check.hpp"
 #include "io/checkpoint_dir.hpp"
 #include "io/checkpoint_format.hpp"
+#include "io/atomic_output.hpp"
+#include "io/metrics.hpp"
 #include "io/output_path.hpp"
 
 using namespace fsdp;
@@ -89,10 +91,9 @@ TEST_CASE("retention: random directories never lose a protected, foreign or unkn
       CHECK(by_name[v].run == kA);  // only the run's own files
       CHECK(std::find(protect.begin(), protect.end(), v) == protect.end());
     }
-    // What stays of the run's complete files: every protected one, and the newest written of
-    // the others, up to `keep` in all.
+    // What stays of the run's complete files: the `keep` written last (protected or not) and
+    // every protected one besides.
     std::vector<DirFile> mine;
-    std::size_t protected_mine = 0;
     for (const DirFile& f : files) {
       if (f.run != kA) continue;
       const bool prot = std::find(protect.begin(), protect.end(), f.name) != protect.end();
@@ -100,15 +101,15 @@ TEST_CASE("retention: random directories never lose a protected, foreign or unkn
         CHECK(gone.count(f.name) == (prot ? 0u : 1u));
         continue;
       }
-      if (prot) ++protected_mine;
-      else mine.push_back(f);
+      mine.push_back(f);
     }
     std::sort(mine.begin(), mine.end(), [](const DirFile& a, const DirFile& b) {
       return a.written != b.written ? a.written > b.written : a.step > b.step;
     });
-    const std::size_t room = std::size_t(keep) > protected_mine ? keep - protected_mine : 0;
-    for (std::size_t i = 0; i < mine.size(); ++i)
-      CHECK(gone.count(mine[i].name) == (i < room ? 0u : 1u));
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      const bool prot = std::find(protect.begin(), protect.end(), mine[i].name) != protect.end();
+      CHECK(gone.count(mine[i].name) == (i < std::size_t(keep) || prot ? 0u : 1u));
+    }
     // The order of the listing does not matter.
     std::shuffle(files.begin(), files.end(), rng);
     std::vector<std::string> again = ckpt::retention_victims(files, kA, keep, protect);
@@ -173,15 +174,18 @@ TEST_CASE("output paths: random files on disk are refused unless they are the ou
   const std::string input = (root / "train.bin").string();
   std::ofstream(input) << "tokens";
   std::mt19937_64 rng(11);
-  enum Content { Missing, Empty, Metrics, Trace, Hdf5, Binary, Directory, Fifo, DevNull, Input, NoDir };
+  enum Content { Missing, Empty, Metrics, Trace, Hdf5, Binary, Directory, Fifo, DevNull, Input, NoDir,
+                 HfConfig, OldMetrics };
   for (int trial = 0; trial < 400; ++trial) {
     const fs::path p = root / "sub" / ("f" + std::to_string(trial));
-    const Content c = Content(rng() % 11);
+    const Content c = Content(rng() % 13);
     std::string path = p.string();
     switch (c) {
       case Missing: break;
       case Empty: std::ofstream(p).flush(); break;
-      case Metrics: std::ofstream(p) << "{\"step\": 1}\n"; break;
+      case Metrics: std::ofstream(p) << "{\"fsdp_metrics\": 1, \"step\": 1}\n{\"step\": 2}\n"; break;
+      case HfConfig: std::ofstream(p) << "{\n  \"architectures\": [\"LlamaForCausalLM\"]\n}\n"; break;
+      case OldMetrics: std::ofstream(p) << "{\"step\": 1}\n"; break;  // no marker: not provably ours
       case Trace: std::ofstream(p) << "{\"traceEvents\":[\n]}\n"; break;
       case Hdf5: std::ofstream(p, std::ios::binary) << std::string("\x89HDF\r\n\x1a\n", 8) << "rest"; break;
       case Binary: std::ofstream(p, std::ios::binary) << std::string("\x7f" "ELF\x02\x01", 6); break;
@@ -194,8 +198,7 @@ TEST_CASE("output paths: random files on disk are refused unless they are the ou
     for (OutputKind kind : {OutputKind::Metrics, OutputKind::Trace}) {
       const std::string why = output_problem("--metrics", path, kind, {input});
       const bool allowed = c == Missing || c == Empty || (c == Metrics && kind == OutputKind::Metrics) ||
-                           (c == Trace && kind == OutputKind::Trace) ||
-                           (c == Trace && kind == OutputKind::Metrics);  // a JSON object either way
+                           (c == Trace && kind == OutputKind::Trace);
       INFO("trial " << trial << " content " << int(c) << ": " << why);
       CHECK(why.empty() == allowed);
       if (!why.empty()) {
@@ -204,16 +207,15 @@ TEST_CASE("output paths: random files on disk are refused unless they are the ou
       }
     }
   }
-  // What a staged OutputFile leaves: the final name only, with what was written; append
-  // continues it. A live one writes in place.
+  // What a staged OutputFile leaves: the final name only (no temporary beside it), with what
+  // was written; append continues it. A live one writes in place.
   const std::string m = (root / "m.jsonl").string();
   {
     OutputFile f("--metrics", m, false);
     f.write("{\"a\":1}\n", true);
-    CHECK(fs::exists(m + ".partial"));
     CHECK_FALSE(fs::exists(m));
   }
-  CHECK_FALSE(fs::exists(m + ".partial"));
+  CHECK(std::distance(fs::directory_iterator(root), fs::directory_iterator()) == 3);  // sub, train.bin, m
   { OutputFile("--metrics", m, true).write("{\"b\":2}\n", true); }
   std::ifstream in(m);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -225,7 +227,26 @@ TEST_CASE("output paths: random files on disk are refused unless they are the ou
     const std::string seen((std::istreambuf_iterator<char>(now)), std::istreambuf_iterator<char>());
     CHECK(seen == "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");  // visible before the end
   }
-  CHECK_FALSE(fs::exists(m + ".partial"));
+  // A planted link at any temporary name is never written through: the temporary is fresh.
+  const std::string target = (root / "target").string(), t = (root / "t.json").string();
+  std::ofstream(target) << "precious";
+  fs::create_symlink(target, t + ".tmp");
+  fs::create_symlink(target, t + ".partial");
+  io::write_file_atomically(t, "{}\n");
+  std::ifstream tin(target);
+  CHECK(std::string((std::istreambuf_iterator<char>(tin)), std::istreambuf_iterator<char>()) == "precious");
+  // A metrics writer marks a new file's first record, and only that one.
+  const std::string mm = (root / "marked.jsonl").string();
+  {
+    MetricsWriter w(mm);
+    w.write({{"step", 1}});
+    w.write({{"step", 2}});
+  }
+  CHECK(output_problem("--metrics", mm, OutputKind::Metrics, {}).empty());
+  { MetricsWriter(mm, true).write({{"step", 3}}); }
+  std::ifstream min(mm);
+  const std::string marked((std::istreambuf_iterator<char>(min)), std::istreambuf_iterator<char>());
+  CHECK(marked == "{\"fsdp_metrics\":1,\"step\":1}\n{\"step\":2}\n{\"step\":3}\n");
   fs::remove_all(root);
 }
 
