@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/load_config.hpp"
+#include "comm/safety.hpp"
 #include "core/check.hpp"
 #include "core/faults.hpp"
 #include "core/exit_codes.hpp"
@@ -28,6 +29,9 @@ constexpr int kExitError = fsdp::exit_code::kError;
 
 int main(int argc, char** argv) {
   fsdp::install_terminate_handler("fsdp-plan");
+  // Reading the deck and the machine file is watched: a FIFO or a stuck disk ends with exit 6.
+  fsdp::comm::start_watchdog(fsdp::comm::kStartupTimeoutS);
+  const fsdp::comm::Watch reading("fsdp-plan: reading the deck and the machine file");
   fsdp::faults::throw_if_asked("fsdp-plan");
   CLI::App app{
       "fsdp-plan: predicted per-rank memory and step time of a run deck on N ranks, per sharding "
@@ -66,6 +70,12 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitBadConfig;
+  }
+  // 0 is the option's "not given"; given, it must be a model.
+  if (app.count("--params") > 0 && !(options.params >= 1)) {
+    std::fprintf(stderr, "fsdp-plan: --params: expected a parameter count in [1, 2^50], got %g\n",
+                 options.params);
+    return kExitBadConfig;
   }
 
   if (published) {
