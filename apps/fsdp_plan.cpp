@@ -5,6 +5,7 @@
 // Exit codes (core/exit_codes.hpp): 0 done; 2 bad run deck or arguments; 1 any other error.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,9 @@ constexpr int kExitError = fsdp::exit_code::kError;
 
 int main(int argc, char** argv) {
   fsdp::install_terminate_handler("fsdp-plan");
-  // Reading the deck and the machine file is watched: a FIFO or a stuck disk ends with exit 6.
+  // Reading the deck is watched: a stuck disk ends with exit 6 (a FIFO is refused at open).
   fsdp::comm::start_watchdog(fsdp::comm::kStartupTimeoutS);
-  const fsdp::comm::Watch reading("fsdp-plan: reading the deck and the machine file");
+  std::optional<fsdp::comm::Watch> reading(std::in_place, "fsdp-plan: reading the deck");
   fsdp::faults::throw_if_asked("fsdp-plan");
   CLI::App app{
       "fsdp-plan: predicted per-rank memory and step time of a run deck on N ranks, per sharding "
@@ -95,6 +96,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fsdp-plan: %s\n", fsdp::one_line(e.what()).c_str());
     return kExitBadConfig;
   }
+  reading.reset();  // a --largest-model search may take longer than start-up's timeout
 
   try {
     fsdp::plan::print_plan(cfg, options, json);
