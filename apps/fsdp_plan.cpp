@@ -5,10 +5,12 @@
 // Exit codes (core/exit_codes.hpp): 0 done; 2 bad run deck or arguments; 1 any other error.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/load_config.hpp"
+#include "comm/safety.hpp"
 #include "core/check.hpp"
 #include "core/faults.hpp"
 #include "core/exit_codes.hpp"
@@ -28,6 +30,9 @@ constexpr int kExitError = fsdp::exit_code::kError;
 
 int main(int argc, char** argv) {
   fsdp::install_terminate_handler("fsdp-plan");
+  // Reading the deck is watched: a stuck disk ends with exit 6 (a FIFO is refused at open).
+  fsdp::comm::start_watchdog(fsdp::comm::kStartupTimeoutS);
+  std::optional<fsdp::comm::Watch> reading(std::in_place, "fsdp-plan: reading the deck");
   fsdp::faults::throw_if_asked("fsdp-plan");
   CLI::App app{
       "fsdp-plan: predicted per-rank memory and step time of a run deck on N ranks, per sharding "
@@ -67,6 +72,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitBadConfig;
   }
+  // 0 is the option's "not given"; given, it must be a model.
+  if (app.count("--params") > 0 && !(options.params >= 1)) {
+    std::fprintf(stderr, "fsdp-plan: --params: expected a parameter count in [1, 2^50], got %g\n",
+                 options.params);
+    return kExitBadConfig;
+  }
 
   if (published) {
     try {
@@ -85,6 +96,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fsdp-plan: %s\n", fsdp::one_line(e.what()).c_str());
     return kExitBadConfig;
   }
+  reading.reset();  // a --largest-model search may take longer than start-up's timeout
 
   try {
     fsdp::plan::print_plan(cfg, options, json);

@@ -7,12 +7,15 @@
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "core/kokkos_session.hpp"
 #include "comm/process_groups.hpp"
+#include "comm/safety.hpp"
 #include "config/deck_agreement.hpp"
 #include "config/load_config.hpp"
 #include "comm/mpi_session.hpp"
@@ -73,6 +76,10 @@ int main(int argc, char** argv) {
   fsdp::install_terminate_handler("fsdp-sample");
   fsdp::select_blas_kernel(argv);
   fsdp::comm::MpiSession mpi(&argc, &argv);
+  // Reading the model, its deck and the encoder is watched: a FIFO or a stuck disk cannot hold
+  // the ranks for ever (exit code 6).
+  fsdp::comm::start_watchdog(fsdp::comm::kStartupTimeoutS);
+  std::optional<fsdp::comm::Watch> reading(std::in_place, "start-up: reading the model and inputs");
   fsdp::faults::throw_if_asked("fsdp-sample");
   const int rank = mpi.rank(), nranks = mpi.size();
 
@@ -106,6 +113,11 @@ int main(int argc, char** argv) {
           app,
           [&] {
             app.parse(argc, argv);
+            // CLI::Range lets NaN through (every comparison with it is false).
+            if (!std::isfinite(o.temperature))
+              throw CLI::ValidationError("--temperature", "must be a finite number in [0, 100]");
+            if (app.count("--prompt") > 0 && app.count("--prompt-ids") > 0)
+              throw CLI::ValidationError("--prompt", "give either --prompt or --prompt-ids, not both");
             if (!prompt_ids.empty()) tokens = parse_ids(prompt_ids);
             else for (unsigned char c : prompt) tokens.push_back(c);
             if (tokens.empty()) throw CLI::ValidationError("--prompt", "is empty");
@@ -156,6 +168,9 @@ int main(int argc, char** argv) {
     return failed.code;
   }
 
+  // The model's deck says how long a collective may take; from here that timeout applies.
+  reading.reset();
+  fsdp::comm::start_watchdog(cfg.comm.timeout_s);
   int code = 0;
   {
     fsdp::KokkosSession kokkos(argc, argv);

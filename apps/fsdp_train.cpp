@@ -15,6 +15,7 @@
 #include "core/faults.hpp"
 #include "core/exit_codes.hpp"
 #include <cstdio>
+#include <optional>
 
 #include "config/deck_agreement.hpp"
 #include "config/load_config.hpp"
@@ -22,6 +23,7 @@
 #include "comm/agree.hpp"
 #include "core/memory.hpp"
 #include "data/data_error.hpp"
+#include "comm/safety.hpp"
 #include "io/weights_error.hpp"
 #include "train/init_weights.hpp"
 #include "train/signals.hpp"
@@ -32,6 +34,9 @@ int main(int argc, char** argv) {
   fsdp::install_stop_handlers();  // first: a batch system's signal must never kill a rank
   fsdp::select_blas_kernel(argv);
   fsdp::comm::MpiSession mpi(&argc, &argv);
+  // Reading the deck and the inputs is watched before the deck's comm.timeout_s is known.
+  fsdp::comm::start_watchdog(fsdp::comm::kStartupTimeoutS);
+  std::optional<fsdp::comm::Watch> reading(std::in_place, "start-up: reading the deck and inputs");
   fsdp::faults::throw_if_asked("fsdp-train");
   const int rank = mpi.rank();
 
@@ -69,6 +74,7 @@ int main(int argc, char** argv) {
   int config_code = 0;
   try {
     cfg = fsdp::load_config(config_path, overrides);
+    if (cfg.comm.timeout_s > 0) fsdp::comm::start_watchdog(cfg.comm.timeout_s);
     if (!init_from.empty()) cfg = fsdp::with_init_shape(cfg, init_from);
   } catch (const fsdp::ConfigError& e) {
     config_error = e.what();
@@ -85,6 +91,7 @@ int main(int argc, char** argv) {
     return failed.code;
   }
 
+  reading.reset();  // the trainer watches its own start-up from here
   int code = 0;
   {
     fsdp::KokkosSession kokkos(argc, argv);

@@ -12,4 +12,6 @@ fsdp_add_e2e_test(e2e_offload_nvme offload_nvme.sh)
 fsdp_add_e2e_test(e2e_hostile_ranks hostile_ranks.sh)
 fsdp_add_e2e_test(e2e_hostile_paths hostile_paths.sh)
 fsdp_add_e2e_test(e2e_hostile_values hostile_values.sh)
-set_tests_properties(e2e_hostile_disk e2e_hostile_ranks e2e_hostile_paths PROPERTIES PROCESSORS 2)
+fsdp_add_e2e_test(e2e_hostile_inputs hostile_inputs.sh)
+set_tests_properties(e2e_hostile_disk e2e_hostile_ranks e2e_hostile_paths e2e_hostile_inputs
+                     PROPERTIES PROCESSORS 2)

@@ -73,6 +73,7 @@ void watchdog_loop() {
   std::unique_lock<std::mutex> lock(w.mu);
   for (;;) {
     w.cv.wait_for(lock, std::chrono::milliseconds(100));
+    if (w.timeout_s <= 0) continue;  // comm.timeout_s = 0 after the start-up watch: off
     for (const auto& [id, slot] : w.slots) {
       if (!slot.active) continue;
       const double waited =

@@ -62,7 +62,13 @@ class ArrivalBoard {
 // Starts the process-wide watchdog thread (idempotent). A watched operation running longer than
 // timeout_s prints what it was and who had not arrived, then ends this process with exit code 6,
 // which makes the launcher end the job.
+// Called again, it sets the timeout only (0 or less: watched operations are no longer timed).
 void start_watchdog(double timeout_s);
+
+// Every app starts the watchdog at this timeout on its first lines and watches its start-up
+// (reading the deck, weights and data, the first collectives), so nothing waits unbounded
+// before the deck's comm.timeout_s is known; a FIFO or a stuck disk ends with exit code 6.
+inline constexpr double kStartupTimeoutS = 30.0;
 
 bool watchdog_started();
 

@@ -3,9 +3,6 @@
 // the schema so a key is described in exactly one place.
 #include "config/load_config.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 
 #include <toml++/toml.h>
@@ -20,6 +17,7 @@
 #include <sstream>
 
 #include "config/schema.hpp"
+#include "core/input_file.hpp"
 
 namespace fsdp {
 namespace {
@@ -281,35 +279,10 @@ RunConfig load_config_from_string(const std::string& toml_text, const std::strin
 }
 
 RunConfig load_config(const std::string& toml_path, const std::vector<std::string>& overrides) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(toml_path, ec))
-    throw ConfigError(toml_path + ": cannot read run deck: no such file");
-  if (fs::is_directory(toml_path, ec))
-    throw ConfigError(toml_path + ": cannot read run deck: it is a directory");
-  // read(2), not a stream: an I/O error (EIO from /proc/self/mem, a failing disk) must not
-  // read as an empty deck, which is valid (all defaults).
-  const int fd = ::open(toml_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw ConfigError(toml_path + ": cannot read run deck: " + std::strerror(errno));
-  std::string text;
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      throw ConfigError(toml_path + ": cannot read run deck: " + std::strerror(err));
-    }
-    text.append(buf, std::size_t(n));
-    if (text.size() > (std::size_t(64) << 20)) {
-      ::close(fd);
-      throw ConfigError(toml_path + ": cannot read run deck: larger than 64 MiB");
-    }
-  }
-  ::close(fd);
+  // A deck is text a person wrote; 64 MiB is far past any and keeps /dev/zero-like inputs out.
+  // read(2), not a stream: an I/O error must not read as an empty deck, which is valid.
+  const std::string text = rethrow_input_as<ConfigError>(
+      [&] { return read_input(toml_path, "run deck", std::uint64_t(64) << 20); });
   return load_config_from_string(text, toml_path, overrides);
 }
 

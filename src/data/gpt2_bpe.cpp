@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 
+#include "core/input_file.hpp"
 #include "data/data_error.hpp"
 
 namespace fsdp {
@@ -41,9 +41,9 @@ std::vector<std::uint32_t> code_points(const std::string& s) {
 Gpt2Vocabulary Gpt2Vocabulary::load(const std::string& path) {
   nlohmann::json j;
   try {
-    std::ifstream in(path);
-    if (!in) throw DataError(path + ": cannot be opened");
-    j = nlohmann::json::parse(in);
+    // An encoder.json is about 1 MiB; 64 MiB bounds what a device or a stray file can cost.
+    j = nlohmann::json::parse(rethrow_input_as<DataError>(
+        [&] { return read_input(path, "encoder", std::uint64_t(64) << 20); }));
   } catch (const nlohmann::json::exception& e) {
     throw DataError(path + ": not valid JSON (" + std::string(e.what()).substr(0, 80) + ")");
   }

@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <utility>
 
+#include "core/input_file.hpp"
 #include "data/builtin_corpus.hpp"
 
 namespace fsdp {
@@ -34,33 +33,26 @@ std::int32_t le_int32(const unsigned char* p) {
   return static_cast<std::int32_t>(v);
 }
 
-// Opens a regular file and returns its size, or says why it cannot.
-std::int64_t open_checked(const std::string& path, std::ifstream& in) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (!fs::exists(st)) fail(path, "no such file");
-  if (fs::is_directory(st)) fail(path, "is a directory, not a token file");
-  const auto bytes = fs::file_size(path, ec);
-  if (ec) fail(path, "cannot read size (" + ec.message() + ")");
-  errno = 0;
-  in.open(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open (") + std::strerror(errno ? errno : EIO) + ")");
-  return static_cast<std::int64_t>(bytes);
+// The token file opened as an input: a FIFO, device or directory is refused by its kind and
+// never waited on.
+InputFile open_checked(const std::string& path) {
+  return rethrow_input_as<DataError>([&] { return InputFile(path, "token file"); });
 }
 
-// Reads `count` tokens of `width` bytes (1, 2 or 4, little-endian) from the current position.
+// Reads `count` tokens of `width` bytes (1, 2 or 4, little-endian) from byte `offset`.
 // A uint32 past INT32_MAX becomes negative, which the range check refuses.
-std::vector<std::int32_t> read_tokens(std::ifstream& in, const std::string& path,
-                                      std::int64_t count, int width) {
+std::vector<std::int32_t> read_tokens(const InputFile& in, const std::string& path,
+                                      std::int64_t offset, std::int64_t count, int width) {
   std::vector<std::int32_t> out(static_cast<std::size_t>(count));
   std::vector<unsigned char> buf(std::size_t(1) << 20);
   const std::int64_t per_chunk = static_cast<std::int64_t>(buf.size()) / width;
   for (std::int64_t done = 0; done < count;) {
     const std::int64_t n = std::min(per_chunk, count - done);
-    if (!in.read(reinterpret_cast<char*>(buf.data()), n * width))
-      fail(path, "read failed after " + std::to_string(done) + " of " + std::to_string(count) +
+    rethrow_input_as<DataError>([&] {
+      in.read_at(std::uint64_t(offset + done * width), std::uint64_t(n * width), buf.data(),
+                 "read failed after " + std::to_string(done) + " of " + std::to_string(count) +
                      " tokens");
+    });
     std::int32_t* dst = out.data() + done;
     if (width == 1) {
       for (std::int64_t i = 0; i < n; ++i) dst[i] = buf[i];
@@ -83,14 +75,13 @@ struct Loaded {
 };
 
 Loaded load_llmc(const std::string& path) {
-  std::ifstream in;
-  const std::int64_t bytes = open_checked(path, in);
+  const InputFile in = open_checked(path);
+  const auto bytes = static_cast<std::int64_t>(in.size());
   if (bytes < kLlmcHeaderBytes)
     fail(path, "too short for an llm.c header (" + std::to_string(bytes) + " bytes, need " +
                    std::to_string(kLlmcHeaderBytes) + ")");
   unsigned char header[kLlmcHeaderBytes];
-  if (!in.read(reinterpret_cast<char*>(header), kLlmcHeaderBytes))
-    fail(path, "cannot read the llm.c header");
+  rethrow_input_as<DataError>([&] { in.read_at(0, kLlmcHeaderBytes, header, "llm.c header"); });
   const std::int32_t magic = le_int32(header);
   const std::int32_t version = le_int32(header + 4);
   const std::int64_t count = static_cast<std::uint32_t>(le_int32(header + 8));
@@ -109,17 +100,17 @@ Loaded load_llmc(const std::string& path) {
     fail(path, "size " + std::to_string(bytes) + " bytes does not match the header's " +
                    std::to_string(count) + " tokens (expected 1024 + " + std::to_string(width) +
                    "*" + std::to_string(count) + " = " + std::to_string(expected) + " bytes)");
-  return {read_tokens(in, path, count, width), kLlmcHeaderBytes, width};
+  return {read_tokens(in, path, kLlmcHeaderBytes, count, width), kLlmcHeaderBytes, width};
 }
 
 Loaded load_raw(const std::string& path, int width) {
-  std::ifstream in;
-  const std::int64_t bytes = open_checked(path, in);
+  const InputFile in = open_checked(path);
+  const auto bytes = static_cast<std::int64_t>(in.size());
   if (bytes % width != 0)
     fail(path, "size " + std::to_string(bytes) + " bytes is not a multiple of " +
                    std::to_string(width) + "; a raw uint" + std::to_string(8 * width) +
                    " token file holds " + std::to_string(width) + " bytes per token");
-  return {read_tokens(in, path, bytes / width, width), 0, width};
+  return {read_tokens(in, path, 0, bytes / width, width), 0, width};
 }
 
 std::vector<std::int32_t> load_builtin(const std::string& path) {

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <random>
 
+#include "core/input_file.hpp"
 #include "core/memory.hpp"
 #include "io/checkpoint_format.hpp"
 #include "io/h5_io.hpp"
@@ -140,9 +141,15 @@ std::vector<DirFile> scan_dir(const std::string& dir) {
 }
 
 std::string read_latest(const std::string& dir) {
-  std::ifstream in(dir + "/latest");
-  std::string name;
-  if (!in || !std::getline(in, name)) return {};
+  // A hint only: anything but a small regular file (a FIFO planted as `latest` would block a
+  // plain open for ever) reads as no hint, and the directory's scan decides.
+  std::string text;
+  try {
+    text = read_input(dir + "/latest", "", 4096);
+  } catch (const InputError&) {
+    return {};
+  }
+  const std::string name = text.substr(0, text.find('\n'));
   DirFile f;
   return parse_name(name, f) && f.kind == DirFile::Complete ? name : std::string();
 }

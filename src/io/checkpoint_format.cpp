@@ -13,10 +13,12 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 
 #include "model/registry.hpp"
 #include <regex>
 
+#include "core/input_file.hpp"
 #include "io/checkpoint_dir.hpp"
 #include "io/h5_io.hpp"
 
@@ -210,18 +212,25 @@ std::string model_mismatch(const ModelConfig& saved, const ModelConfig& run) {
 }
 
 std::string not_hdf5(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return "no such file";
-  if (!fs::is_regular_file(path, ec)) return "not a regular file";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "cannot be opened for reading";
+  // Opened as an input: a FIFO or a device is named by its kind and never waited on (HDF5's
+  // own open would block on a FIFO).
+  std::optional<InputFile> in;
+  try {
+    in.emplace(path, "");
+  } catch (const InputError& e) {
+    return std::string(e.what()).substr(path.size() + 2);  // "<path>: <why>"
+  }
   // The signature sits at 0 or, after a user block, at 512, 1024, 2048, ...
   static const char sig[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
-  const std::uintmax_t size = fs::file_size(path, ec);
-  for (std::uintmax_t at = 0; at + 8 <= size; at = at == 0 ? 512 : 2 * at) {
+  const std::uint64_t size = in->size();
+  for (std::uint64_t at = 0; at + 8 <= size; at = at == 0 ? 512 : 2 * at) {
     char buf[8] = {};
-    in.seekg(std::streamoff(at));
-    if (in.read(buf, 8) && std::equal(buf, buf + 8, sig)) return {};
+    try {
+      in->read_at(at, 8, buf, "signature");
+    } catch (const InputError& e) {
+      return std::string(e.what()).substr(path.size() + 2);
+    }
+    if (std::equal(buf, buf + 8, sig)) return {};
   }
   return "not an HDF5 file (no HDF5 signature)";
 }

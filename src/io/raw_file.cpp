@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "io/raw_file.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,26 +11,17 @@
 
 namespace fsdp::weights {
 
-RawFile::RawFile(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw WeightsError(path + ": " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd_);
-    throw WeightsError(path + ": not a regular file");
-  }
-  size_ = std::uint64_t(st.st_size);
-}
-
-RawFile::~RawFile() {
-  if (fd_ >= 0) ::close(fd_);
+// A function-try-block: the member's InputError leaves as this layer's WeightsError (exit 5).
+RawFile::RawFile(const std::string& path) try : path_(path), file_(path, "") {
+} catch (const InputError& e) {
+  throw WeightsError(e.what());
 }
 
 void RawFile::read(std::uint64_t offset, std::uint64_t bytes, void* out,
                    const std::string& what) const {
   auto* p = static_cast<char*>(out);
   while (bytes > 0) {
-    const ssize_t n = ::pread(fd_, p, bytes, off_t(offset));
+    const ssize_t n = ::pread(file_.fd(), p, bytes, off_t(offset));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
       throw WeightsError(path_ + ": " + what + ": " +

@@ -5,22 +5,22 @@
 #include <cstdint>
 #include <string>
 
+#include "core/input_file.hpp"
+
 namespace fsdp::weights {
 
 class RawFile {
  public:
   explicit RawFile(const std::string& path);  // throws WeightsError
-  ~RawFile();
   RawFile(const RawFile&) = delete;
   RawFile& operator=(const RawFile&) = delete;
   // Exactly `bytes` bytes at `offset`, or WeightsError naming the file and `what`.
   void read(std::uint64_t offset, std::uint64_t bytes, void* out, const std::string& what) const;
-  std::uint64_t size() const { return size_; }
+  std::uint64_t size() const { return file_.size(); }
 
  private:
   std::string path_;
-  int fd_ = -1;
-  std::uint64_t size_ = 0;
+  InputFile file_;
 };
 
 // Little-endian float32 or bfloat16 values to float32.

@@ -3,10 +3,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 
+#include "io/raw_file.hpp"
 #include "io/weights_error.hpp"
 
 namespace fsdp::weights {
@@ -25,11 +26,49 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
   return t + "]";
 }
 
+// The tensors must tile the data region exactly, as Hugging Face's reader demands: sorted by
+// offset, each starts where the one before ends, the first at 0 and the last at the end. Two
+// tensors sharing bytes or bytes that belong to none mean the header does not describe the file.
+void check_tiling(const SafetensorsHeader& h, std::uint64_t data_bytes) {
+  std::vector<std::pair<const std::string*, const StoredTensor*>> by_offset;
+  for (const auto& [name, t] : h.tensors) by_offset.emplace_back(&name, &t);
+  std::sort(by_offset.begin(), by_offset.end(), [](const auto& a, const auto& b) {
+    return a.second->begin != b.second->begin ? a.second->begin < b.second->begin
+                                              : a.second->end < b.second->end;
+  });
+  std::uint64_t at = h.data_start;
+  for (const auto& [name, t] : by_offset) {
+    if (t->begin != at)
+      fail(h.path, *name,
+           "data_offsets begin at " + std::to_string(t->begin - h.data_start) + ", but the " +
+               (t->begin < at ? "tensor before it ends at " : "tensors before it end at ") +
+               std::to_string(at - h.data_start) +
+               (t->begin < at ? " (they overlap)" : " (a gap no tensor covers)"));
+    at = t->end;
+  }
+  if (at - h.data_start != data_bytes)
+    fail(h.path, "",
+         "the tensors cover " + std::to_string(at - h.data_start) + " of the " +
+             std::to_string(data_bytes) + " data bytes (the header does not describe the file)");
+}
+
 }  // namespace
 
 std::string quote(const std::string& s, std::size_t max_chars) {
+  // Control bytes are written as \xNN: a NUL would end the message where it is printed
+  // (what() is a C string), and a newline would split the one-line error in two.
   std::string out;
-  for (char c : s.substr(0, max_chars)) out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  for (char c : s.substr(0, max_chars)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+      continue;
+    }
+    static const char* hex = "0123456789abcdef";
+    out += "\\x";
+    out += hex[u >> 4];
+    out += hex[u & 0xf];
+  }
   if (s.size() > max_chars) out += "...";
   return out;
 }
@@ -48,15 +87,11 @@ std::int64_t StoredTensor::numel() const {
 SafetensorsHeader SafetensorsHeader::read(const std::string& path) {
   SafetensorsHeader h;
   h.path = path;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) fail(path, "", "no such file");
-  h.file_bytes = std::filesystem::file_size(path, ec);
-  if (ec) fail(path, "", ec.message());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "", "cannot be opened");
+  const RawFile in(path);  // a regular file, or WeightsError naming its kind
+  h.file_bytes = in.size();
   if (h.file_bytes < 8) fail(path, "header", "the file is shorter than the 8-byte header length");
   unsigned char len_bytes[8];
-  in.read(reinterpret_cast<char*>(len_bytes), 8);
+  in.read(0, 8, len_bytes, "header length");
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
   if (n > h.file_bytes - 8)
@@ -64,8 +99,7 @@ SafetensorsHeader SafetensorsHeader::read(const std::string& path) {
                              std::to_string(h.file_bytes) + " bytes)");
   if (n > kMaxHeaderBytes) fail(path, "header", "length " + std::to_string(n) + " is over 100 MiB");
   std::string text(n, '\0');
-  in.read(text.data(), std::streamsize(n));
-  if (!in) fail(path, "header", "cannot be read");
+  in.read(8, n, text.data(), "header");
   h.data_start = 8 + n;
   const std::uint64_t data_bytes = h.file_bytes - h.data_start;
 
@@ -122,6 +156,7 @@ SafetensorsHeader SafetensorsHeader::read(const std::string& path) {
     t.end = h.data_start + e;
     h.tensors[name] = t;
   }
+  check_tiling(h, data_bytes);
   return h;
 }
 

@@ -8,9 +8,9 @@
 #include <map>
 #include <memory>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
+#include "core/input_file.hpp"
 #include "io/raw_file.hpp"
 #include "io/safetensors.hpp"
 #include "io/weight_source.hpp"
@@ -45,8 +45,12 @@ const Architecture& architecture_in(const TensorShapes& tensors, const nlohmann:
 nlohmann::json read_json(const std::string& path) {
   nlohmann::json j;
   try {
-    std::ifstream in(path);
-    j = nlohmann::json::parse(in);
+    // config.json and an index are small tables; 64 MiB is far past either (an index of a
+    // 400B-parameter model is under 1 MiB) and keeps a device or a huge file from being read.
+    j = nlohmann::json::parse(rethrow_input_as<WeightsError>(
+        [&] { return read_input(path, "", std::uint64_t(64) << 20); }));
+  } catch (const WeightsError&) {
+    throw;
   } catch (const std::exception& e) {
     throw WeightsError(path + ": not valid JSON (" + quote(e.what()) + ")");
   }

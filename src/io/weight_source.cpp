@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "io/weight_source.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
+#include "io/raw_file.hpp"
 #include "io/weights_error.hpp"
 #include "io/weights_sources.hpp"
 
@@ -13,11 +14,12 @@ namespace fsdp::weights {
 WeightFormat detect_weight_format(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return WeightFormat::Safetensors;
-  if (!std::filesystem::exists(path, ec)) throw WeightsError(path + ": no such file or directory");
-  std::ifstream in(path, std::ios::binary);
+  // Opened as an input (a FIFO or device refused by kind, never waited on); a short file reads
+  // fewer than 9 bytes and is named below as no format.
   unsigned char b[9] = {};
-  in.read(reinterpret_cast<char*>(b), sizeof b);
-  const std::streamsize got = in.gcount();
+  const RawFile file(path);
+  const std::uint64_t got = std::min<std::uint64_t>(file.size(), sizeof b);
+  file.read(0, got, b, "magic bytes");
   if (got >= 8 && std::memcmp(b, "\x89HDF\r\n\x1a\n", 8) == 0) return WeightFormat::Checkpoint;
   if (got >= 4) {
     std::int32_t magic = 0;

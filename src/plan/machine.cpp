@@ -2,11 +2,12 @@
 #include "plan/machine.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "core/input_file.hpp"
 
 namespace fsdp::plan {
 namespace {
@@ -157,11 +158,11 @@ Machine machine_from_json_text(const std::string& text, const std::string& sourc
 }
 
 Machine machine_from_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open machine file");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return machine_from_json_text(os.str(), path);
+  // A machine file is a few lines of JSON; 1 MiB bounds /dev/zero and its like.
+  return machine_from_json_text(
+      rethrow_input_as<std::runtime_error>(
+          [&] { return read_input(path, "machine file", std::uint64_t(1) << 20); }),
+      path);
 }
 
 Machine load_machine(const std::string& name_or_path) {

@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <stdexcept>
 
 #include "config/schema.hpp"
 #include "core/memory.hpp"
+#include "model/registry.hpp"
 #include "plan/machine.hpp"
 #include "plan/memory_model.hpp"
 #include "plan/time_model.hpp"
@@ -132,6 +134,16 @@ void check_options(const PlanOptions& o) {
   if (o.nodes > o.ranks) bad("--nodes", "at most --ranks = " + std::to_string(o.ranks), o.nodes);
 }
 
+// The family's members have head size --head-dim: the architecture's own rules (a rotary
+// embedding needs an even head size) are checked on one of them, naming the flag.
+void check_family(const ModelConfig& like, int head_dim) {
+  const ModelConfig member = family_shape(4, like, 128.0, head_dim);
+  for (const ArchCheck& a : architecture(member.arch).checks)
+    if (const std::string why = a.check(member); !why.empty() && a.key == "model.n_head")
+      throw std::invalid_argument("--head-dim: " + std::to_string(head_dim) + " for model.arch = \"" +
+                                  member.arch + "\": " + why);
+}
+
 Report make_report(const RunConfig& cfg, const PlanOptions& o) {
   check_options(o);
   int nodes = o.nodes;
@@ -152,12 +164,15 @@ Report make_report(const RunConfig& cfg, const PlanOptions& o) {
   // memory behind a host link) runs bf16 GEMMs on its tensor cores; a CPU machine as this host.
   if (base.precision == Precision::BF16 && cfg.fsdp.gemm_dtype == "auto" && machine.pcie_bandwidth > 0)
     base.bf16_gemms = true;
+  if (params > 0 || largest) check_family(base.model, head_dim);
   if (params > 0) base.model = shape_for_params(params, base.model, aspect, head_dim);
   std::int64_t budget = cfg.memory.device_budget;
   if (!budget_text.empty()) {
     const auto b = parse_byte_size(budget_text);
-    double d = 0;
-    if (!b && std::sscanf(budget_text.c_str(), "%lf", &d) == 1 && d >= 1 && d <= 0x1p60)
+    // The whole text must be the number: "12XB" is an unknown unit, not 12 bytes.
+    char* end = nullptr;
+    const double d = b ? 0.0 : std::strtod(budget_text.c_str(), &end);
+    if (!b && end != budget_text.c_str() && *end == '\0' && d >= 1 && d <= 0x1p60)
       budget = std::int64_t(d);
     else if (b) budget = *b;
     else {

@@ -124,7 +124,9 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
 
 void Trainer::guard_start_up(MPI_Comm world) {
   // Start-up's collectives are watched too: a rank that never arrives ends the job.
-  if (cfg_.comm.timeout_s > 0) comm::start_watchdog(cfg_.comm.timeout_s);
+  // The app's start-up watch (comm::kStartupTimeoutS) ran before; from here the deck's timeout
+  // applies, and 0 turns the timing off.
+  comm::start_watchdog(cfg_.comm.timeout_s);
   // A rank that runs out of memory alone would leave the others in a collective: when not
   // every rank fails within a few seconds, the failing one ends the job with the report.
   tracker_.set_failure_handler([this](const std::string& why) {

@@ -141,8 +141,13 @@ def bad_files(d, out):
     put("offsets_past_end", with_header(h))
     h = json.loads(json.dumps(header)); h[first]["shape"] = [h[first]["shape"][0] + 1] + h[first]["shape"][1:]
     put("shape_lies", with_header(h))
-    h = json.loads(json.dumps(header)); del h[max(k for k in h if k.endswith("mlp.c_fc.weight"))]
-    put("missing_tensor", with_header(h))
+    # A well-formed file that lacks a tensor: its bytes go too (the tensors must tile the data).
+    h = json.loads(json.dumps(header))
+    b, e = h.pop(max(k for k in h if k.endswith("mlp.c_fc.weight")))["data_offsets"]
+    for k, v in h.items():
+        if k != "__metadata__" and v["data_offsets"][0] >= e:
+            v["data_offsets"] = [v["data_offsets"][0] - (e - b), v["data_offsets"][1] - (e - b)]
+    put("missing_tensor", with_header(h, data[:b] + data[e:]))
     h = json.loads(json.dumps(header)); h[first]["dtype"] = "F64"
     b, e = h[first]["data_offsets"]; h[first]["shape"] = [(e - b) // 8]
     put("wrong_dtype", with_header(h))

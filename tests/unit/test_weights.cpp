@@ -77,6 +77,19 @@ TEST_CASE("hostile safetensors headers are refused with one line naming the tens
   refuse(R"([1,2])", 0, "header: not a JSON object");
   refuse(R"({"w":)", 0, "header: not valid JSON");
   refuse(R"({")" + std::string(200, 'x') + R"(":{"dtype":"F32","shape":[2]}})", 0, "xxx...");
+  // Offsets must tile the data region, as Hugging Face's reader demands.
+  refuse(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+         R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12,
+         "b: data_offsets begin at 4, but the tensor before it ends at 8 (they overlap)");
+  refuse(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+         R"("b":{"dtype":"F32","shape":[2],"data_offsets":[12,20]}})", 20,
+         "b: data_offsets begin at 12, but the tensors before it end at 8 (a gap no tensor covers)");
+  refuse(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12, "a: data_offsets begin at 4");
+  refuse(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 9,
+         "the tensors cover 8 of the 9 data bytes");
+  // A NUL or newline in a name is shown escaped, not cut or split.
+  refuse(R"({"a\u0000\nb":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4,
+         "a\\x00\\x0ab: data_offsets span 4 bytes");
   std::remove(temp_path("bad").c_str());
 }
 

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 
 #include "model/attention_path.hpp"
@@ -112,6 +114,9 @@ std::string num(double v) {
   return b;
 }
 
+// Hugging Face's LlamaConfig default for a config.json without max_position_embeddings.
+constexpr long long kHfMaxPositions = 2048;
+
 // config.json's fields, read strictly: a missing required field, a wrong type, or a value the
 // tensors contradict is one line naming the file and the key.
 class ConfigReader {
@@ -121,18 +126,34 @@ class ConfigReader {
     throw std::invalid_argument(path_ + ": " + key + ": " + why);
   }
   bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
-  long long integer(const char* key, bool required) const {
-    if (!has(key)) {
-      if (required) fail(key, "missing");
-      return 0;
-    }
-    if (!j_[key].is_number_integer()) fail(key, "not an integer");
-    return j_[key].get<long long>();
+  // An integer of object o within [lo, hi], or `fallback` when absent. Read as the file's value
+  // (never through int: 2^32 + 16 is not 16) and refused naming the file's key, not a deck key.
+  long long integer_in(const nlohmann::json& o, const std::string& key, long long lo,
+                       long long hi, long long fallback) const {
+    if (!o.contains(key) || o[key].is_null()) return fallback;
+    const nlohmann::json& v = o[key];
+    if (!v.is_number_integer()) fail(key, v.is_number() ? num(v.get<double>()) + " is not an integer" : "not an integer");
+    const bool in_range = v.is_number_unsigned()
+                              ? v.get<std::uint64_t>() <= std::uint64_t(hi) && v.get<long long>() >= lo
+                              : v.get<long long>() >= lo && v.get<long long>() <= hi;
+    if (!in_range)
+      fail(key, (v.is_number_unsigned() ? std::to_string(v.get<std::uint64_t>())
+                                        : std::to_string(v.get<long long>())) +
+                    " is not in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return v.get<long long>();
   }
-  double number(const nlohmann::json& o, const std::string& key, double fallback) const {
+  long long integer(const char* key, bool required) const {
+    if (!has(key) && required) fail(key, "missing");
+    return integer_in(j_, key, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), 0);
+  }
+  // A finite number of object o within [lo, hi] (the range the deck's key allows), or fallback.
+  double number(const nlohmann::json& o, const std::string& key, double fallback, double lo,
+                double hi) const {
     if (!o.contains(key) || o[key].is_null()) return fallback;
     if (!o[key].is_number()) fail(key, "not a number");
-    return o[key].get<double>();
+    const double v = o[key].get<double>();
+    if (!(v >= lo && v <= hi)) fail(key, num(v) + " is not in [" + num(lo) + ", " + num(hi) + "]");
+    return v;
   }
   // An integer field whose value the tensors already say.
   void agrees(const char* key, long long tensors_say, const std::string& file, bool required) const {
@@ -152,23 +173,27 @@ void read_rope(const ConfigReader& r, ModelConfig& s) {
   const nlohmann::json& j = r.json();
   const bool params = j.contains("rope_parameters") && j["rope_parameters"].is_object();
   const nlohmann::json& src = params ? j["rope_parameters"] : j;
-  s.rope_theta = r.number(src, "rope_theta", 10000.0);
+  s.rope_theta = r.number(src, "rope_theta", 10000.0, 1.0, 1e12);
   if (!(s.rope_theta > 1.0)) r.fail("rope_theta", num(s.rope_theta) + " is not above 1");
   const nlohmann::json* sc = params ? &j["rope_parameters"]
                                     : (j.contains("rope_scaling") ? &j["rope_scaling"] : nullptr);
   if (!sc || sc->is_null()) return;
   if (!sc->is_object()) r.fail("rope_scaling", "not an object or null");
   std::string type = "default";
-  for (const char* k : {"rope_type", "type"})
-    if (sc->contains(k) && (*sc)[k].is_string()) type = (*sc)[k].get<std::string>();
+  for (const char* k : {"rope_type", "type"}) {
+    if (!sc->contains(k)) continue;
+    if (!(*sc)[k].is_string()) r.fail(std::string("rope_scaling.") + k, "not a string");
+    type = (*sc)[k].get<std::string>();
+  }
   if (type == "default") return;
   if (type != "llama3")
     r.fail("rope_scaling", "rope_type " + quoted_line(type) + " is not one this model computes (default, llama3)");
+  // The ranges are the deck keys' (model.rope_*), so a file cannot hold what a deck may not.
   s.rope_scaling = "llama3";
-  s.rope_factor = r.number(*sc, "factor", 0.0);
-  s.rope_low_freq_factor = r.number(*sc, "low_freq_factor", 0.0);
-  s.rope_high_freq_factor = r.number(*sc, "high_freq_factor", 0.0);
-  s.rope_original_context = int(r.number(*sc, "original_max_position_embeddings", 0.0));
+  s.rope_factor = r.number(*sc, "factor", 0.0, 1.0, 1e6);
+  s.rope_low_freq_factor = r.number(*sc, "low_freq_factor", 0.0, 1e-6, 1e6);
+  s.rope_high_freq_factor = r.number(*sc, "high_freq_factor", 0.0, 1e-6, 1e6);
+  s.rope_original_context = int(r.integer_in(*sc, "original_max_position_embeddings", 1, 1 << 24, 0));
   if (!(s.rope_factor >= 1.0)) r.fail("rope_scaling", "factor missing or below 1");
   if (!(s.rope_low_freq_factor > 0.0) || !(s.rope_high_freq_factor > s.rope_low_freq_factor))
     r.fail("rope_scaling", "low_freq_factor and high_freq_factor must satisfy 0 < low < high");
@@ -224,11 +249,10 @@ ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
                                   " rows, but num_key_value_heads " + std::to_string(KV) + " x head size " +
                                   std::to_string(s.head_dim()) + " in " + config_path);
   }
-  s.n_positions = int(r.integer("max_position_embeddings", false));
-  if (s.n_positions < 0) r.fail("max_position_embeddings", "negative");
   const nlohmann::json& j = *config;
-  s.norm_eps = r.number(j, "rms_norm_eps", 1e-6);
-  if (!(s.norm_eps > 0.0 && s.norm_eps < 1.0)) r.fail("rms_norm_eps", num(s.norm_eps) + " is not in (0, 1)");
+  // Missing: Hugging Face's LlamaConfig default, 2048. The range is model.n_positions' own.
+  s.n_positions = int(r.integer_in(j, "max_position_embeddings", 1, 1 << 24, kHfMaxPositions));
+  s.norm_eps = r.number(j, "rms_norm_eps", 1e-6, 1e-12, 0.1);
   read_rope(r, s);
   for (const char* k : {"attention_bias", "mlp_bias"})
     if (j.contains(k) && j[k] == true) r.fail(k, "true, but this model has no biases");
