@@ -41,8 +41,8 @@ InputFile open_checked(const std::string& path) {
 
 // Reads `count` tokens of `width` bytes (1, 2 or 4, little-endian) from byte `offset`.
 // A uint32 past INT32_MAX becomes negative, which the range check refuses.
-std::vector<std::int32_t> read_tokens(const InputFile& in, const std::string& path,
-                                      std::int64_t offset, std::int64_t count, int width) {
+std::vector<std::int32_t> read_tokens(const InputFile& in, std::int64_t offset, std::int64_t count,
+                                      int width) {
   std::vector<std::int32_t> out(static_cast<std::size_t>(count));
   std::vector<unsigned char> buf(std::size_t(1) << 20);
   const std::int64_t per_chunk = static_cast<std::int64_t>(buf.size()) / width;
@@ -100,7 +100,7 @@ Loaded load_llmc(const std::string& path) {
     fail(path, "size " + std::to_string(bytes) + " bytes does not match the header's " +
                    std::to_string(count) + " tokens (expected 1024 + " + std::to_string(width) +
                    "*" + std::to_string(count) + " = " + std::to_string(expected) + " bytes)");
-  return {read_tokens(in, path, kLlmcHeaderBytes, count, width), kLlmcHeaderBytes, width};
+  return {read_tokens(in, kLlmcHeaderBytes, count, width), kLlmcHeaderBytes, width};
 }
 
 Loaded load_raw(const std::string& path, int width) {
@@ -110,7 +110,7 @@ Loaded load_raw(const std::string& path, int width) {
     fail(path, "size " + std::to_string(bytes) + " bytes is not a multiple of " +
                    std::to_string(width) + "; a raw uint" + std::to_string(8 * width) +
                    " token file holds " + std::to_string(width) + " bytes per token");
-  return {read_tokens(in, path, 0, bytes / width, width), 0, width};
+  return {read_tokens(in, 0, bytes / width, width), 0, width};
 }
 
 std::vector<std::int32_t> load_builtin(const std::string& path) {
