@@ -128,4 +128,21 @@ kept=$(cd "$K" && ls step_*.h5 | tr '\n' ' ')
 [ "$kept" = "step_000004.h5 step_000007.h5 step_000008.h5 " ] &&
   ok "retention after resume, keep = 2: $kept" || bad "retention after resume, keep = 2: '$kept'"
 
+# checkpoint.dir removed during the run (rank 0 paused before step 4 while it goes): the next
+# save refuses to recreate it without the job's lock, exit 7, one line; nothing is recreated.
+G="$WORK/gone"
+FSDP_TEST_STALL=0@3:4 timeout 60 mpirun -np 2 "$TRAIN" "${SMALL[@]}" --set train.steps=6 \
+  --set checkpoint.every=1 --set checkpoint.async=false --set checkpoint.dir="$G" \
+  >"$WORK/gone.out" 2>"$WORK/gone.err" &
+job=$!
+for _ in $(seq 100); do [ -f "$G/step_000003.h5" ] && break; sleep 0.1; done
+rm -rf "$G"
+wait $job
+rc=$?
+if [ $rc -eq 7 ] && grep -q "checkpoint.dir $G: was removed during the run" "$WORK/gone.err" && [ ! -e "$G" ]; then
+  ok "checkpoint.dir removed mid-run (exit 7): $(grep -m1 'was removed' "$WORK/gone.err" | cut -c1-160)"
+else
+  bad "checkpoint.dir removed mid-run: exit $rc, exists: $([ -e "$G" ] && echo yes || echo no), $(tail -2 "$WORK/gone.err")"
+fi
+
 finish
