@@ -86,7 +86,7 @@ void RunSetup::validate() const {
   const ModelConfig& m = model;
   if (m.n_layer < 1 || m.n_head < 1 || m.n_embd < 1 || m.vocab_size < 1 || m.block_size < 1)
     fail("model: n_layer, n_head, n_embd, vocab_size and block_size must be >= 1");
-  if (m.n_embd % m.n_head != 0)
+  if (m.head_size == 0 && m.n_embd % m.n_head != 0)
     fail("model.n_embd = " + std::to_string(m.n_embd) + " is not a multiple of model.n_head = " +
          std::to_string(m.n_head));
   if (ranks < 1 || nodes < 1) fail("ranks and nodes must be >= 1");

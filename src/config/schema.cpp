@@ -89,7 +89,7 @@ std::vector<KeySpec> build_schema() {
       entry("model", "n_head", &R::model, &M::n_head, within(1, 1 << 16),
             "attention heads per block"),
       entry("model", "n_embd", &R::model, &M::n_embd, within(1, 1 << 20),
-            "channels C of the residual stream; a multiple of n_head"),
+            "channels C of the residual stream; a multiple of n_head unless head_dim is set"),
       entry("model", "vocab_size", &R::model, &M::vocab_size, within(2, 1 << 20),
             "token vocabulary size V"),
       entry("model", "block_size", &R::model, &M::block_size, within(1, 1 << 24),
@@ -98,6 +98,8 @@ std::vector<KeySpec> build_schema() {
             "rows of the position table (GPT-2: 1024); 0 = block_size; >= block_size"),
       entry("model", "n_kv_head", &R::model, &M::n_kv_head, within(0, 1 << 16),
             "key/value heads (grouped-query attention, Llama); 0 = n_head; divides n_head"),
+      entry("model", "head_dim", &R::model, &M::head_size, within(0, 1 << 16),
+            "each attention head's size (Qwen3: 128); 0 = n_embd / n_head; even (rotary)"),
       entry("model", "ffn_hidden", &R::model, &M::ffn_hidden, within(0, 1 << 22),
             "the MLP's hidden width (Llama's intermediate_size); 0 = GPT-2's 4 x n_embd"),
       entry("model", "tie_embeddings", &R::model, &M::tie_embeddings, any(),
@@ -285,7 +287,7 @@ const std::vector<CrossCheck>& config_cross_checks() {
        }},
       {"model.n_embd", "model.n_head",
        [](const RunConfig& c) -> std::string {
-         if (c.model.n_embd % c.model.n_head == 0) return "";
+         if (c.model.head_size > 0 || c.model.n_embd % c.model.n_head == 0) return "";
          return "expected a multiple of model.n_head = " + std::to_string(c.model.n_head) +
                 ", got " + std::to_string(c.model.n_embd);
        }},

@@ -59,6 +59,8 @@ void write_header(hid_t f, const Header& h) {
   write_attr_i64(f, "model_n_kv_head", h.model.kv_heads());
   write_attr_i64(f, "model_ffn_hidden", h.model.ffn_hidden);
   write_attr_i64(f, "model_tie_embeddings", h.model.tie_embeddings ? 1 : 0);
+  // Only where a deck sets it (Qwen3): files of models with n_embd / n_head heads stay as before.
+  if (h.model.head_size > 0) write_attr_i64(f, "model_head_dim", h.model.head_size);
   write_attr_f64(f, "model_norm_eps", h.model.norm_eps);
   write_attr_f64(f, "model_rope_theta", h.model.rope_theta);
   write_attr_str(f, "model_rope_scaling", h.model.rope_scaling);
@@ -101,6 +103,7 @@ void read_model_extras(hid_t f, ModelConfig& m) {
     throw H5Error("model_n_kv_head " + std::to_string(m.n_kv_head) + " does not divide model_n_head " +
                   std::to_string(m.n_head));
   m.ffn_hidden = i64("model_ffn_hidden", 0, 1 << 22, 0);
+  m.head_size = i64("model_head_dim", 0, 1 << 16, 0);
   m.tie_embeddings = i64("model_tie_embeddings", 0, 1, 1) == 1;
   m.norm_eps = f64("model_norm_eps", 1e-12, 0.1, m.norm_eps);
   m.rope_theta = f64("model_rope_theta", 1.0, 1e12, m.rope_theta);
@@ -155,10 +158,10 @@ Header read_header(hid_t f) {
   h.model.vocab_size = dim("model_vocab_size");
   h.model.block_size = dim("model_block_size");
   h.model.n_positions = dim("model_n_positions");
-  if (h.model.n_embd % h.model.n_head != 0)
+  read_model_extras(f, h.model);
+  if (h.model.head_size == 0 && h.model.n_embd % h.model.n_head != 0)
     throw H5Error("model_n_embd " + std::to_string(h.model.n_embd) +
                   " is not a multiple of model_n_head " + std::to_string(h.model.n_head));
-  read_model_extras(f, h.model);
   H5G_info_t model_group{};
   if (H5Lexists(f, "model", H5P_DEFAULT) <= 0 ||
       H5Gget_info_by_name(f, "model", &model_group, H5P_DEFAULT) < 0) {
@@ -206,6 +209,7 @@ std::string model_mismatch(const ModelConfig& saved, const ModelConfig& run) {
   cmp("vocab_size", saved.vocab_size, run.vocab_size);
   cmp("n_positions", saved.positions(), run.positions());
   cmp("n_kv_head", saved.kv_heads(), run.kv_heads());
+  cmp("head_dim", saved.head_dim(), run.head_dim());
   cmp("ffn_hidden", saved.ffn_hidden, run.ffn_hidden);
   cmp("tie_embeddings", saved.tie_embeddings, run.tie_embeddings);
   return out;

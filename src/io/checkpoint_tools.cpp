@@ -89,8 +89,8 @@ int info(MPI_Comm comm, const std::string& path, bool datasets, bool deck) {
       m.arch.c_str(), m.n_layer, m.n_head, m.n_embd, m.vocab_size, m.block_size, m.positions(),
       (long long)num_params(m));
   if (m.arch != kDefaultArch) {  // the keys GPT-2 does not have
-    std::printf("                   n_kv_head %d, ffn_hidden %d, %s head, norm_eps %g, rope_theta %g",
-                m.kv_heads(), m.ffn_hidden, m.tie_embeddings ? "tied" : "untied", m.norm_eps,
+    std::printf("                   n_kv_head %d, head_dim %d, ffn_hidden %d, %s head, norm_eps %g, rope_theta %g",
+                m.kv_heads(), m.head_dim(), m.ffn_hidden, m.tie_embeddings ? "tied" : "untied", m.norm_eps,
                 m.rope_theta);
     if (m.rope_scaling == "llama3")
       std::printf(", rope_scaling llama3 (factor %g, low %g, high %g, original context %d)",

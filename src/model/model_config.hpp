@@ -22,7 +22,9 @@ struct ModelConfig {
   int positions() const { return n_positions > 0 ? n_positions : block_size; }
   int n_kv_head = 0;  // key/value heads (grouped-query attention); 0 = n_head
   int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
-  int head_dim() const { return n_embd / n_head; }
+  // model.head_dim: each head's size; 0 = n_embd / n_head (Qwen3 sets it: 128 with 1024 / 16).
+  int head_size = 0;
+  int head_dim() const { return head_size > 0 ? head_size : n_embd / n_head; }
   int ffn_hidden = 0;  // the MLP's hidden width; 0 = the architecture's own (GPT-2: 4C)
   bool tie_embeddings = true;  // the LM head is the token embedding
   double norm_eps = 1e-5;      // RMSNorm's epsilon (Llama); GPT-2's LayerNorm is fixed at 1e-5

@@ -16,7 +16,8 @@ namespace {
 std::map<std::string, Architecture>& table() {
   static std::map<std::string, Architecture> t = [] {
     std::map<std::string, Architecture> m;
-    for (Architecture a : {gpt2::architecture(), llama::architecture()})
+    for (Architecture a : {gpt2::architecture(), llama::architecture(),
+                           llama::family_architecture(/*qk_norm=*/true)})
       m.emplace(a.name, std::move(a));
     return m;
   }();

@@ -75,6 +75,7 @@ void take_the_rest(const RunConfig& cfg, const std::string& path, const ModelCon
   take("n_kv_head", f.kv_heads(), kv, i);
   m.n_kv_head = kv;
   take("ffn_hidden", f.ffn_hidden, m.ffn_hidden, i);
+  take("head_dim", f.head_size, m.head_size, i);
   take("tie_embeddings", f.tie_embeddings, m.tie_embeddings, b);
   take("norm_eps", f.norm_eps, m.norm_eps, d);
   take("rope_theta", f.rope_theta, m.rope_theta, d);

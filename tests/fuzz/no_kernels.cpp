@@ -1,21 +1,15 @@
 // SPDX-License-Identifier: MIT
 // The fuzz targets read files; none builds a model. The models (and with them every Kokkos
-// kernel) stay out of their link: their constructors here abort, so a reader that tried to
+// kernel) stay out of their link: the skeleton's constructor here aborts, so a reader that tried to
 // build one would be found.
 #include <cstdlib>
 
-#include "model/gpt2/gpt2_arch.hpp"
-#include "model/llama/llama_arch.hpp"
+#include "model/decoder/block_spec.hpp"
 
 namespace fsdp {
 
-std::unique_ptr<Decoder> gpt2::make_model(const ModelConfig&, const DecoderOptions&,
-                                          MemoryTracker&) {
-  std::abort();
-}
-
-std::unique_ptr<Decoder> llama::make_model(const ModelConfig&, const DecoderOptions&,
-                                           MemoryTracker&) {
+std::unique_ptr<Decoder> build_skeleton(const ModelConfig&, const BlockSpec&, std::vector<UnitLayout>,
+                                        int, AttentionPath, const DecoderOptions&, MemoryTracker&) {
   std::abort();
 }
 

@@ -1,32 +1,55 @@
 // SPDX-License-Identifier: MIT
-// The whole GPT-2 loss against finite differences, through the unit-at-a-time interface the
-// sharding engine drives (embedding, blocks, ln_f, tied head), with and without activation
-// checkpointing.
+// The whole loss of every architecture on the decoder skeleton against finite differences,
+// through the unit-at-a-time interface the sharding engine drives, with and without activation
+// checkpointing and with whole or sub-layer units.
 #include <catch2/catch.hpp>
 
 #include "gradcheck_util.hpp"
-#include "model/gpt2/gpt2.hpp"
+#include "model/architecture.hpp"
 
 using namespace fsdp;
 
 namespace {
 
+// The tiny model of each architecture on the skeleton: GPT-2 (LayerNorm, learned positions,
+// biases, GELU, tied), Llama (RMSNorm, rotary, grouped-query heads, SwiGLU, untied) and Qwen3
+// (Llama's with q/k norms and a head size that is not n_embd / n_head).
+ModelConfig tiny(const std::string& arch, const std::string& ckpt, bool sublayer) {
+  ModelConfig cfg;
+  cfg.arch = arch;
+  cfg.n_layer = 2;
+  cfg.n_head = 2;
+  cfg.n_embd = 8;
+  cfg.vocab_size = 11;
+  cfg.block_size = 6;
+  cfg.activation_checkpointing = ckpt;
+  cfg.sublayer_units = sublayer;
+  if (arch != "gpt2") {
+    cfg.n_kv_head = 1;
+    cfg.ffn_hidden = 12;
+    cfg.tie_embeddings = false;
+    cfg.rope_theta = 100.0;
+  }
+  if (arch == "qwen3") cfg.head_size = 6;
+  return cfg;
+}
+
 struct TinyModel {
   ModelConfig cfg;
   MemoryTracker tracker;
-  std::unique_ptr<Gpt2> model;
+  std::unique_ptr<Decoder> model;
+  int head = 0;
   std::vector<FlatView> params, grads;
   std::vector<std::int32_t> inputs, targets;
 
-  explicit TinyModel(const std::string& ckpt) {
-    cfg.n_layer = 2;
-    cfg.n_head = 2;
-    cfg.n_embd = 8;
-    cfg.vocab_size = 11;
-    cfg.block_size = 6;
-    cfg.activation_checkpointing = ckpt;
+  TinyModel(const std::string& arch, const std::string& ckpt, bool sublayer = false)
+      : cfg(tiny(arch, ckpt, sublayer)) {
     const int B = 2;
-    model = std::make_unique<Gpt2>(cfg, B, tracker);
+    const Architecture& a = architecture_of(cfg);
+    DecoderOptions o;
+    o.micro_batch = B;
+    model = a.build(cfg, o, tracker);
+    head = a.head_unit(cfg);
     std::uint32_t seed = 7;
     for (const auto& u : model->units()) {
       // Larger-than-GPT-2 scale so every path carries a visible gradient.
@@ -42,28 +65,27 @@ struct TinyModel {
   }
   ConstVec p(int u) const { return ConstVec(params[u].data(), params[u].extent(0)); }
   Vec g(int u) const { return Vec(grads[u].data(), grads[u].extent(0)); }
+  int units() const { return int(params.size()); }
 
+  // The engine's order (fsdp/schedule.hpp): every unit forward, the head, then back.
   double forward() {
-    const int L = cfg.n_layer;
-    model->embed_forward(p(0));
-    for (int l = 0; l < L; ++l) model->block_forward(l, p(l + 1));
-    model->lnf_forward(p(L + 1));
-    return model->head_forward(p(0));
+    for (int u = 0; u < units(); ++u) model->forward_unit(u, p(u));
+    return model->head_forward(p(head));
   }
   void backward() {
-    const int L = cfg.n_layer;
-    model->head_backward(p(0), g(0), 1.f);
-    model->lnf_backward(p(L + 1), g(L + 1));
-    for (int l = L - 1; l >= 0; --l) model->block_backward(l, p(l + 1), g(l + 1));
-    model->embed_backward(g(0));
+    model->head_backward(p(head), g(head), 1.f);
+    for (int u = units() - 1; u >= 0; --u) model->backward_unit(u, p(u), g(u));
   }
 };
 
 }  // namespace
 
-TEST_CASE("GPT-2 loss gradient matches finite differences for every tensor", "[gradcheck]") {
+TEST_CASE("each architecture's loss gradient matches finite differences for every tensor",
+          "[gradcheck]") {
+  const std::string arch = GENERATE(std::string("gpt2"), std::string("llama"), std::string("qwen3"));
   const std::string mode = GENERATE(std::string("none"), std::string("blocks"));
-  TinyModel t(mode);
+  const bool sublayer = GENERATE(false, true);
+  TinyModel t(arch, mode, sublayer);
   const double l0 = t.forward();
   REQUIRE(std::isfinite(l0));
   t.backward();
@@ -72,14 +94,16 @@ TEST_CASE("GPT-2 loss gradient matches finite differences for every tensor", "[g
       auto r = fsdp::test::grad_check(ts.name, t.params[u].data() + ts.offset,
                                       t.grads[u].data() + ts.offset, ts.numel,
                                       [&] { return t.forward(); }, 1e-2f, 3e-2, 3e-4, 8);
-      INFO(mode << ": " << r.first_failure);
+      INFO(arch << " " << mode << (sublayer ? " sublayer" : "") << ": " << r.first_failure);
       REQUIRE(r.failed == 0);
     }
   }
 }
 
 TEST_CASE("activation checkpointing gives the same gradients", "[gradcheck]") {
-  TinyModel a("none"), b("blocks");
+  const std::string arch = GENERATE(std::string("gpt2"), std::string("qwen3"));
+  const bool sublayer = GENERATE(false, true);
+  TinyModel a(arch, "none", sublayer), b(arch, "blocks", sublayer);
   REQUIRE(a.forward() == b.forward());
   a.backward();
   b.backward();

@@ -10,7 +10,7 @@
 #include <cmath>
 
 #include "model/architecture.hpp"
-#include "model/gpt2/gpt2.hpp"
+#include "model/decoder.hpp"
 #include "plan/machine.hpp"
 #include "plan/memory_model.hpp"
 #include "plan/published_checks.hpp"
@@ -71,7 +71,7 @@ TEST_CASE("planner unit sizes are GPT-2's, in closed form", "[plan]") {
   REQUIRE(num_params(kGpt2Small) == 124439808);  // GPT-2 small
 }
 
-TEST_CASE("planned activations are what Gpt2 allocates", "[plan]") {
+TEST_CASE("planned activations are what the GPT-2 model allocates", "[plan]") {
   for (ModelConfig s : {shape(2, 2, 20, 256, 8), shape(3, 4, 32, 97, 16, 40)})
     for (int B : {1, 3})
       for (const char* ckpt : {"none", "blocks"})
@@ -82,12 +82,39 @@ TEST_CASE("planned activations are what Gpt2 allocates", "[plan]") {
             MemoryTracker tracker;
             ModelConfig m = s;
             m.activation_checkpointing = ckpt;
-            Gpt2 model(m, B, tracker);
+            DecoderOptions o;
+            o.micro_batch = B;
+            const auto model = architecture_of(m).build(m, o, tracker);
             INFO("L=" << s.n_layer << " B=" << B << " ckpt=" << ckpt << " sublayer=" << sub
                       << " fused=" << fused);
             REQUIRE(tracker.current(C::Activations) ==
                     4 * activation_elements(s, B, std::string(ckpt) == "blocks"));
             REQUIRE(tracker.current_total() == tracker.current(C::Activations));
+          }
+}
+
+TEST_CASE("planned activations are what the Llama and Qwen3 models allocate", "[plan]") {
+  for (const char* arch : {"llama", "qwen3"})
+    for (int B : {1, 3})
+      for (const char* ckpt : {"none", "blocks"})
+        for (bool sub : {false, true})
+          for (bool fused : {false, true}) {
+            ModelConfig m = shape(3, 4, 32, 97, 16, 40);
+            m.arch = arch;
+            m.n_kv_head = 2;
+            m.ffn_hidden = 56;
+            m.tie_embeddings = false;
+            if (std::string(arch) == "qwen3") m.head_size = 12;
+            m.sublayer_units = sub;
+            m.attention = fused ? "fused" : "materialized";
+            m.activation_checkpointing = ckpt;
+            MemoryTracker tracker;
+            DecoderOptions o;
+            o.micro_batch = B;
+            const auto model = architecture_of(m).build(m, o, tracker);
+            INFO(arch << " B=" << B << " ckpt=" << ckpt << " sublayer=" << sub << " fused=" << fused);
+            REQUIRE(tracker.current(C::Activations) ==
+                    4 * activation_elements(m, B, std::string(ckpt) == "blocks"));
           }
 }
 

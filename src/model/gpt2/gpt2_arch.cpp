@@ -14,7 +14,7 @@
 namespace fsdp::gpt2 {
 namespace {
 
-// Activation elements Gpt2's constructor allocates (all persistent): the residual stream
+// Activation elements the skeleton allocates for GPT-2 (all persistent): the residual stream
 // (L+1)BTC; per block (x L, or x 1 with checkpointing) 15BTC + 4BT + BHT^2 (ln1, qkv, atty,
 // res2, ln2, fch, fch_gelu, two LayerNorms' mean/rstd, the attention probabilities; fused
 // attention keeps B*H*T log-sum-exps instead); and once 18BTC + 3BT + BTV + T^2 (ln_f with
@@ -52,13 +52,13 @@ std::vector<UnitFlops> unit_flops(const ModelConfig& m, int micro_batch, bool ch
   for (const UnitLayout& u : units) {
     UnitFlops x;
     switch (u.kind) {
-      case kGpt2Embedding: break;
-      case kGpt2LnF:
-      case kGpt2Mlp: x.forward = 2.0 * double(u.numel) * tok; break;
+      case kEmbeddingUnit: break;
+      case kFinalUnit:
+      case kMlpUnit: x.forward = 2.0 * double(u.numel) * tok; break;
       default: x.forward = (2.0 * double(u.numel) + 4.0 * TC) * tok;
     }
     x.backward = 2.0 * x.forward;
-    if (checkpointing && (u.kind == kGpt2Block || u.kind == kGpt2Attn || u.kind == kGpt2Mlp))
+    if (checkpointing && (u.kind == kBlockUnit || u.kind == kAttnUnit || u.kind == kMlpUnit))
       x.recompute = x.forward;
     f.push_back(x);
   }
@@ -182,11 +182,13 @@ Architecture architecture() {
     gpt2_init_unit(u, full, seed, m.n_layer);
   };
   a.head_unit = [](const ModelConfig&) { return 0; };  // tied: the embedding unit's wte
-  a.build = make_model;
+  a.build = [](const ModelConfig& m, const DecoderOptions& o, MemoryTracker& tracker) {
+    return build_skeleton(m, gpt2_block_spec(m), gpt2_units(m), 0,
+                          resolve_attention(m.attention, m.block_size), o, tracker);
+  };
   a.activation_elements = activation_elements;
   a.bf16_scratch_elements = [](const ModelConfig& m, int B) {
-    return kernels::bf16_gemm_scratch_elements(std::int64_t(B) * m.block_size, m.n_embd,
-                                               m.vocab_size);
+    return skeleton_bf16_scratch_elements(gpt2_block_spec(m), m, B);
   };
   a.unit_flops = unit_flops;
   a.head_flops = head_flops;

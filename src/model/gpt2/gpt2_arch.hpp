@@ -8,9 +8,4 @@ namespace fsdp::gpt2 {
 
 Architecture architecture();
 
-// The model itself (Architecture::build), defined with Gpt2 in gpt2.cpp: the only part of
-// the architecture that needs the kernels (the fuzz targets link without them).
-std::unique_ptr<Decoder> make_model(const ModelConfig& m, const DecoderOptions& o,
-                                    MemoryTracker& tracker);
-
 }  // namespace fsdp::gpt2

@@ -17,13 +17,27 @@ void add(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape
 
 }  // namespace
 
-BlockOffsets block_offsets(const UnitLayout& a, const UnitLayout& m) {
-  return {a.tensor("ln_1.weight").offset,       a.tensor("ln_1.bias").offset,
-          a.tensor("attn.c_attn.weight").offset, a.tensor("attn.c_attn.bias").offset,
-          a.tensor("attn.c_proj.weight").offset, a.tensor("attn.c_proj.bias").offset,
-          m.tensor("ln_2.weight").offset,       m.tensor("ln_2.bias").offset,
-          m.tensor("mlp.c_fc.weight").offset,   m.tensor("mlp.c_fc.bias").offset,
-          m.tensor("mlp.c_proj.weight").offset, m.tensor("mlp.c_proj.bias").offset};
+BlockSpec gpt2_block_spec(const ModelConfig& m) {
+  BlockSpec s;
+  s.tag = "gpt2";
+  s.norm = NormKind::LayerNorm;
+  s.positions = Positions::Learned;
+  s.input_major = true;
+  s.biases = true;
+  s.mlp = MlpKind::Gelu;
+  s.H = s.KV = m.n_head;
+  s.D = m.n_embd / m.n_head;
+  s.F = 4 * m.n_embd;
+  s.attn_norm = "ln_1.weight";
+  s.qkv = "attn.c_attn.weight";
+  s.o = "attn.c_proj.weight";
+  s.mlp_norm = "ln_2.weight";
+  s.up = "mlp.c_fc.weight";
+  s.down = "mlp.c_proj.weight";
+  s.embedding = "wte.weight";
+  s.positions_table = "wpe.weight";
+  s.final_norm = "ln_f.weight";
+  return s;
 }
 
 std::vector<UnitLayout> gpt2_units(const ModelConfig& m) {
@@ -32,7 +46,7 @@ std::vector<UnitLayout> gpt2_units(const ModelConfig& m) {
   std::vector<UnitLayout> units;
   UnitLayout emb;
   emb.name = "embedding";
-  emb.kind = kGpt2Embedding;
+  emb.kind = kEmbeddingUnit;
   add(emb, "wte.weight", {V, C});
   add(emb, "wpe.weight", {T, C});
   units.push_back(std::move(emb));
@@ -40,7 +54,7 @@ std::vector<UnitLayout> gpt2_units(const ModelConfig& m) {
     const std::string h = "h." + std::to_string(l), p = h + ".";
     UnitLayout a;
     a.name = whole ? h : p + "attn";
-    a.kind = whole ? kGpt2Block : kGpt2Attn;
+    a.kind = whole ? kBlockUnit : kAttnUnit;
     a.layer = l;
     add(a, p + "ln_1.weight", {C});
     add(a, p + "ln_1.bias", {C});
@@ -52,7 +66,7 @@ std::vector<UnitLayout> gpt2_units(const ModelConfig& m) {
     UnitLayout& b = whole ? a : mlp;
     if (!whole) {
       mlp.name = p + "mlp";
-      mlp.kind = kGpt2Mlp;
+      mlp.kind = kMlpUnit;
       mlp.layer = l;
     }
     add(b, p + "ln_2.weight", {C});
@@ -66,7 +80,7 @@ std::vector<UnitLayout> gpt2_units(const ModelConfig& m) {
   }
   UnitLayout lnf;
   lnf.name = "ln_f";
-  lnf.kind = kGpt2LnF;
+  lnf.kind = kFinalUnit;
   add(lnf, "ln_f.weight", {C});
   add(lnf, "ln_f.bias", {C});
   units.push_back(std::move(lnf));

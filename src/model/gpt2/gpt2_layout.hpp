@@ -6,23 +6,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/decoder/block_spec.hpp"
 #include "model/model_config.hpp"
 #include "model/unit_layout.hpp"
 
 namespace fsdp {
 
-// What a GPT-2 unit holds (UnitLayout::kind). A sub-layer unit is half a block with its
-// pre-LayerNorm: Attn holds ln_1 and attn.*, Mlp holds ln_2 and mlp.*.
-enum Gpt2Unit : int { kGpt2Embedding, kGpt2Block, kGpt2Attn, kGpt2Mlp, kGpt2LnF };
-
-// Offsets of a block's tensors, in declaration order: the first six inside the unit that holds
-// the attention sub-layer, the last six inside the one that holds the MLP (the same unit when
-// the block is one unit).
-struct BlockOffsets {
-  std::int64_t ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w,
-      fcproj_b;
-};
-BlockOffsets block_offsets(const UnitLayout& attn, const UnitLayout& mlp);
+// The skeleton's description of GPT-2 (model/decoder/block_spec.hpp): LayerNorms, learned
+// positions, Conv1D weights with biases, a GELU MLP of 4C, H heads of C / H.
+BlockSpec gpt2_block_spec(const ModelConfig& m);
 
 // [embedding, h.0 .. h.{L-1}, ln_f], or with m.sublayer_units
 // [embedding, h.0.attn, h.0.mlp, ..., ln_f].

@@ -17,45 +17,56 @@ namespace {
 
 AttentionPath attention_of(const ModelConfig& m) { return architecture_attention(m); }
 
-// What Llama's constructor allocates (all persistent), in elements: the rotary table TD; the
-// residual stream (L+1)BTC; per layer (x L, or x 1 with checkpointing) ln1, atty, res2, ln2
-// (BTC each), the two norms' rstd (BT each), q|k|v BT*QKV, gate|up 2BTF, the SwiGLU output
-// BTF, and the attention probabilities BHT^2 (fused: the log-sum-exps BHT); once the final norm
-// (BTC + BT), logits BTV, losses BT, the backward scratch (six BTC, d_qkv BT*QKV, d_gate_up
-// 2BTF, d_swiglu BTF) and, materialised, the attention backward's work square.
-std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool checkpointing) {
+// Tied: the embedding unit's table; untied: lm_head, in the last unit with the final norm.
+int head_unit(const ModelConfig& m) {
+  return m.tie_embeddings ? 0 : 1 + m.n_layer * (m.sublayer_units ? 2 : 1);
+}
+
+// What the skeleton allocates for this family (all persistent), in elements: the rotary table
+// TD; the residual stream (L+1)BTC; per layer (x L, or x 1 with checkpointing) ln1, res2, ln2
+// (BTC each), the attention's output BT*QW (QW = H D), the two norms' rstd (BT each), q|k|v
+// BT*QKV, gate|up 2BTF, the SwiGLU output BTF, the attention probabilities BHT^2 (fused: the
+// log-sum-exps BHT) and, with q/k norms, their inputs BT(H+KV)D and rstd BT(H+KV); once the
+// final norm (BTC + BT), logits BTV, losses BT, the backward scratch (five BTC, d_atty BT*QW,
+// d_qkv BT*QKV, d_gate_up 2BTF, d_swiglu BTF) and, materialised, the attention backward's work.
+std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool checkpointing,
+                                 bool qk_norm) {
   const bool fused = attention_of(m) == AttentionPath::Fused;
   const std::int64_t B = micro_batch, T = m.block_size, C = m.n_embd, H = m.n_head,
-                     V = m.vocab_size, L = m.n_layer, F = m.ffn_hidden, QKV = llama_qkv_rows(m);
+                     KV = m.kv_heads(), D = m.head_dim(), V = m.vocab_size, L = m.n_layer,
+                     F = m.ffn_hidden, QKV = llama_qkv_rows(m), QW = H * D;
   const std::int64_t BT = B * T, BTC = BT * C;
   const std::int64_t att = fused ? B * H * T : B * H * T * T;
-  const std::int64_t per_layer = 4 * BTC + 2 * BT + BT * QKV + 3 * BT * F + att;
+  const std::int64_t qk = qk_norm ? BT * (H + KV) * (D + 1) : 0;
+  const std::int64_t per_layer = 3 * BTC + BT * QW + 2 * BT + BT * QKV + 3 * BT * F + att + qk;
   const std::int64_t layers = checkpointing ? 1 : L;
-  const std::int64_t once = BTC + BT + BT * V + BT + 6 * BTC + BT * QKV + 3 * BT * F +
+  const std::int64_t once = BTC + BT + BT * V + BT + 5 * BTC + BT * QW + BT * QKV + 3 * BT * F +
                             (fused ? 0 : kernels::attention_work_size(int(T), int(H)));
   const std::int64_t mid = checkpointing && m.sublayer_units ? L * BTC : 0;
-  const std::int64_t rope = T * m.head_dim();
+  const std::int64_t rope = T * D;
   return rope + (L + 1) * BTC + layers * per_layer + once + mid;
 }
 
 // Model FLOPs as torchtitan counts them: a GEMM costs 2 x its weights per token forward and
-// twice that backward; attention 4TC forward per layer and token (QK^T and PV, H x D = C), 8TC
-// backward. The embedding's lookup is free; the head is a GEMM on [V, C] whether tied or not.
-// Summed: 6(P - VC if untied) + 12LTC per token.
-std::vector<UnitFlops> unit_flops(const ModelConfig& m, int micro_batch, bool checkpointing) {
+// twice that backward; attention 4T(HD) forward per layer and token (QK^T and PV; HD = C unless
+// head_dim says otherwise), 8T(HD) backward. The embedding's lookup is free; the head is a GEMM
+// on [V, C] whether tied or not. Summed: 6(P - VC if untied) + 12LT(HD) per token. (The q/k
+// norms' few weights count as GEMM weights: 2D of P, noise.)
+std::vector<UnitFlops> unit_flops(const ModelConfig& m, int micro_batch, bool checkpointing,
+                                  bool qk_norm) {
   const double tok = double(micro_batch) * m.block_size;
-  const double TC = double(m.block_size) * m.n_embd;
+  const double TC = double(m.block_size) * m.n_head * m.head_dim();
   std::vector<UnitFlops> f;
-  for (const UnitLayout& u : llama_units(m)) {
+  for (const UnitLayout& u : llama_units(m, qk_norm)) {
     UnitFlops x;
     switch (u.kind) {
-      case kLlamaEmbedding: break;
-      case kLlamaNorm: x.forward = 2.0 * double(m.n_embd) * tok; break;  // lm_head: the head's
-      case kLlamaMlp: x.forward = 2.0 * double(u.numel) * tok; break;
+      case kEmbeddingUnit: break;
+      case kFinalUnit: x.forward = 2.0 * double(m.n_embd) * tok; break;  // lm_head: the head's
+      case kMlpUnit: x.forward = 2.0 * double(u.numel) * tok; break;
       default: x.forward = (2.0 * double(u.numel) + 4.0 * TC) * tok;
     }
     x.backward = 2.0 * x.forward;
-    if (checkpointing && (u.kind == kLlamaBlock || u.kind == kLlamaAttn || u.kind == kLlamaMlp))
+    if (checkpointing && (u.kind == kBlockUnit || u.kind == kAttnUnit || u.kind == kMlpUnit))
       x.recompute = x.forward;
     f.push_back(x);
   }
@@ -67,10 +78,11 @@ UnitFlops head_flops(const ModelConfig& m, int micro_batch) {
   return {head, 2.0 * head, 0.0};
 }
 
-double flops_per_token(const ModelConfig& m) {
-  const double P = double(total_numel(llama_units(m)));
+double flops_per_token(const ModelConfig& m, bool qk_norm) {
+  const double P = double(total_numel(llama_units(m, qk_norm)));
   const double embedding = m.tie_embeddings ? 0.0 : double(m.vocab_size) * m.n_embd;
-  return 6.0 * (P - embedding) + 12.0 * m.n_layer * double(m.block_size) * m.n_embd;
+  return 6.0 * (P - embedding) +
+         12.0 * m.n_layer * double(m.block_size) * double(m.n_head) * m.head_dim();
 }
 
 // ---- Hugging Face LlamaForCausalLM ----------------------------------------------------------
@@ -84,9 +96,11 @@ nlohmann::ordered_json rope_scaling_json(const ModelConfig& m) {
           {"original_max_position_embeddings", m.rope_original_context}};
 }
 
-std::string hf_config_json(const ModelConfig& m, const std::string& torch_dtype) {
-  nlohmann::ordered_json j{{"architectures", {"LlamaForCausalLM"}},
-                           {"model_type", "llama"},
+// Qwen3ForCausalLM's config is LlamaForCausalLM's with its own names, no mlp_bias, and the
+// sliding window (which this model does not compute) off.
+std::string hf_config_json(const ModelConfig& m, const std::string& torch_dtype, bool qk_norm) {
+  nlohmann::ordered_json j{{"architectures", {qk_norm ? "Qwen3ForCausalLM" : "LlamaForCausalLM"}},
+                           {"model_type", qk_norm ? "qwen3" : "llama"},
                            {"vocab_size", m.vocab_size},
                            {"hidden_size", m.n_embd},
                            {"intermediate_size", m.ffn_hidden},
@@ -105,6 +119,11 @@ std::string hf_config_json(const ModelConfig& m, const std::string& torch_dtype)
                            {"tie_word_embeddings", m.tie_embeddings},
                            {"use_cache", true},
                            {"torch_dtype", torch_dtype}};
+  if (qk_norm) {
+    j.erase("mlp_bias");
+    j["use_sliding_window"] = false;
+    j["sliding_window"] = nullptr;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -207,14 +226,23 @@ const std::vector<std::int64_t>* matrix(const TensorShapes& t, const std::string
   return s;
 }
 
+// A 1-D tensor of n elements (the q/k norms), or one line naming it.
+void vector_of(const TensorShapes& t, const std::string& name, std::int64_t n, const std::string& file) {
+  const auto* s = t(name);
+  if (!s || s->size() != 1 || (*s)[0] != n)
+    throw std::invalid_argument(file + ": " + name + ": " + (s ? "shape not [" : "missing, expected [") +
+                                std::to_string(n) + "] (head_dim)");
+}
+
 ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
-                       const nlohmann::json* config, const std::string& config_path) {
+                       const nlohmann::json* config, const std::string& config_path, bool qk_norm) {
   if (!config)
-    throw std::invalid_argument(file + ": a Llama's config.json is missing (its head counts, rotary "
-                                "and norm settings are not in the tensors)");
+    throw std::invalid_argument(file + ": a " + std::string(qk_norm ? "Qwen3" : "Llama") +
+                                "'s config.json is missing (its head counts, rotary and norm "
+                                "settings are not in the tensors)");
   const auto* emb = matrix(tensors, "model.embed_tokens.weight", file);
   ModelConfig s;
-  s.arch = "llama";
+  s.arch = qk_norm ? "qwen3" : "llama";
   s.vocab_size = int((*emb)[0]);
   s.n_embd = int((*emb)[1]);
   s.n_layer = 0;
@@ -231,29 +259,50 @@ ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
     s.ffn_hidden = int(r.integer("intermediate_size", true));
   }
   const long long H = r.integer("num_attention_heads", true);
-  if (H < 1 || H > s.n_embd || s.n_embd % H != 0)
-    r.fail("num_attention_heads", std::to_string(H) + " does not divide hidden_size " + std::to_string(s.n_embd));
+  if (H < 1 || H > (1 << 16)) r.fail("num_attention_heads", std::to_string(H) + " is not in [1, 65536]");
   s.n_head = int(H);
   const long long KV = r.has("num_key_value_heads") ? r.integer("num_key_value_heads", true) : H;
   if (KV < 1 || H % KV != 0)
     r.fail("num_key_value_heads", std::to_string(KV) + " does not divide num_attention_heads " + std::to_string(H));
   s.n_kv_head = int(KV);
-  if (r.has("head_dim") && r.integer("head_dim", false) != s.head_dim())
-    r.fail("head_dim", std::to_string(r.integer("head_dim", false)) + ", but hidden_size / num_attention_heads is " +
-                           std::to_string(s.head_dim()) + " (this model computes that head size)");
-  if (s.head_dim() % 2 != 0) r.fail("num_attention_heads", "the head size " + std::to_string(s.head_dim()) + " is odd (the rotation pairs halves)");
+  // head_dim: Hugging Face's default is hidden_size / num_attention_heads; Qwen3 sets its own.
+  if (r.has("head_dim")) {
+    const long long hd = r.integer_in(r.json(), "head_dim", 1, 1 << 16, 0);
+    if (s.n_embd % H != 0 || hd != s.n_embd / H) s.head_size = int(hd);
+  } else if (s.n_embd % H != 0) {
+    r.fail("num_attention_heads", std::to_string(H) + " does not divide hidden_size " + std::to_string(s.n_embd) +
+                                      " and no head_dim is given");
+  }
+  if (s.head_dim() % 2 != 0)
+    r.fail(r.has("head_dim") ? "head_dim" : "num_attention_heads",
+           "the head size " + std::to_string(s.head_dim()) + " is odd (the rotation pairs halves)");
   if (s.n_layer > 0) {
+    const std::int64_t D = s.head_dim();
+    const auto* q = matrix(tensors, "model.layers.0.self_attn.q_proj.weight", file);
+    if ((*q)[0] != H * D)
+      throw std::invalid_argument(file + ": model.layers.0.self_attn.q_proj.weight: " + std::to_string((*q)[0]) +
+                                  " rows, but num_attention_heads " + std::to_string(H) + " x head size " +
+                                  std::to_string(D) + " in " + config_path);
     const auto* k = matrix(tensors, "model.layers.0.self_attn.k_proj.weight", file);
-    if ((*k)[0] != KV * s.head_dim())
+    if ((*k)[0] != KV * D)
       throw std::invalid_argument(file + ": model.layers.0.self_attn.k_proj.weight: " + std::to_string((*k)[0]) +
                                   " rows, but num_key_value_heads " + std::to_string(KV) + " x head size " +
-                                  std::to_string(s.head_dim()) + " in " + config_path);
+                                  std::to_string(D) + " in " + config_path);
+    if (qk_norm)
+      for (const char* n : {"q_norm", "k_norm"})
+        vector_of(tensors, std::string("model.layers.0.self_attn.") + n + ".weight", D, file);
+    else if (tensors("model.layers.0.self_attn.q_norm.weight"))
+      throw std::invalid_argument(file + ": model.layers.0.self_attn.q_norm.weight: a Qwen3 tensor, but " +
+                                  config_path + " names no Qwen3ForCausalLM");
   }
   const nlohmann::json& j = *config;
   // Missing: Hugging Face's LlamaConfig default, 2048. The range is model.n_positions' own.
   s.n_positions = int(r.integer_in(j, "max_position_embeddings", 1, 1 << 24, kHfMaxPositions));
   s.norm_eps = r.number(j, "rms_norm_eps", 1e-6, 1e-12, 0.1);
   read_rope(r, s);
+  // Qwen3's sliding window (on in no published Qwen3 model) is a different attention.
+  if (j.contains("use_sliding_window") && j["use_sliding_window"] == true)
+    r.fail("use_sliding_window", "true, but this model computes full causal attention");
   for (const char* k : {"attention_bias", "mlp_bias"})
     if (j.contains(k) && j[k] == true) r.fail(k, "true, but this model has no biases");
   if (j.contains("hidden_act") && j["hidden_act"].is_string() && j["hidden_act"] != "silu")
@@ -281,15 +330,21 @@ std::vector<ArchCheck> checks() {
        }},
       {"model.n_head", "model.n_embd",
        [](const ModelConfig& m) -> std::string {
-         if (m.n_embd % m.n_head != 0 || m.head_dim() % 2 == 0) return "";
+         if (m.head_size > 0 || m.n_embd % m.n_head != 0 || m.head_dim() % 2 == 0) return "";
          return "the head size n_embd / n_head = " + std::to_string(m.head_dim()) +
                 " is odd; the rotary embedding rotates its two halves as pairs";
+       }},
+      {"model.head_dim", "model.arch",
+       [](const ModelConfig& m) -> std::string {
+         if (m.head_size == 0 || m.head_size % 2 == 0) return "";
+         return "expected an even head size (the rotary embedding rotates its two halves as "
+                "pairs), got " + std::to_string(m.head_size);
        }},
       {"model.ffn_hidden", "model.arch",
        [](const ModelConfig& m) -> std::string {
          if (m.ffn_hidden > 0) return "";
          return "expected the MLP's hidden width (Hugging Face's intermediate_size) for model.arch "
-                "= \"llama\", got " + std::to_string(m.ffn_hidden);
+                "= \"" + m.arch + "\", got " + std::to_string(m.ffn_hidden);
        }},
       {"model.rope_high_freq_factor", "model.rope_low_freq_factor",
        [](const ModelConfig& m) -> std::string {
@@ -311,41 +366,57 @@ AttentionPath architecture_attention(const ModelConfig& m) {
 }
 
 std::int64_t bf16_scratch_elements(const ModelConfig& m, int micro_batch) {
-  const std::int64_t BT = std::int64_t(micro_batch) * m.block_size;
-  const std::int64_t widest = std::max({std::int64_t(m.n_embd), 2 * std::int64_t(m.ffn_hidden),
-                                        llama_qkv_rows(m)});
-  return std::max(BT * widest, std::int64_t(m.vocab_size) * std::min<std::int64_t>(BT, 512));
+  return skeleton_bf16_scratch_elements(llama_block_spec(m), m, micro_batch);
 }
 
-Architecture architecture() {
+Architecture family_architecture(bool qk_norm) {
   Architecture a;
-  a.name = "llama";
-  a.family = "Llama";
-  a.units = llama_units;
+  a.name = qk_norm ? "qwen3" : "llama";
+  a.family = qk_norm ? "Qwen3" : "Llama";
+  a.units = [qk_norm](const ModelConfig& m) { return llama_units(m, qk_norm); };
   a.init_unit = [](const ModelConfig& m, const UnitLayout& u, float* full, std::uint64_t seed) {
     llama_init_unit(u, full, seed, m.n_layer);
   };
-  // Tied: the embedding unit's table; untied: lm_head, in the last unit with the final norm.
-  a.head_unit = [](const ModelConfig& m) {
-    return m.tie_embeddings ? 0 : 1 + m.n_layer * (m.sublayer_units ? 2 : 1);
+  a.head_unit = head_unit;
+  a.build = [qk_norm](const ModelConfig& m, const DecoderOptions& o, MemoryTracker& tracker) {
+    return build_skeleton(m, llama_block_spec(m, qk_norm), llama_units(m, qk_norm), head_unit(m),
+                          attention_of(m), o, tracker);
   };
-  a.build = make_model;
   a.attention = attention_of;
-  a.activation_elements = activation_elements;
+  a.activation_elements = [qk_norm](const ModelConfig& m, int B, bool checkpointing) {
+    return activation_elements(m, B, checkpointing, qk_norm);
+  };
   a.bf16_scratch_elements = bf16_scratch_elements;
-  a.unit_flops = unit_flops;
+  a.unit_flops = [qk_norm](const ModelConfig& m, int B, bool checkpointing) {
+    return unit_flops(m, B, checkpointing, qk_norm);
+  };
   a.head_flops = head_flops;
-  a.flops_per_token = flops_per_token;
+  a.flops_per_token = [qk_norm](const ModelConfig& m) { return flops_per_token(m, qk_norm); };
   a.flops_formula = "6(P - VC if untied) + 12LTC (T = block_size)";
   a.recompute_formula = "each layer's forward (2P_layer + 4TC)";
-  a.hf.architectures = "LlamaForCausalLM";
-  a.hf.config_json = hf_config_json;
-  a.hf.recognizes = [](const TensorShapes& t) { return t("model.embed_tokens.weight") != nullptr; };
-  a.hf.read_shape = read_shape;
+  if (qk_norm) {
+    a.flops_formula = "6(P - VC if untied) + 12LT(HD) (T = block_size, D = head_dim)";
+    a.recompute_formula = "each layer's forward (2P_layer + 4T(HD))";
+  }
+  a.hf.architectures = qk_norm ? "Qwen3ForCausalLM" : "LlamaForCausalLM";
+  a.hf.config_json = [qk_norm](const ModelConfig& m, const std::string& dtype) {
+    return hf_config_json(m, dtype, qk_norm);
+  };
+  // Both read model.embed_tokens; the q/k norms tell a Qwen3 file without config.json's name.
+  a.hf.recognizes = [qk_norm](const TensorShapes& t) {
+    return t("model.embed_tokens.weight") != nullptr &&
+           (t("model.layers.0.self_attn.q_norm.weight") != nullptr) == qk_norm;
+  };
+  a.hf.read_shape = [qk_norm](const TensorShapes& t, const std::string& file,
+                              const nlohmann::json* config, const std::string& config_path) {
+    return read_shape(t, file, config, config_path, qk_norm);
+  };
   a.hf.stored_names = [](const std::string& name) { return std::vector<std::string>{name}; };
   a.hf.config_complete = true;
   a.checks = checks();
   return a;
 }
+
+Architecture architecture() { return family_architecture(false); }
 
 }  // namespace fsdp::llama

@@ -8,11 +8,8 @@
 namespace fsdp::llama {
 
 Architecture architecture();
-
-// The model itself (Architecture::build), defined with Llama in llama.cpp: the only part of
-// the architecture that needs the kernels (the fuzz targets link without them).
-std::unique_ptr<Decoder> make_model(const ModelConfig& m, const DecoderOptions& o,
-                                    MemoryTracker& tracker);
+// Llama's family with Qwen3's per-head q/k RMSNorm (qk_norm): "qwen3", Qwen3ForCausalLM.
+Architecture family_architecture(bool qk_norm);
 
 // Which attention kernel a Llama runs: model.attention as for GPT-2 (both kernels read grouped-
 // query heads in place on a CPU), except that grouped-query heads take the fused kernel on a

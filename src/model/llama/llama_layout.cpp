@@ -17,38 +17,62 @@ void add(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape
 
 }  // namespace
 
-LlamaOffsets llama_offsets(const UnitLayout& a, const UnitLayout& m) {
-  return {a.tensor("input_layernorm.weight").offset, a.tensor("self_attn.q_proj.weight").offset,
-          a.tensor("self_attn.o_proj.weight").offset, m.tensor("post_attention_layernorm.weight").offset,
-          m.tensor("mlp.gate_proj.weight").offset, m.tensor("mlp.down_proj.weight").offset};
+BlockSpec llama_block_spec(const ModelConfig& m, bool qk_norm) {
+  BlockSpec s;
+  s.tag = qk_norm ? "qwen3" : "llama";
+  s.norm = NormKind::RMSNorm;
+  s.eps = float(m.norm_eps);
+  s.positions = Positions::Rotary;
+  s.qk_norm = qk_norm;
+  s.mlp = MlpKind::SwiGlu;
+  s.H = m.n_head;
+  s.KV = m.kv_heads();
+  s.D = m.head_dim();
+  s.F = m.ffn_hidden;
+  s.attn_norm = "input_layernorm.weight";
+  s.qkv = "self_attn.q_proj.weight";
+  s.q_norm = "self_attn.q_norm.weight";
+  s.k_norm = "self_attn.k_norm.weight";
+  s.o = "self_attn.o_proj.weight";
+  s.mlp_norm = "post_attention_layernorm.weight";
+  s.up = "mlp.gate_proj.weight";
+  s.down = "mlp.down_proj.weight";
+  s.embedding = "model.embed_tokens.weight";
+  s.final_norm = "model.norm.weight";
+  s.head = "lm_head.weight";
+  return s;
 }
 
-std::vector<UnitLayout> llama_units(const ModelConfig& m) {
-  const std::int64_t C = m.n_embd, V = m.vocab_size, F = m.ffn_hidden,
-                     KVD = std::int64_t(m.kv_heads()) * m.head_dim();
+std::vector<UnitLayout> llama_units(const ModelConfig& m, bool qk_norm) {
+  const std::int64_t C = m.n_embd, V = m.vocab_size, F = m.ffn_hidden, D = m.head_dim(),
+                     QD = std::int64_t(m.n_head) * D, KVD = std::int64_t(m.kv_heads()) * D;
   const bool whole = !m.sublayer_units;
   std::vector<UnitLayout> units;
   UnitLayout emb;
   emb.name = "embedding";
-  emb.kind = kLlamaEmbedding;
+  emb.kind = kEmbeddingUnit;
   add(emb, "model.embed_tokens.weight", {V, C});
   units.push_back(std::move(emb));
   for (int l = 0; l < m.n_layer; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     UnitLayout a;
     a.name = whole ? p.substr(0, p.size() - 1) : p + "self_attn";
-    a.kind = whole ? kLlamaBlock : kLlamaAttn;
+    a.kind = whole ? kBlockUnit : kAttnUnit;
     a.layer = l;
     add(a, p + "input_layernorm.weight", {C});
-    add(a, p + "self_attn.q_proj.weight", {C, C});  // adjacent: one [C + 2 KV D, C] GEMM
+    add(a, p + "self_attn.q_proj.weight", {QD, C});  // adjacent: one [(H + 2 KV) D, C] GEMM
     add(a, p + "self_attn.k_proj.weight", {KVD, C});
     add(a, p + "self_attn.v_proj.weight", {KVD, C});
-    add(a, p + "self_attn.o_proj.weight", {C, C});
+    add(a, p + "self_attn.o_proj.weight", {C, QD});
+    if (qk_norm) {
+      add(a, p + "self_attn.q_norm.weight", {D});
+      add(a, p + "self_attn.k_norm.weight", {D});
+    }
     UnitLayout mlp;
     UnitLayout& b = whole ? a : mlp;
     if (!whole) {
       mlp.name = p + "mlp";
-      mlp.kind = kLlamaMlp;
+      mlp.kind = kMlpUnit;
       mlp.layer = l;
     }
     add(b, p + "post_attention_layernorm.weight", {C});
@@ -60,7 +84,7 @@ std::vector<UnitLayout> llama_units(const ModelConfig& m) {
   }
   UnitLayout fin;
   fin.name = "norm";
-  fin.kind = kLlamaNorm;
+  fin.kind = kFinalUnit;
   add(fin, "model.norm.weight", {C});
   if (!m.tie_embeddings) add(fin, "lm_head.weight", {V, C});
   units.push_back(std::move(fin));

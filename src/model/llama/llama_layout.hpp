@@ -11,28 +11,25 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/decoder/block_spec.hpp"
 #include "model/model_config.hpp"
 #include "model/unit_layout.hpp"
 
 namespace fsdp {
 
-// What a Llama unit holds (UnitLayout::kind). Attn: input_layernorm and self_attn.*; Mlp:
-// post_attention_layernorm and mlp.*; Norm: model.norm (and lm_head when untied).
-enum LlamaUnit : int { kLlamaEmbedding, kLlamaBlock, kLlamaAttn, kLlamaMlp, kLlamaNorm };
-
-// A layer's tensors as offsets into the unit(s) holding them: the first four in the
-// attention's unit, the last three in the MLP's (the same unit when the layer is one).
-struct LlamaOffsets {
-  std::int64_t attn_norm, qkv, o, mlp_norm, gate_up, down;
-};
-LlamaOffsets llama_offsets(const UnitLayout& attn, const UnitLayout& mlp);
-
-// Widths: q rows H*D (= C), k and v rows KV*D each; the MLP's F = m.ffn_hidden.
+// Widths: q rows H*D (C unless model.head_dim says otherwise), k and v rows KV*D each; the
+// MLP's F = m.ffn_hidden.
 inline std::int64_t llama_qkv_rows(const ModelConfig& m) {
-  return std::int64_t(m.n_embd) + 2 * std::int64_t(m.kv_heads()) * m.head_dim();
+  return (std::int64_t(m.n_head) + 2 * std::int64_t(m.kv_heads())) * m.head_dim();
 }
 
-std::vector<UnitLayout> llama_units(const ModelConfig& m);
+// qk_norm (Qwen3): each layer also holds self_attn.q_norm and self_attn.k_norm [D], after
+// o_proj.
+std::vector<UnitLayout> llama_units(const ModelConfig& m, bool qk_norm = false);
+
+// The skeleton's description (model/decoder/block_spec.hpp): RMSNorms, rotary positions,
+// nn.Linear weights without biases, grouped-query heads of m.head_dim(), SwiGLU of F.
+BlockSpec llama_block_spec(const ModelConfig& m, bool qk_norm = false);
 
 // Hugging Face's LlamaPreTrainedModel initialisation: N(0, 0.02) for every matrix, with the
 // residual projections (o_proj, down_proj) scaled by 1/sqrt(2L) as GPT-2 does (the stream's

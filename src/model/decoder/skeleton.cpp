@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+// The skeleton's buffers, the per-unit dispatch (with activation checkpointing's recompute),
+// the embedding, the final norm and the head. The layers' sub-layers are in block_ops.cpp.
+#include "model/decoder/skeleton.hpp"
+
+#include <algorithm>
+
+#include "model/architecture.hpp"
+#include "model/attention.hpp"
+#include "model/cross_entropy.hpp"
+#include "model/decoder/buffer_views.hpp"
+#include "model/embedding.hpp"
+#include "model/gemm.hpp"
+#include "model/head_outputs.hpp"
+
+namespace fsdp {
+namespace k = kernels;
+using MC = MemCategory;
+
+using namespace skeleton_views;
+
+namespace {
+std::int64_t at(const UnitLayout& u, const std::string& suffix) {
+  return suffix.empty() ? -1 : u.tensor(suffix).offset;
+}
+// The bias beside a weight ("...weight" -> "...bias").
+std::int64_t bias_at(const UnitLayout& u, const std::string& weight) {
+  return at(u, weight.substr(0, weight.size() - 6) + "bias");
+}
+
+LayerOffsets offsets_of(const std::vector<UnitLayout>& units, const BlockSpec& s) {
+  LayerOffsets o;
+  if (units.size() < 3) return o;  // no layer
+  const UnitLayout& a = units[1];
+  const UnitLayout& f = units[a.kind == kAttnUnit ? 2 : 1];
+  const bool ln = s.norm == NormKind::LayerNorm;
+  o.n1_w = at(a, s.attn_norm);
+  o.n1_b = ln ? bias_at(a, s.attn_norm) : -1;
+  o.qkv_w = at(a, s.qkv);
+  o.qkv_b = s.biases ? bias_at(a, s.qkv) : -1;
+  o.qn = s.qk_norm ? at(a, s.q_norm) : -1;
+  o.kn = s.qk_norm ? at(a, s.k_norm) : -1;
+  o.o_w = at(a, s.o);
+  o.o_b = s.biases ? bias_at(a, s.o) : -1;
+  o.n2_w = at(f, s.mlp_norm);
+  o.n2_b = ln ? bias_at(f, s.mlp_norm) : -1;
+  o.up_w = at(f, s.up);
+  o.up_b = s.biases ? bias_at(f, s.up) : -1;
+  o.down_w = at(f, s.down);
+  o.down_b = s.biases ? bias_at(f, s.down) : -1;
+  return o;
+}
+}  // namespace
+
+DecoderSkeleton::DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec,
+                                 std::vector<UnitLayout> units, int head_unit,
+                                 AttentionPath attention, int micro_batch, MemoryTracker& tracker,
+                                 bool bf16_attention)
+    : cfg_(cfg),
+      s_(spec),
+      units_(std::move(units)),
+      off_(offsets_of(units_, spec)),
+      B_(micro_batch),
+      T_(cfg.block_size),
+      C_(cfg.n_embd),
+      H_(spec.H),
+      KV_(spec.KV),
+      D_(spec.D),
+      F_(spec.F),
+      V_(cfg.vocab_size),
+      QW_(spec.H * spec.D),
+      QKV_((spec.H + 2 * spec.KV) * spec.D),
+      UP_(spec.mlp == MlpKind::SwiGlu ? 2 * spec.F : spec.F),
+      checkpointing_(cfg.activation_checkpointing == "blocks"),
+      attention_(attention),
+      qkv_bf16_(bf16_attention && attention == AttentionPath::Fused),
+      flash_(k::flash_plan(spec.D)) {
+  const UnitLayout& emb = units_.front();
+  const UnitLayout& fin = units_.back();
+  emb_w_ = at(emb, s_.embedding);
+  if (s_.positions == Positions::Learned) pos_w_ = at(emb, s_.positions_table);
+  fin_w_ = at(fin, s_.final_norm);
+  if (s_.norm == NormKind::LayerNorm) fin_b_ = bias_at(fin, s_.final_norm);
+  head_w_ = cfg.tie_embeddings ? emb_w_ : at(units_[std::size_t(head_unit)], s_.head);
+  if (s_.positions == Positions::Rotary) rope_ = k::RopeTable(tracker, cfg, T_);
+  allocate(tracker);
+}
+
+void DecoderSkeleton::allocate(MemoryTracker& tracker) {
+  const std::int64_t BT = std::int64_t(B_) * T_, BTC = BT * C_;
+  const std::string& t = s_.tag;
+  const bool ln = s_.norm == NormKind::LayerNorm;
+  auto buf = [&](const std::string& name, std::int64_t n, Dtype d = Dtype::F32) {
+    return TrackedBuffer(tracker, name, n, MC::Activations, MemSpace::Device, d);
+  };
+  inputs_ = TokenView(t + "::inputs", BT);
+  targets_ = TokenView(t + "::targets", BT);
+  for (int l = 0; l <= cfg_.n_layer; ++l) residual_.push_back(buf(t + "::residual" + std::to_string(l), BTC));
+  const int n_acts = checkpointing_ ? 1 : cfg_.n_layer;
+  for (int l = 0; l < n_acts; ++l) {
+    const std::string p = t + "::layer" + std::to_string(l) + "::";
+    auto a = std::make_unique<LayerActivations>();
+    a->ln1 = buf(p + "ln1", BTC);
+    if (ln) a->ln1_mean = buf(p + "ln1_mean", BT);
+    a->ln1_rstd = buf(p + "ln1_rstd", BT);
+    a->qkv = buf(p + "qkv", BT * QKV_, qkv_bf16_ ? Dtype::BF16 : Dtype::F32);
+    if (s_.qk_norm) {
+      a->qk_raw = buf(p + "qk_raw", BT * (H_ + KV_) * D_);
+      a->qk_rstd = buf(p + "qk_rstd", BT * (H_ + KV_));
+    }
+    a->att = buf(p + "att", BT * H_ * (attention_ == AttentionPath::Fused ? 1 : T_));
+    a->atty = buf(p + "atty", BT * QW_);
+    a->res2 = buf(p + "res2", BTC);
+    a->ln2 = buf(p + "ln2", BTC);
+    if (ln) a->ln2_mean = buf(p + "ln2_mean", BT);
+    a->ln2_rstd = buf(p + "ln2_rstd", BT);
+    a->up = buf(p + "up", BT * UP_);
+    a->act = buf(p + "act", BT * F_);
+    acts_.push_back(std::move(a));
+  }
+  // Checkpointed sub-layer units: the MLP's recompute starts from the attention's output,
+  // which is kept per layer as the stream between the two units.
+  if (checkpointing_ && cfg_.sublayer_units)
+    for (int l = 0; l < cfg_.n_layer; ++l) mid_.push_back(buf(t + "::res2_" + std::to_string(l), BTC));
+  lnf_ = buf(t + "::final_norm", BTC);
+  if (ln) lnf_mean_ = buf(t + "::final_norm_mean", BT);
+  lnf_rstd_ = buf(t + "::final_norm_rstd", BT);
+  logits_ = buf(t + "::logits", BT * V_);
+  losses_ = buf(t + "::losses", BT);
+  if (qkv_bf16_) qkv32_ = buf(t + "::qkv32", BT * QKV_);
+  tmp_ = buf(t + "::tmp", BTC);
+  dres_a_ = buf(t + "::dres_a", BTC);
+  dres_b_ = buf(t + "::dres_b", BTC);
+  d_ln_ = buf(t + "::d_ln", BTC);
+  d_tmp_ = buf(t + "::d_tmp", BTC);
+  d_qkv_ = buf(t + "::d_qkv", BT * QKV_);
+  d_atty_ = buf(t + "::d_atty", BT * QW_);
+  d_up_ = buf(t + "::d_up", BT * UP_);
+  d_act_ = buf(t + "::d_act", BT * F_);
+  if (attention_ == AttentionPath::Materialized)
+    att_work_ = buf(t + "::att_work", k::attention_work_size(T_, H_));
+}
+
+void DecoderSkeleton::set_batch(const std::int32_t* inputs, const std::int32_t* targets) {
+  const std::size_t BT = std::size_t(B_) * T_;
+  Kokkos::deep_copy(inputs_, HostConstTokens(inputs, BT));
+  Kokkos::deep_copy(targets_, HostConstTokens(targets, BT));
+}
+
+void DecoderSkeleton::use_bf16_gemms(MemoryTracker& tracker) {
+  bf16_ = std::make_unique<k::Bf16Gemms>(tracker, skeleton_bf16_scratch_elements(s_, cfg_, B_));
+}
+
+Vec DecoderSkeleton::res2_of(int l) {
+  return mid_.empty() ? acts(l).res2.vec() : mid_[std::size_t(l)].vec();
+}
+
+void DecoderSkeleton::forward_unit(int u, const UnitParams& p) {
+  const UnitLayout& unit = units_[std::size_t(u)];
+  const int l = unit.layer;
+  switch (unit.kind) {
+    case kEmbeddingUnit: return embed_forward(p);
+    case kBlockUnit:
+      attn_compute(l, p, res2_of(l));
+      return mlp_compute(l, p, residual_[std::size_t(l) + 1].vec());
+    case kAttnUnit: return attn_compute(l, p, res2_of(l));
+    case kMlpUnit: return mlp_compute(l, p, residual_[std::size_t(l) + 1].vec());
+    case kFinalUnit: return final_forward(p);
+  }
+}
+
+// Recomputes (activation checkpointing) write the layer's output to tmp_: only the backward
+// kernels' saved inputs are needed, and the residual stream must stay as it is.
+void DecoderSkeleton::backward_unit(int u, const UnitParams& p, Vec g) {
+  const UnitLayout& unit = units_[std::size_t(u)];
+  const int l = unit.layer;
+  switch (unit.kind) {
+    case kFinalUnit: return final_backward(p, g);
+    case kBlockUnit:
+      if (checkpointing_) {
+        attn_compute(l, p, res2_of(l));
+        mlp_compute(l, p, tmp_.vec());
+      }
+      mlp_grads(l, p, g);
+      return attn_grads(l, p, g);
+    case kMlpUnit:
+      if (checkpointing_) mlp_compute(l, p, tmp_.vec());  // from the kept res2
+      return mlp_grads(l, p, g);
+    case kAttnUnit:
+      if (checkpointing_) attn_compute(l, p, tmp_.vec());  // the MLP's backward used res2
+      return attn_grads(l, p, g);
+    case kEmbeddingUnit: return embed_backward(g);
+  }
+}
+
+void DecoderSkeleton::embed_forward(const UnitParams& p) {
+  const Mat x = m(residual_[0], std::int64_t(B_) * T_, C_);
+  if (pos_w_ >= 0)
+    k::embedding_forward(x, inputs_, p.weight(emb_w_, V_, C_), p.table(pos_w_, T_, C_), T_);
+  else
+    k::token_embedding_forward(x, inputs_, p.weight(emb_w_, V_, C_));
+}
+
+void DecoderSkeleton::embed_backward(Vec g) {
+  const ConstMat dx(dres_out_.data(), std::int64_t(B_) * T_, C_);
+  if (pos_w_ >= 0)
+    k::embedding_backward(gm(g, emb_w_, V_, C_), gm(g, pos_w_, T_, C_), dx, inputs_, T_);
+  else
+    k::token_embedding_backward(gm(g, emb_w_, V_, C_), dx, inputs_);
+}
+
+void DecoderSkeleton::final_forward(const UnitParams& p) {
+  const int BT = B_ * T_;
+  norm_fwd(m(lnf_, BT, C_), lnf_mean_.vec(), lnf_rstd_.vec(),
+           cm(residual_[std::size_t(cfg_.n_layer)], BT, C_), p, fin_w_, fin_b_);
+}
+
+void DecoderSkeleton::final_backward(const UnitParams& p, Vec g) {
+  const int BT = B_ * T_;
+  norm_bwd(m(dres_a_, BT, C_), g, cm(d_ln_, BT, C_), cm(residual_[std::size_t(cfg_.n_layer)], BT, C_),
+           p, fin_w_, fin_b_, lnf_mean_, lnf_rstd_);
+  dres_out_ = dres_a_.vec();
+}
+
+// The head is a [V, C] table whatever the layers' layout (the token embedding, or lm_head).
+double DecoderSkeleton::head_forward(const UnitParams& p) {
+  const int BT = B_ * T_;
+  if (bf16_)
+    bf16_->head_forward(m(logits_, BT, V_), cm(lnf_, BT, C_), p.weight_bf16(head_w_, V_, C_));
+  else
+    k::gemm("N", "T", 1.f, cm(lnf_, BT, C_), p.weight(head_w_, V_, C_), 0.f, m(logits_, BT, V_));
+  k::cross_entropy_forward(losses_.vec(), cm(logits_, BT, V_), targets_);
+  return mean_losses(losses_, B_, T_, seq_losses_);
+}
+
+std::vector<float> DecoderSkeleton::logits_at(int b, int t) const {
+  return logits_row(logits_, V_, std::int64_t(b) * T_ + t);
+}
+
+void DecoderSkeleton::head_backward(const UnitParams& p, Vec grad, float dloss) {
+  const int BT = B_ * T_;
+  k::cross_entropy_backward(m(logits_, BT, V_), targets_, dloss / BT);
+  if (bf16_)
+    return bf16_->head_backward(m(d_ln_, BT, C_), gm(grad, head_w_, V_, C_), cm(logits_, BT, V_),
+                                cm(lnf_, BT, C_), p.weight_bf16(head_w_, V_, C_));
+  k::gemm("N", "N", 1.f, cm(logits_, BT, V_), p.weight(head_w_, V_, C_), 0.f, m(d_ln_, BT, C_));
+  k::gemm("T", "N", 1.f, cm(logits_, BT, V_), cm(lnf_, BT, C_), 1.f, gm(grad, head_w_, V_, C_));
+}
+
+std::unique_ptr<Decoder> build_skeleton(const ModelConfig& m, const BlockSpec& s,
+                                        std::vector<UnitLayout> units, int head_unit,
+                                        AttentionPath attention, const DecoderOptions& o,
+                                        MemoryTracker& tracker) {
+  return std::make_unique<DecoderSkeleton>(m, s, std::move(units), head_unit, attention,
+                                           o.micro_batch, tracker, o.bf16_attention);
+}
+
+}  // namespace fsdp

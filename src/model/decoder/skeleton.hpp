@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// The one decoder every architecture runs (model/decoder.hpp), described by a BlockSpec:
+// pre-norm layers x += attn(norm1(x)), x += mlp(norm2(x)); a final norm; the LM head (the
+// token table when tied) and the cross-entropy loss. Units are computed one at a time with the
+// parameters the engine hands over; with activation checkpointing a layer keeps only its input
+// (and, for sub-layer units, the stream between its halves) and is recomputed in backward.
+// B = micro-batch, T = block_size, C = n_embd, V = vocab, L = layers, QKV = (H + 2 KV) D.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "core/memory.hpp"
+#include "model/attention_path.hpp"
+#include "model/bf16_gemm.hpp"
+#include "model/decoder.hpp"
+#include "model/decoder/block_spec.hpp"
+#include "model/flash_attention.hpp"
+#include "model/rotary.hpp"
+#include "model/unit_params.hpp"
+
+namespace fsdp {
+
+// A layer's tensors as offsets into the unit(s) holding them (-1: the architecture has none):
+// the attention's in its unit, the MLP's in its (the same unit when the layer is one).
+struct LayerOffsets {
+  std::int64_t n1_w = -1, n1_b = -1, qkv_w = -1, qkv_b = -1, qn = -1, kn = -1, o_w = -1, o_b = -1;
+  std::int64_t n2_w = -1, n2_b = -1, up_w = -1, up_b = -1, down_w = -1, down_b = -1;
+};
+
+// What one layer keeps between its forward and backward. qkv holds q and k after their norms
+// and rotation (bf16 when the fused attention reads bf16); qk_raw: q and k before their norms
+// (qk_norm); att: probabilities [B*H, T, T] (materialised) or log-sum-exps [B*H, T] (fused).
+struct LayerActivations {
+  TrackedBuffer ln1, ln1_mean, ln1_rstd, qkv, qk_raw, qk_rstd, att, atty, res2, ln2, ln2_mean,
+      ln2_rstd, up, act;
+};
+
+class DecoderSkeleton final : public Decoder {
+ public:
+  // bf16_attention (fsdp.mixed_precision = bf16): the fused attention reads q, k and v as bf16,
+  // kept as bf16 for backward; the materialised path ignores it. `units` as the architecture
+  // cuts them (cfg.sublayer_units); head_unit: Architecture::head_unit.
+  DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec, std::vector<UnitLayout> units,
+                  int head_unit, AttentionPath attention, int micro_batch, MemoryTracker& tracker,
+                  bool bf16_attention);
+
+  const ModelConfig& config() const override { return cfg_; }
+  const std::vector<UnitLayout>& units() const override { return units_; }
+  int micro_batch() const override { return B_; }
+  AttentionPath attention() const { return attention_; }
+
+  void set_batch(const std::int32_t* inputs, const std::int32_t* targets) override;
+  void forward_unit(int u, const UnitParams& p) override;
+  double head_forward(const UnitParams& p) override;
+  void head_backward(const UnitParams& p, Vec grad, float dloss) override;
+  void backward_unit(int u, const UnitParams& p, Vec grad) override;
+  const std::vector<double>& sequence_losses() const override { return seq_losses_; }
+  std::vector<float> logits_at(int b, int t) const override;
+  void use_bf16_gemms(MemoryTracker& tracker) override;
+
+ private:
+  // Norms of rows x [BT, C]: out, and the statistics kept for backward.
+  void norm_fwd(const Mat& out, const Vec& mean, const Vec& rstd, const ConstMat& x,
+                const UnitParams& p, std::int64_t w, std::int64_t b);
+  void norm_bwd(const Mat& dx, Vec g, const ConstMat& dout, const ConstMat& x, const UnitParams& p,
+                std::int64_t w, std::int64_t b, const TrackedBuffer& mean, const TrackedBuffer& rstd);
+  // y[N, out] = x[N, in] W for the weight at w of p (either layout); bias b < 0: none (or
+  // added by the consumer). Backward assigns dx and accumulates dW (and db when b >= 0).
+  void linear_fwd(const Mat& y, const ConstMat& x, const UnitParams& p, std::int64_t w,
+                  std::int64_t b, int in, int out);
+  void linear_bwd(const Mat& dx, Vec g, const ConstMat& dy, const ConstMat& x, const UnitParams& p,
+                  std::int64_t w, std::int64_t b, int in, int out);
+  void embed_forward(const UnitParams& p);
+  void embed_backward(Vec g);
+  void final_forward(const UnitParams& p);
+  void final_backward(const UnitParams& p, Vec g);
+  // The layer's two residual sub-layers: attn_compute reads stream l and writes res2_out,
+  // mlp_compute reads res2_of(l) and writes x_out. Their gradients: mlp_grads leaves d res2 in
+  // d_tmp_, attn_grads moves dres_out_ to the layer's input.
+  void attn_compute(int l, const UnitParams& p, const Vec& res2_out);
+  void mlp_compute(int l, const UnitParams& p, const Vec& x_out);
+  void attn_grads(int l, const UnitParams& p, Vec g);
+  void mlp_grads(int l, const UnitParams& p, Vec g);
+  void attention_core_fwd(LayerActivations& a);
+  void attention_core_bwd(LayerActivations& a);
+  Vec res2_of(int l);
+  LayerActivations& acts(int l) { return *acts_[checkpointing_ ? 0 : l]; }
+  void allocate(MemoryTracker& tracker);
+
+  ModelConfig cfg_;
+  BlockSpec s_;
+  std::vector<UnitLayout> units_;
+  LayerOffsets off_;
+  std::int64_t emb_w_ = 0, pos_w_ = -1, fin_w_ = 0, fin_b_ = -1, head_w_ = 0;
+  int B_, T_, C_, H_, KV_, D_, F_, V_, QW_, QKV_, UP_;  // QW = H*D, UP: the up GEMM's width
+  bool checkpointing_;
+  AttentionPath attention_;
+  bool qkv_bf16_;
+  kernels::FlashPlan flash_;
+  kernels::RopeTable rope_;
+  TokenView inputs_, targets_;
+  std::vector<TrackedBuffer> residual_;  // L+1 streams: layer l reads l, writes l+1
+  std::vector<std::unique_ptr<LayerActivations>> acts_;
+  std::vector<TrackedBuffer> mid_;  // checkpointed sub-layers: each layer's res2
+  TrackedBuffer lnf_, lnf_mean_, lnf_rstd_, logits_, losses_, qkv32_;
+  TrackedBuffer tmp_, dres_a_, dres_b_, d_ln_, d_tmp_, d_qkv_, d_atty_, d_up_, d_act_, att_work_;
+  Vec dres_out_;  // the gradient of the current top of the residual stream
+  std::unique_ptr<kernels::Bf16Gemms> bf16_;
+  std::vector<double> seq_losses_;
+};
+
+}  // namespace fsdp
