@@ -60,6 +60,7 @@ std::string quoted_line(const std::string& s) {
 
 std::string describe_model(const ModelConfig& m) {
   std::string heads = std::to_string(m.n_head) + " heads";
+  if (m.head_size > 0) heads += " of " + std::to_string(m.head_size);
   if (m.kv_heads() < m.n_head) heads += ", " + std::to_string(m.kv_heads()) + " key/value";
   if (m.ffn_hidden > 0) heads += "; MLP " + std::to_string(m.ffn_hidden);
   if (!m.tie_embeddings) heads += "; untied head";

@@ -4,8 +4,9 @@
 HDF5 through h5dump; PyTorch for the float64 Llama), the counterpart of hf_check.py for GPT-2:
   random-model DIR [--layers 2 --embd 64 --heads 4 --kv 2 --ffn 96 --vocab 256 --ctx 64
                     --seed 1 --theta 500000 --tied 0 --scaling llama3|none --factor 8
-                    --low 1 --high 8 --orig 64]
-                               random LlamaForCausalLM weights: DIR/hf (F32), DIR/hf_bf16,
+                    --low 1 --high 8 --orig 64 --qwen3 0 --headdim 0]
+                               random LlamaForCausalLM weights (--qwen3 1: Qwen3ForCausalLM, with
+                               q/k norms and head_dim --headdim): DIR/hf (F32), DIR/hf_bf16,
                                DIR/hf_sharded (two files + index), DIR/hf_ropeparams
   eval-loss DIR VAL T S        float64 PyTorch eval loss of DIR's weights on a byte file
   greedy DIR T N PROMPT        float64 PyTorch argmax continuation, token ids
@@ -49,10 +50,11 @@ def random_model(d, *args):
     # blended (8..64) and slowed by factor (> orig/low = 64).
     o = options(args, {"layers": 2, "embd": 64, "heads": 4, "kv": 2, "ffn": 96, "vocab": 256,
                        "ctx": 64, "seed": 1, "theta": 500000.0, "tied": 0, "scaling": "llama3",
-                       "factor": 8.0, "low": 1.0, "high": 8.0, "orig": 64})
+                       "factor": 8.0, "low": 1.0, "high": 8.0, "orig": 64, "qwen3": 0,
+                       "headdim": 0})
     rng = np.random.default_rng(o["seed"])
     C, H, KV, Fd, V = o["embd"], o["heads"], o["kv"], o["ffn"], o["vocab"]
-    D = C // H
+    D = o["headdim"] or C // H
     # Matrices at std 0.08 and the embedding at 0.5 (not HF's 0.02 init): the logits then
     # spread enough that the loss is well away from log V and bf16 rounding shows in it. q and
     # k at twice that sharpen attention, so a rotary mistake (interleaved pairs, no llama3
@@ -67,6 +69,9 @@ def random_model(d, *args):
                   p + "self_attn.o_proj.weight": mat(C, H * D), p + "post_attention_layernorm.weight": norm(),
                   p + "mlp.gate_proj.weight": mat(Fd, C), p + "mlp.up_proj.weight": mat(Fd, C),
                   p + "mlp.down_proj.weight": mat(C, Fd)})
+        if o["qwen3"]:  # per-head norms over D channels, away from 1 so a missing one shows
+            w.update({p + "self_attn.q_norm.weight": 1.0 + rng.normal(0, 0.3, (D,)),
+                      p + "self_attn.k_norm.weight": 1.0 + rng.normal(0, 0.3, (D,))})
     w["model.norm.weight"] = norm()
     if not o["tied"]:
         w["lm_head.weight"] = mat(V, C)
@@ -81,6 +86,10 @@ def random_model(d, *args):
            "rope_theta": o["theta"], "rope_scaling": scaling, "tie_word_embeddings": bool(o["tied"]),
            "vocab_size": V, "max_position_embeddings": o["ctx"], "attention_bias": False,
            "mlp_bias": False, "torch_dtype": "float32"}
+    if o["qwen3"]:
+        cfg = {k: v for k, v in cfg.items() if k != "mlp_bias"}
+        cfg.update({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "head_dim": D,
+                    "use_sliding_window": False, "sliding_window": None, "max_window_layers": o["layers"]})
 
     def put(sub, config, files):  # files: {file name: (tensors, dtype)}
         os.makedirs(os.path.join(d, sub), exist_ok=True)
@@ -138,7 +147,10 @@ def export_matches(d, ckpt, *args):
     with open(os.path.join(d, "config.json")) as f:
         cfg = json.load(f)
     bad = []
-    for key, want in [("architectures", ["LlamaForCausalLM"]), ("model_type", "llama")] + list(pins.items()):
+    qwen3 = cfg.get("model_type") == "qwen3"
+    expect = [("architectures", ["Qwen3ForCausalLM"]), ("model_type", "qwen3")] if qwen3 else \
+        [("architectures", ["LlamaForCausalLM"]), ("model_type", "llama")]
+    for key, want in expect + list(pins.items()):
         if cfg.get(key) != want:
             bad.append(f"config.json {key} = {cfg.get(key)!r}, not {want!r}")
     fields = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",

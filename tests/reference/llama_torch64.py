@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Llama (the Llama 3 family: RMSNorm, rotary positions with the optional Llama 3.1 frequency
-blend, grouped-query attention, SwiGLU MLP, untied or tied head) in float64 PyTorch, on a
-Hugging Face LlamaForCausalLM directory (config.json + safetensors, one file or an index over
-several; F32, BF16 or F16). Written from the model's equations, not from transformers or fsdp:
-the reference for fsdp's Llama eval loss and greedy sampling."""
+blend, grouped-query attention, SwiGLU MLP, untied or tied head) and Qwen3 (the same with an
+RMSNorm over each q and k head before the rotation, and its own head_dim) in float64 PyTorch, on
+a Hugging Face LlamaForCausalLM or Qwen3ForCausalLM directory (config.json + safetensors, one
+file or an index over several; F32, BF16 or F16). Written from the models' equations, not from
+transformers or fsdp: the reference for fsdp's eval loss and greedy sampling."""
 import json
 import math
 import os
@@ -74,14 +75,18 @@ def hparams(cfg):
         raise ValueError(f"rope type {kind!r}: only default and llama3 are modelled")
     scaling = None if kind == "default" else tuple(float(rope[k]) for k in (
         "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"))
-    if C % H or H % KV or cfg.get("head_dim", C // H) != C // H:
+    qwen3 = cfg.get("model_type") == "qwen3" or "Qwen3ForCausalLM" in cfg.get("architectures", [])
+    D = cfg.get("head_dim") or C // H
+    if H % KV or D % 2 or (not cfg.get("head_dim") and C % H):
         raise ValueError(f"heads: hidden {C}, heads {H}, kv heads {KV}, head_dim {cfg.get('head_dim')}")
+    if cfg.get("use_sliding_window"):
+        raise ValueError("use_sliding_window: only full causal attention is modelled")
     for flag in ("attention_bias", "mlp_bias"):
         if cfg.get(flag):
             raise ValueError(f"{flag}: biases are not modelled")
     if cfg.get("hidden_act", "silu") != "silu":
         raise ValueError(f"hidden_act {cfg['hidden_act']!r}: only silu is modelled")
-    return {"C": C, "H": H, "KV": KV, "D": C // H, "F": cfg["intermediate_size"],
+    return {"C": C, "H": H, "KV": KV, "D": D, "F": cfg["intermediate_size"], "qk_norm": qwen3,
             "L": cfg["num_hidden_layers"], "V": cfg["vocab_size"],
             "eps": float(cfg.get("rms_norm_eps", 1e-6)), "theta": float(theta), "scaling": scaling,
             "tied": bool(cfg.get("tie_word_embeddings", False))}
@@ -99,6 +104,8 @@ def expected_shapes(hp):
                   p + "self_attn.o_proj.weight": (C, hp["H"] * D),
                   p + "post_attention_layernorm.weight": (C,), p + "mlp.gate_proj.weight": (Fd, C),
                   p + "mlp.up_proj.weight": (Fd, C), p + "mlp.down_proj.weight": (C, Fd)})
+        if hp["qk_norm"]:
+            s.update({p + "self_attn.q_norm.weight": (D,), p + "self_attn.k_norm.weight": (D,)})
     if not hp["tied"]:
         s["lm_head.weight"] = (hp["V"], C)
     return s
@@ -156,8 +163,11 @@ def logits(w, hp, tokens):
         p = f"model.layers.{l}."
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
         heads = lambda name, n: (h @ w[p + name].T).view(B, T, n, D).transpose(1, 2)  # (B, n, T, D)
-        q = rotate(heads("self_attn.q_proj.weight", H), cos, sin)
-        k = rotate(heads("self_attn.k_proj.weight", KV), cos, sin)
+        q, k = heads("self_attn.q_proj.weight", H), heads("self_attn.k_proj.weight", KV)
+        if hp["qk_norm"]:  # Qwen3: each head normalised over its D channels, then rotated
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+        q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         v = heads("self_attn.v_proj.weight", KV)
         # Grouped-query: query head j reads key/value head j // (H / KV).
         k, v = k.repeat_interleave(H // KV, 1), v.repeat_interleave(H // KV, 1)

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Qwen3 (model.arch = "qwen3": Llama's layers with q/k RMSNorms per head and a head size of its
+# own) against independent references: Qwen3ForCausalLM directories written by a numpy writer
+# (head_dim 24 with 64 channels and 4 heads; F32, BF16, sharded with an index, tied) giving the
+# float64 PyTorch Qwen3's eval loss (tests/reference/llama_torch64.py); a trained Qwen3 exported
+# and read back at another rank count bit for bit as its HDF5 checkpoint; config.json fields this
+# model does not compute refused with one line naming the field, exit 5; the published
+# Qwen3-0.6B deck's parameter count. The kernels and the loss against finite differences are in
+# the unit tests ([gradcheck]); every strategy at np 1-4 in test_llama.
+source "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+REF="$SRC/tests/reference/llama_check.py"
+CKPT="$BUILD/fsdp-ckpt"
+: >"$WORK/empty.toml"
+within() { $PY -c "import sys; a, b = float('$1'), float('$2'); sys.exit(abs(a - b) > $3 * abs(b))" 2>/dev/null; }
+
+# 1. numpy-written Qwen3 directories: fsdp's eval loss against the float64 PyTorch Qwen3's.
+Q=(--qwen3 1 --headdim 24 --embd 64 --heads 4 --kv 2 --scaling none --theta 1000000)
+$PY "$REF" random-model "$WORK/rnd" "${Q[@]}" || bad "random-model"
+$PY "$REF" random-model "$WORK/rnd_tied" "${Q[@]}" --tied 1 --seed 2 || bad "random-model tied"
+$PY -c "import random; random.seed(1); print(''.join(random.choice('abcdefgh ijklmnop') for _ in range(64 * 65)))" >"$WORK/val.txt"
+for spec in "1 rnd/hf" "3 rnd/hf_bf16" "2 rnd/hf_sharded" "4 rnd_tied/hf"; do
+  set -- $spec
+  ref=$($PY "$REF" eval-loss "$WORK/$2" "$WORK/val.txt" 64 12)
+  st=$(eval_loss "$1" "$WORK/$2")
+  if within "$st" "$ref" 1e-5; then ok "Qwen3 $2 at np $1: eval loss $st, float64 PyTorch Qwen3 $ref"
+  else bad "Qwen3 $2 at np $1: eval loss $st, float64 PyTorch Qwen3 $ref"; fi
+done
+
+# 2. Train at np 3 (zero3), export at np 3, check against the HDF5 file, read back at np 2.
+TINY=(--config inputs/qwen3_tiny.toml --set model.n_layer=2 --set train.steps=20 --set eval.every=0
+      --set train.batch_size=12 --set train.micro_batch_size=2 --set train.peak_tflops=1)
+mpirun -np 3 "$TRAIN" "${TINY[@]}" --set checkpoint.every=20 --set "checkpoint.dir=$WORK/ck" \
+  >"$WORK/train.log" 2>&1 || bad "training qwen3_tiny at np 3: $(tail -3 "$WORK/train.log")"
+C20="$WORK/ck/step_000020.h5"
+if "$CKPT" info "$C20" 2>&1 | grep -q "head_dim 48"; then ok "fsdp-ckpt info: $("$CKPT" info "$C20" | grep -m1 -o 'n_kv_head.*')"
+else bad "fsdp-ckpt info lacks head_dim 48: $("$CKPT" info "$C20" 2>&1 | head -4)"; fi
+if mpirun -np 3 "$CKPT" export "$C20" --hf "$WORK/hf_fp32" --dtype fp32 >"$WORK/out" 2>&1 &&
+  $PY "$REF" export-matches "$WORK/hf_fp32" "$C20" --dtype fp32 head_dim=48 rms_norm_eps=1e-06 \
+    rope_theta=1000000.0 num_key_value_heads=2 tie_word_embeddings=true use_sliding_window=false \
+    >"$WORK/cmp" 2>&1; then
+  ok "export at np 3: Qwen3ForCausalLM matching the checkpoint: $(tail -1 "$WORK/cmp")"
+else
+  bad "export at np 3: $(cat "$WORK/out" "$WORK/cmp" | tail -5)"
+fi
+for from in "$WORK/hf_fp32" "$C20"; do
+  name=$(basename "$from")
+  mpirun -np 2 "$TRAIN" "${TINY[@]}" --init-from "$from" --set train.steps=1 --set checkpoint.every=1 \
+    --set "checkpoint.dir=$WORK/rt_$name" --metrics "$WORK/rt_$name.jsonl" >"$WORK/out" 2>&1 ||
+    bad "--init-from $from at np 2: $(tail -3 "$WORK/out")"
+done
+l1=$(grep -m1 '"loss"' "$WORK/rt_hf_fp32.jsonl" | grep -o '"loss":[^,]*')
+l2=$(grep -m1 '"loss"' "$WORK/rt_step_000020.h5.jsonl" | grep -o '"loss":[^,]*')
+if [ -n "$l1" ] && [ "$l1" = "$l2" ] &&
+  "$CKPT" diff "$WORK/rt_hf_fp32/step_000001.h5" "$WORK/rt_step_000020.h5/step_000001.h5" >"$WORK/diff" 2>&1; then
+  ok "trained at np 3, exported, --init-from at np 2: first-step $l1 and every tensor after it bitwise the HDF5 resume's"
+else
+  bad "round trip: $l1 vs $l2; $(tail -1 "$WORK/diff")"
+fi
+
+# 3. config.json fields and tensors this model does not compute: one line naming them, exit 5.
+$PY - "$WORK/rnd/hf" "$WORK/bad" <<'PYEOF'
+import json, os, shutil, sys
+src, out = sys.argv[1], sys.argv[2]
+cfg = json.load(open(os.path.join(src, "config.json")))
+def case(name, **changes):
+    d = os.path.join(out, name)
+    shutil.copytree(src, d)
+    json.dump(dict(cfg, **changes), open(os.path.join(d, "config.json"), "w"), indent=1)
+    return d
+case("head_dim_odd", head_dim=23)
+case("rope_yarn", rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32})
+case("sliding_window", use_sliding_window=True, sliding_window=32)
+# q_norm stored as [12, 2]: the same bytes, so only the [head_dim] check can catch it.
+d = case("q_norm_shape")
+path = os.path.join(d, "model.safetensors")
+blob = open(path, "rb").read()
+n = int.from_bytes(blob[:8], "little")
+header = json.loads(blob[8:8 + n])
+header["model.layers.0.self_attn.q_norm.weight"]["shape"] = [12, 2]
+text = json.dumps(header).encode()
+open(path, "wb").write(len(text).to_bytes(8, "little") + text + blob[8 + n:])
+PYEOF
+init=(mpirun -np 2 "$TRAIN" --config "$WORK/empty.toml" --set train.steps=0
+  --set "data.train=$WORK/val.txt" --set "data.val=$WORK/val.txt" --set train.batch_size=2
+  --set train.micro_batch_size=1 --init-from)
+B="$WORK/bad"
+expect_fail "odd head_dim" 5 "head_dim_odd/config.json: head_dim: the head size 23 is odd" "${init[@]}" "$B/head_dim_odd"
+expect_fail "rope scaling it does not compute" 5 "rope_yarn/config.json: rope_scaling: rope_type yarn is not one this model computes" "${init[@]}" "$B/rope_yarn"
+expect_fail "sliding window" 5 "sliding_window/config.json: use_sliding_window: true, but this model computes full causal attention" "${init[@]}" "$B/sliding_window"
+expect_fail "q_norm of the wrong shape" 5 "q_norm_shape/model.safetensors: model.layers.0.self_attn.q_norm.weight: shape not \[24\]" "${init[@]}" "$B/q_norm_shape"
+expect_fail "deck rule: odd head_dim" 2 "model.head_dim: expected an even head size" \
+  "$TRAIN" --config inputs/qwen3_tiny.toml --set model.head_dim=47
+
+# 4. The published Qwen3-0.6B: the deck's count is Qwen/Qwen3-0.6B's.
+if "$BUILD/fsdp-plan" --config inputs/qwen3_0p6b.toml 2>&1 | head -1 | grep -q "596,049,920 parameters"; then
+  ok "inputs/qwen3_0p6b.toml: $("$BUILD/fsdp-plan" --config inputs/qwen3_0p6b.toml 2>&1 | head -1)"
+else
+  bad "qwen3_0p6b count: $("$BUILD/fsdp-plan" --config inputs/qwen3_0p6b.toml 2>&1 | head -1)"
+fi
+finish
