@@ -38,7 +38,7 @@ std::string describe_attention(const ModelConfig& m) {
   const AttentionPath path = architecture_of(m).attention(m);
   std::string s = attention_name(path);
   if (path == AttentionPath::Fused) {
-    const kernels::FlashPlan fp = kernels::flash_plan(m.n_embd / m.n_head);
+    const kernels::FlashPlan fp = kernels::flash_plan(m.head_dim());
     s += " (" + std::to_string(fp.br) + "x" + std::to_string(fp.bc) +
          " tiles, B*H*T log-sum-exps kept per layer";
   } else {
@@ -51,14 +51,6 @@ std::string describe_attention(const ModelConfig& m) {
   return s + ")";
 }
 
-
-std::string format_duration(double s) {
-  char buf[32];
-  const int t = int(std::max(0.0, s));
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", t / 3600, (t / 60) % 60);
-  else std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
-  return buf;
-}
 
 // Loads a token file on every rank; a failure on any rank fails all of them together, so no
 // rank is left waiting in a collective for one that has exited.
@@ -290,137 +282,11 @@ void Trainer::measure_peak() {
 
 Trainer::~Trainer() = default;
 
-std::optional<double> Trainer::evaluate() {
-  const int T = cfg_.model.block_size, B = cfg_.train.micro_batch_size;
-  const std::int64_t S = std::min<std::int64_t>(cfg_.eval.sequences, val_sampler_->num_eval_windows());
-  if (S <= 0) return std::nullopt;
-  // Window i goes to rank i % N; every rank runs the same number of micro-batches (the
-  // collectives must match), padding its last one with window 0 whose loss is dropped.
-  std::vector<std::int64_t> mine;
-  for (std::int64_t i = rank_; i < S; i += nranks_) mine.push_back(i);
-  const std::int64_t per_rank = (S + nranks_ - 1) / nranks_;
-  const int n_micro = int((per_rank + B - 1) / B);
-  auto load = [&](int j, Decoder& m) {
-    for (int b = 0; b < B; ++b) {
-      const std::size_t k = std::size_t(j) * B + b;
-      const std::int64_t w = k < mine.size() ? mine[k] : 0;
-      val_sampler_->eval_window(w, inputs_.data() + std::size_t(b) * T,
-                                targets_.data() + std::size_t(b) * T);
-    }
-    m.set_batch(inputs_.data(), targets_.data());
-  };
-  const std::vector<double> losses = engine_->evaluate(n_micro, load);
-  double sum = 0.0;
-  for (std::size_t k = 0; k < mine.size(); ++k) sum += losses[k];
-  return groups_.world->all_reduce_sum(sum) / double(S);
-}
-
-void Trainer::check_eval(int step, double loss) const {
-  // Every rank holds the same sum. Under abort it ends the run as a non-finite training loss
-  // does (exit 4); under skip_step the run goes on and the metrics record the value (null).
-  if (std::isfinite(loss)) return;
-  char what[160];
-  std::snprintf(what, sizeof what, "val loss is %s at step %d (eval over %s)",
-                std::isnan(loss) ? "nan" : "inf", step, cfg_.data.val.c_str());
-  if (cfg_.train.on_nonfinite != "skip_step") throw NonFiniteError(what);
-  if (rank_ == 0)
-    std::fprintf(stderr, "fsdp-train: warning: %s (train.on_nonfinite = skip_step: the run goes on)\n",
-                 what);
-}
-
-void Trainer::print_sample(int step) {
-  if (cfg_.eval.sample_tokens <= 0 || val_sampler_->num_eval_windows() == 0) return;
-  const int T = cfg_.model.block_size;
-  val_sampler_->eval_window(0, inputs_.data(), targets_.data());
-  const int prompt_len = std::max(1, std::min(16, T / 4));
-  SampleOptions o;
-  o.tokens = cfg_.eval.sample_tokens;
-  o.seed = cfg_.train.seed + std::uint64_t(step);
-  o.top_k = 40;
-  const std::vector<std::int32_t> out =
-      sample(*engine_, *groups_.world,
-             std::vector<std::int32_t>(inputs_.begin(), inputs_.begin() + prompt_len), o);
-  if (rank_ != 0 || !opts_.log) return;
-  if (cfg_.model.vocab_size == 256) {
-    const std::vector<std::int32_t> head(out.begin(), out.begin() + prompt_len),
-        tail(out.begin() + prompt_len, out.end());
-    std::printf("sample %4d | %s|%s\n", step, bytes_as_text(head, true).c_str(),
-                bytes_as_text(tail, true).c_str());
-  } else {
-    std::string ids;
-    for (std::size_t i = 0; i < out.size(); ++i)
-      ids += (i ? (i == std::size_t(prompt_len) ? " | " : " ") : "") + std::to_string(out[i]);
-    std::printf("sample %4d | %s\n", step, ids.c_str());
-  }
-  std::fflush(stdout);
-}
-
-namespace {
-// fsdp.offload = nvme: rank 0's offload file in the step, and what the step waited for it.
-std::string disk_column(const StepResult& r) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, ", %.2f s waited", r.disk_wait_s);
-  return " | disk " + format_bytes(std::int64_t(r.disk_read_bytes)) + " read, " +
-         format_bytes(std::int64_t(r.disk_write_bytes)) + " written" + buf;
-}
-}  // namespace
-
-void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_s) {
-  const double mfu = tok_s * flops_per_token_ / (nranks_ * peak_flops_);
-  if (rank_ == 0 && opts_.log && (step % cfg_.train.log_every == 0 || step + 1 == cfg_.train.steps)) {
-    const double eta = (cfg_.train.steps - step - 1) * step_s;
-    std::printf(
-        "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | MFU %5.1f%% | "
-        "mem %s | comm %.1f/%.1f ms exposed/total | ETA %s%s%s\n",
-        step + 1, cfg_.train.steps, r.loss, r.lr, r.grad_norm, tok_s, 100.0 * mfu,
-        format_bytes(tracker_.peak_total()).c_str(),
-        1e3 * r.comm_exposed_s, 1e3 * r.comm_total_s,
-        format_duration(eta).c_str(),
-        r.offload_bytes > 0 ? (" | offload " + format_bytes(std::int64_t(r.offload_bytes)) + " host<->device").c_str() : "",
-        offload_ ? disk_column(r).c_str() : "");
-    std::fflush(stdout);
-  }
-  if (metrics_) {
-    nlohmann::json j{{"step", step + 1},
-                     {"loss", r.loss},
-                     {"lr", r.lr},
-                     {"grad_norm", r.grad_norm},
-                     {"tokens_per_s", tok_s},
-                     {"step_time_s", step_s},
-                     {"mfu", mfu},
-                     {"compute_s", r.compute_s},
-                     {"comm_exposed_s", r.comm_exposed_s},
-                     {"comm_total_s", r.comm_total_s},
-                     {"optimizer_s", r.optimizer_s},
-                     {"offload_bytes", r.offload_bytes},
-                     {"disk_read_bytes", r.disk_read_bytes},
-                     {"disk_write_bytes", r.disk_write_bytes},
-                     {"disk_wait_s", r.disk_wait_s},
-                     {"mem_peak_device_bytes", tracker_.peak_total(MemSpace::Device)},
-                     {"mem_peak_host_bytes", tracker_.peak_total(MemSpace::Host)}};
-    nlohmann::json cats;
-    for (int c = 0; c < kNumMemCategories; ++c)
-      cats[to_string(MemCategory(c))] = tracker_.peak(MemCategory(c), MemSpace::Device);
-    j["mem_peak_by_category"] = cats;
-    metrics_->write(j);
-  }
-}
-
+// The run: the start-up line, the steps (each timed, logged, evaluated and checkpointed as the
+// deck says), a stop request ending it after any step, and the final checkpoint and summary.
 TrainSummary Trainer::run() {
   TrainSummary sum;
-  const int T = cfg_.model.block_size, B = cfg_.train.micro_batch_size;
-  const double tokens_per_step = double(cfg_.train.batch_size) * T;
-  std::vector<double> rates;
-  if (rank_ == 0 && opts_.log)
-    std::printf("fsdp-train: %s: %lld parameters (%lld padded), %d ranks, strategy %s, shard "
-                "group %d, %zu units (%s), prefetch %d, %d micro-batch(es) of %d per rank, GEMM "
-                "peak %s per rank\n",
-                describe_model(cfg_.model).c_str(), (long long)num_params(cfg_.model),
-                (long long)engine_->padded_params(),
-                nranks_, cfg_.fsdp.strategy.c_str(), engine_->shard_group_size(),
-                engine_->units().size(), cfg_.fsdp.unit.c_str(), cfg_.fsdp.prefetch, n_micro_, B,
-                measure_peak_ ? "measured after the first step"
-                              : (std::to_string(int(peak_flops_ / 1e9 + 0.5)) + " GFLOP/s").c_str());
+  log_start();
   run_start_s_ = now_s();
   if (cfg_.train.steps > 0 && start_step_ >= cfg_.train.steps) {
     if (rank_ == 0 && opts_.log)
@@ -430,98 +296,77 @@ TrainSummary Trainer::run() {
     return sum;
   }
   kernels::gemm_paths::reset();  // the MFU probe's GEMMs are not the model's
+  std::vector<double> rates;
   for (int step = start_step_; step < cfg_.train.steps; ++step) {
-    auto load = [&](int j, Decoder& m) {
-      train_sampler_->fill(step, std::int64_t(rank_) * per_rank_batch_ + std::int64_t(j) * B, B,
-                           inputs_.data(), targets_.data());
-      m.set_batch(inputs_.data(), targets_.data());
-    };
-    faults::stall(step, rank_);
-    groups_.world->barrier();  // time the step as the slowest rank sees it
-    const double t0 = now_s();
-    if (opts_.profile && step == 1) {  // step 0 is a warm-up
-      profile::enable();
-      kernels::gemm_paths::reset();
-    }
-    engine_->set_prefetch_next_step(setup_.prefetch_across_steps && setup_.prefetch > 0 &&
-                                    step + 1 < cfg_.train.steps);
-    const StepResult r = engine_->train_step(step, n_micro_, load);
-    const double dt = now_s() - t0;
-    const double tok_s = tokens_per_step / dt;
-    if (step > start_step_ || cfg_.train.steps == 1) rates.push_back(tok_s);  // the first warms caches
-    if (r.skipped && rank_ == 0)
-      std::fprintf(stderr, "fsdp-train: step %d skipped (train.on_nonfinite = skip_step): "
-                           "non-finite gradients, first in unit %s\n",
-                   step + 1, r.nonfinite_unit.empty() ? "(loss only)" : r.nonfinite_unit.c_str());
+    const StepResult r = timed_step(step, rates);
     sum.losses.push_back(r.loss);
     sum.grad_norms.push_back(r.grad_norm);
     sum.last = r;
-    if (measure_peak_) measure_peak();
-    log_step(step, r, dt, tok_s);
-    if (step == start_step_ && rank_ == 0 && opts_.log)
-      std::printf("fsdp-train: GEMM paths in step %d (rank 0; per shape, op(A) M x K times op(B) "
-                  "K x N):\n%s", step + 1, kernels::gemm_paths::table(0, "  ").c_str());
     const bool last = step + 1 == cfg_.train.steps;
-    if ((cfg_.eval.every > 0 && (step + 1) % cfg_.eval.every == 0) || last) {
-      if (const std::optional<double> ev = evaluate()) {
-        check_eval(step + 1, *ev);
-        sum.evals.emplace_back(step + 1, *ev);
-        if (rank_ == 0 && opts_.log) std::printf("eval  %5d | val loss %.4f\n", step + 1, *ev);
-        if (metrics_) metrics_->write({{"step", step + 1}, {"eval_loss", *ev}});
-      }
-      print_sample(step + 1);
-    }
+    if ((cfg_.eval.every > 0 && (step + 1) % cfg_.eval.every == 0) || last)
+      eval_and_sample(step + 1, sum);
     steps_done_ = step + 1;
     if (cfg_.checkpoint.every > 0 && steps_done_ % cfg_.checkpoint.every == 0) save_periodic();
-    // A stop request (SIGUSR1/SIGTERM on any rank, train/signals.hpp) ends the run after this
-    // step on every rank, with a checkpoint of it; fsdp-train exits 75 and the job resumes.
-    if (!last && (sum.stop_signal = groups_.world->all_reduce_max(stop_signal())) != 0) {
-      finish_background_save();  // the write in flight first: it may be this step's
-      sum.checkpoint = last_saved_ == steps_done_
-                           ? last_saved_path_
-                           : save_checkpoint();
-      if (rank_ == 0)
-        std::printf("fsdp-train: stop requested (%s) after step %d/%d; checkpoint written: %s\n",
-                    signal_name(sum.stop_signal), steps_done_, cfg_.train.steps,
-                    sum.checkpoint.c_str());
-      std::fflush(stdout);
-      trace_.write();
-      return sum;
-    }
+    if (!last && stop_requested(sum)) return sum;
   }
-  if (cfg_.train.steps == 0) {  // an evaluation of the initial (e.g. --init-from) weights
-    if (const std::optional<double> ev = evaluate()) {
-      check_eval(0, *ev);
-      sum.evals.emplace_back(0, *ev);
-      if (rank_ == 0 && opts_.log) std::printf("eval  %5d | val loss %.6f\n", 0, *ev);
-      if (metrics_) metrics_->write({{"step", 0}, {"eval_loss", *ev}});
-    }
-    print_sample(0);
-  }
+  if (cfg_.train.steps == 0) eval_and_sample(0, sum);  // the initial (e.g. --init-from) weights
   if (cfg_.checkpoint.every > 0 && last_saved_ != steps_done_) save_checkpoint();  // the final one
   finish_background_save();  // run() returns with every checkpoint complete
   if (!rates.empty()) {
     std::sort(rates.begin(), rates.end());
     sum.tokens_per_s = rates[rates.size() / 2];
   }
-  if (rank_ == 0 && opts_.log) {
-    std::printf("done: %d steps in %.1f s, median %.0f tok/s, peak device memory %s\n  %s\n",
-                cfg_.train.steps - start_step_, now_s() - run_start_s_, sum.tokens_per_s,
-                format_bytes(tracker_.peak_total()).c_str(), tracker_.report().c_str());
-    // The tracker counts buffers in use; the driver also sees the allocator's cache, the CUDA
-    // context and cuBLAS' workspace: both figures, so neither is mistaken for the other.
-    if (const std::int64_t used = device_bytes_in_use(); used >= 0)
-      std::printf("  device memory in use now (cudaMemGetInfo): %s, buffer cache %s\n",
-                  format_bytes(used).c_str(), format_bytes(BufferCache::held_bytes()).c_str());
-  }
-  if (opts_.profile && rank_ == 0 && profile::enabled())
-    std::printf("per-kernel time, steps 2..%d (rank 0):\n%s", cfg_.train.steps,
-                profile::report(cfg_.train.steps - 1).c_str());
-  if (opts_.profile && rank_ == 0 && profile::enabled())
-    std::printf("GEMMs by shape, steps 2..%d (rank 0):\n%s", cfg_.train.steps,
-                kernels::gemm_paths::table(cfg_.train.steps - 1, "  ").c_str());
+  log_done(sum);
   trace_.write();
   return sum;
+}
+
+// One training step, timed as the slowest rank sees it; its rate joins `rates` after the first
+// (which warms caches); the MFU peak is measured after it where nothing gives one.
+StepResult Trainer::timed_step(int step, std::vector<double>& rates) {
+  const int B = cfg_.train.micro_batch_size;
+  auto load = [&](int j, Decoder& m) {
+    train_sampler_->fill(step, std::int64_t(rank_) * per_rank_batch_ + std::int64_t(j) * B, B,
+                         inputs_.data(), targets_.data());
+    m.set_batch(inputs_.data(), targets_.data());
+  };
+  faults::stall(step, rank_);
+  groups_.world->barrier();
+  const double t0 = now_s();
+  if (opts_.profile && step == 1) {  // step 0 is a warm-up
+    profile::enable();
+    kernels::gemm_paths::reset();
+  }
+  engine_->set_prefetch_next_step(setup_.prefetch_across_steps && setup_.prefetch > 0 &&
+                                  step + 1 < cfg_.train.steps);
+  const StepResult r = engine_->train_step(step, n_micro_, load);
+  const double dt = now_s() - t0;
+  const double tok_s = double(cfg_.train.batch_size) * cfg_.model.block_size / dt;
+  if (step > start_step_ || cfg_.train.steps == 1) rates.push_back(tok_s);
+  if (r.skipped && rank_ == 0)
+    std::fprintf(stderr, "fsdp-train: step %d skipped (train.on_nonfinite = skip_step): "
+                         "non-finite gradients, first in unit %s\n",
+                 step + 1, r.nonfinite_unit.empty() ? "(loss only)" : r.nonfinite_unit.c_str());
+  if (measure_peak_) measure_peak();
+  log_step(step, r, dt, tok_s);
+  if (step == start_step_ && rank_ == 0 && opts_.log)
+    std::printf("fsdp-train: GEMM paths in step %d (rank 0; per shape, op(A) M x K times op(B) "
+                "K x N):\n%s", step + 1, kernels::gemm_paths::table(0, "  ").c_str());
+  return r;
+}
+
+// A stop request (SIGUSR1/SIGTERM on any rank, train/signals.hpp) ends the run after this step
+// on every rank, with a checkpoint of it; fsdp-train exits 75 and the job resumes.
+bool Trainer::stop_requested(TrainSummary& sum) {
+  if ((sum.stop_signal = groups_.world->all_reduce_max(stop_signal())) == 0) return false;
+  finish_background_save();  // the write in flight first: it may be this step's
+  sum.checkpoint = last_saved_ == steps_done_ ? last_saved_path_ : save_checkpoint();
+  if (rank_ == 0)
+    std::printf("fsdp-train: stop requested (%s) after step %d/%d; checkpoint written: %s\n",
+                signal_name(sum.stop_signal), steps_done_, cfg_.train.steps, sum.checkpoint.c_str());
+  std::fflush(stdout);
+  trace_.write();
+  return true;
 }
 
 }  // namespace fsdp

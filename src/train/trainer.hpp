@@ -98,7 +98,14 @@ class Trainer {
   void choose_peak_flops();             // MFU's denominator and the start-up lines
   void measure_peak();                  // after the first step, where nothing gives the peak
 
+  // The log (trainer_log.cpp): the start-up line, each step's line and record, the summary.
+  void log_start() const;
   void log_step(int step, const StepResult& r, double step_s, double tok_s);
+  void log_done(const TrainSummary& sum) const;
+  // run()'s parts (trainer.cpp) and the evaluation (trainer_eval.cpp).
+  StepResult timed_step(int step, std::vector<double>& rates);
+  bool stop_requested(TrainSummary& sum);
+  void eval_and_sample(int step, TrainSummary& sum);
   // trainer_checkpoint.cpp
   void resume(MPI_Comm world);
   // A checkpoint.every save: in the background where checkpoint.async is on, else save_checkpoint.
