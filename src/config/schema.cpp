@@ -5,6 +5,7 @@
 #include "config/schema.hpp"
 
 #include "model/architecture.hpp"
+#include "model/model_keys.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -73,7 +74,55 @@ KeySpec entry(const char* section, const char* key, S RunConfig::*sec, F S::*fie
                  [=](const RunConfig& c) { return as_value((c.*sec).*field); }};
 }
 
+// A key of model/model_keys.hpp's table as the deck's schema entry.
+KeySpec model_entry(const ModelKey* k) {
+  KeySpec e{"model", k->key, KeyType::String, std::nullopt, std::nullopt, k->choices, k->meaning,
+            nullptr, nullptr};
+  if (k->is_text()) {
+    e.type = KeyType::Enum;
+    e.set = [k](RunConfig& c, const ConfigValue& v) { k->set_text(c.model, std::get<std::string>(v)); };
+    e.get = [k](const RunConfig& c) { return ConfigValue(k->text(c.model)); };
+    return e;
+  }
+  if (k->is_bool()) {
+    e.type = KeyType::Bool;
+    e.set = [k](RunConfig& c, const ConfigValue& v) { k->set_number(c.model, std::get<bool>(v)); };
+    e.get = [k](const RunConfig& c) { return ConfigValue(c.model.*std::get<bool ModelConfig::*>(k->field)); };
+    return e;
+  }
+  e.lo = Bound{k->lo, false};
+  e.hi = Bound{k->hi, false};
+  if (k->is_int()) {
+    e.type = KeyType::Int;
+    e.set = [k](RunConfig& c, const ConfigValue& v) {
+      k->set_number(c.model, double(std::get<std::int64_t>(v)));
+    };
+    e.get = [k](const RunConfig& c) {
+      return ConfigValue(std::int64_t(c.model.*std::get<int ModelConfig::*>(k->field)));
+    };
+  } else {
+    e.type = KeyType::Float;
+    e.set = [k](RunConfig& c, const ConfigValue& v) { k->set_number(c.model, std::get<double>(v)); };
+    e.get = [k](const RunConfig& c) { return ConfigValue(c.model.*std::get<double ModelConfig::*>(k->field)); };
+  }
+  return e;
+}
+
+std::vector<KeySpec> build_schema_rest();
+
+// The deck's keys in order: the model's shape, the model keys of model/model_keys.hpp, then the rest.
 std::vector<KeySpec> build_schema() {
+  std::vector<KeySpec> all = build_schema_rest();
+  const auto after = std::find_if(all.begin(), all.end(), [](const KeySpec& k) {
+                       return k.name() == "model.n_positions";
+                     }) + 1;
+  std::vector<KeySpec> keys;
+  for (const ModelKey& k : model_keys()) keys.push_back(model_entry(&k));
+  all.insert(after, keys.begin(), keys.end());
+  return all;
+}
+
+std::vector<KeySpec> build_schema_rest() {
   using R = RunConfig;
   using M = ModelConfig;
   using T = TrainConfig;
@@ -84,7 +133,7 @@ std::vector<KeySpec> build_schema() {
   using K = CheckpointConfig;
   return {
       entry("model", "arch", &R::model, &M::arch, any(),
-            "the decoder architecture, a name model/registry.hpp registers (GPT-2's by default)"),
+            "the decoder architecture, a name model/registry.hpp registers (its default when unset)"),
       entry("model", "n_layer", &R::model, &M::n_layer, within(1, 10000), "transformer blocks"),
       entry("model", "n_head", &R::model, &M::n_head, within(1, 1 << 16),
             "attention heads per block"),
@@ -95,29 +144,8 @@ std::vector<KeySpec> build_schema() {
       entry("model", "block_size", &R::model, &M::block_size, within(1, 1 << 24),
             "context length T, the longest sequence"),
       entry("model", "n_positions", &R::model, &M::n_positions, within(0, 1 << 24),
-            "rows of the position table (GPT-2: 1024); 0 = block_size; >= block_size"),
-      entry("model", "n_kv_head", &R::model, &M::n_kv_head, within(0, 1 << 16),
-            "key/value heads (grouped-query attention, Llama); 0 = n_head; divides n_head"),
-      entry("model", "head_dim", &R::model, &M::head_size, within(0, 1 << 16),
-            "each attention head's size (Qwen3: 128); 0 = n_embd / n_head; even (rotary)"),
-      entry("model", "ffn_hidden", &R::model, &M::ffn_hidden, within(0, 1 << 22),
-            "the MLP's hidden width (Llama's intermediate_size); 0 = GPT-2's 4 x n_embd"),
-      entry("model", "tie_embeddings", &R::model, &M::tie_embeddings, any(),
-            "the LM head is the token embedding (GPT-2 always; Llama 3.2 1B/3B, SmolLM2)"),
-      entry("model", "norm_eps", &R::model, &M::norm_eps, within(1e-12, 0.1),
-            "RMSNorm's epsilon (Llama's rms_norm_eps)"),
-      entry("model", "rope_theta", &R::model, &M::rope_theta, within(1.0, 1e12),
-            "rotary base: inverse frequencies theta^(-2i/D) (Llama 3: 500000)"),
-      entry("model", "rope_scaling", &R::model, &M::rope_scaling, one_of({"none", "llama3"}),
-            "llama3: Llama 3.1's frequency blend (the rope_* keys below)"),
-      entry("model", "rope_factor", &R::model, &M::rope_factor, within(1.0, 1e6),
-            "llama3: long wavelengths are divided by this"),
-      entry("model", "rope_low_freq_factor", &R::model, &M::rope_low_freq_factor, within(1e-6, 1e6),
-            "llama3: wavelengths above original_context / this are scaled"),
-      entry("model", "rope_high_freq_factor", &R::model, &M::rope_high_freq_factor,
-            within(1e-6, 1e6), "llama3: wavelengths below original_context / this are kept"),
-      entry("model", "rope_original_context", &R::model, &M::rope_original_context,
-            within(1, 1 << 24), "llama3: the context the model was pretrained at"),
+            "rows of a learned position table; 0 = block_size; >= block_size"),
+      // n_kv_head .. rope_original_context: model_entries(), from model/model_keys.hpp.
       entry("model", "activation_checkpointing", &R::model, &M::activation_checkpointing,
             one_of({"none", "blocks"}), "blocks: recompute each block's activations in backward"),
       entry("model", "attention", &R::model, &M::attention, one_of({"auto", "fused", "materialized"}),
@@ -157,7 +185,7 @@ std::vector<KeySpec> build_schema() {
             "training tokens: builtin:train or a path"),
       entry("data", "val", &R::data, &D::val, any(), "validation tokens: builtin:val or a path"),
       entry("data", "format", &R::data, &D::format, one_of({"llmc", "uint16", "uint32", "text"}),
-            "llmc: llm.c token file (uint16, or uint32 for Llama 3); uint16, uint32: raw "
+            "llmc: llm.c token file (uint16, or uint32 for vocabularies past 65536); uint16, uint32: raw "
             "tokens; text: bytes as tokens"),
 
       entry("eval", "every", &R::eval, &E::every, at_least(0),

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +16,8 @@
 #include <limits>
 #include <optional>
 
+#include "model/architecture.hpp"
+#include "model/model_keys.hpp"
 #include "model/registry.hpp"
 #include <regex>
 
@@ -54,20 +57,18 @@ void write_header(hid_t f, const Header& h) {
   write_attr_i64(f, "model_vocab_size", h.model.vocab_size);
   write_attr_i64(f, "model_block_size", h.model.block_size);
   write_attr_i64(f, "model_n_positions", h.model.positions());
-  // The keys beyond GPT-2's shape (Llama's), written for every architecture: a file says all
-  // that built its model, and the tools (export, sample) rebuild it from the header alone.
-  write_attr_i64(f, "model_n_kv_head", h.model.kv_heads());
-  write_attr_i64(f, "model_ffn_hidden", h.model.ffn_hidden);
-  write_attr_i64(f, "model_tie_embeddings", h.model.tie_embeddings ? 1 : 0);
-  // Only where a deck sets it (Qwen3): files of models with n_embd / n_head heads stay as before.
-  if (h.model.head_size > 0) write_attr_i64(f, "model_head_dim", h.model.head_size);
-  write_attr_f64(f, "model_norm_eps", h.model.norm_eps);
-  write_attr_f64(f, "model_rope_theta", h.model.rope_theta);
-  write_attr_str(f, "model_rope_scaling", h.model.rope_scaling);
-  write_attr_f64(f, "model_rope_factor", h.model.rope_factor);
-  write_attr_f64(f, "model_rope_low_freq_factor", h.model.rope_low_freq_factor);
-  write_attr_f64(f, "model_rope_high_freq_factor", h.model.rope_high_freq_factor);
-  write_attr_i64(f, "model_rope_original_context", h.model.rope_original_context);
+  // The model keys beyond the shape (model/model_keys.hpp), written for every architecture: a
+  // file says all that built its model, and the tools (export, sample) rebuild it from the
+  // header alone. A key marked omit_default is left out at its default, as files before it were.
+  for (const ModelKey& k : model_keys()) {
+    if (k.is_text()) {
+      write_attr_str(f, k.attribute.c_str(), k.text(h.model));
+      continue;
+    }
+    if (k.omit_default && k.is_default(h.model)) continue;
+    if (k.is_int() || k.is_bool()) write_attr_i64(f, k.attribute.c_str(), std::int64_t(k.number(h.model)));
+    else write_attr_f64(f, k.attribute.c_str(), k.number(h.model));
+  }
   write_attr_str(f, "run_config", h.run_config);
   write_attr_i64(f, "saved_ranks", h.saved_ranks);
   write_attr_str(f, "saved_strategy", h.strategy);
@@ -78,44 +79,31 @@ void write_header(hid_t f, const Header& h) {
 }
 
 namespace {
-// The model keys beyond GPT-2's shape; files written before they existed hold GPT-2s, whose
-// values are the defaults. Each is range-checked as the deck's key is: the file is untrusted.
+// The model keys beyond the shape (model/model_keys.hpp); files written before a key existed
+// hold models that did not use it, whose value is the default. Each is range-checked as the
+// deck's key is: the file is untrusted.
 void read_model_extras(hid_t f, ModelConfig& m) {
   using namespace h5;
-  auto i64 = [&](const char* key, std::int64_t lo, std::int64_t hi, int fallback) {
-    if (!has_attr(f, key)) return fallback;
-    const std::int64_t v = read_attr_i64(f, key);
-    if (v < lo || v > hi)
-      throw H5Error(std::string(key) + " " + std::to_string(v) + " is not in [" +
-                    std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return int(v);
-  };
-  auto f64 = [&](const char* key, double lo, double hi, double fallback) {
-    if (!has_attr(f, key)) return fallback;
-    const double v = read_attr_f64(f, key);
+  for (const ModelKey& k : model_keys()) {
+    const char* a = k.attribute.c_str();
+    if (!has_attr(f, a)) continue;
+    if (k.is_text()) {
+      const std::string v = read_attr_str(f, a);
+      if (std::find(k.choices.begin(), k.choices.end(), v) == k.choices.end())
+        throw H5Error(k.attribute + " '" + v.substr(0, 32) + "' is not one of the model's choices");
+      k.set_text(m, v);
+      continue;
+    }
+    const double v = (k.is_int() || k.is_bool()) ? double(read_attr_i64(f, a)) : read_attr_f64(f, a);
+    const double lo = k.is_bool() ? 0.0 : k.lo, hi = k.is_bool() ? 1.0 : k.hi;
     if (!(v >= lo && v <= hi))
-      throw H5Error(std::string(key) + " " + std::to_string(v) + " is not in [" +
+      throw H5Error(k.attribute + " " + std::to_string(v) + " is not in [" +
                     std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return v;
-  };
-  m.n_kv_head = i64("model_n_kv_head", 1, m.n_head, m.n_head);
-  if (m.n_head % m.n_kv_head != 0)
-    throw H5Error("model_n_kv_head " + std::to_string(m.n_kv_head) + " does not divide model_n_head " +
-                  std::to_string(m.n_head));
-  m.ffn_hidden = i64("model_ffn_hidden", 0, 1 << 22, 0);
-  m.head_size = i64("model_head_dim", 0, 1 << 16, 0);
-  m.tie_embeddings = i64("model_tie_embeddings", 0, 1, 1) == 1;
-  m.norm_eps = f64("model_norm_eps", 1e-12, 0.1, m.norm_eps);
-  m.rope_theta = f64("model_rope_theta", 1.0, 1e12, m.rope_theta);
-  if (has_attr(f, "model_rope_scaling")) {
-    m.rope_scaling = read_attr_str(f, "model_rope_scaling");
-    if (m.rope_scaling != "none" && m.rope_scaling != "llama3")
-      throw H5Error("model_rope_scaling '" + m.rope_scaling.substr(0, 32) + "' is not none or llama3");
+    k.set_number(m, v);
   }
-  m.rope_factor = f64("model_rope_factor", 1.0, 1e6, m.rope_factor);
-  m.rope_low_freq_factor = f64("model_rope_low_freq_factor", 1e-6, 1e6, m.rope_low_freq_factor);
-  m.rope_high_freq_factor = f64("model_rope_high_freq_factor", 1e-6, 1e6, m.rope_high_freq_factor);
-  m.rope_original_context = i64("model_rope_original_context", 1, 1 << 24, m.rope_original_context);
+  if (m.kv_heads() < 1 || m.kv_heads() > m.n_head || m.n_head % m.kv_heads() != 0)
+    throw H5Error("model_n_kv_head " + std::to_string(m.kv_heads()) + " does not divide model_n_head " +
+                  std::to_string(m.n_head));
 }
 }  // namespace
 
@@ -171,13 +159,12 @@ Header read_header(hid_t f) {
   if (hsize_t(h.model.n_layer) > model_group.nlinks)  // every layer has datasets of its own
     throw H5Error("model_n_layer " + std::to_string(h.model.n_layer) + ", but /model holds only " +
                   std::to_string(model_group.nlinks) + " datasets");
-  // A generous bound before any layout is built from these numbers: two V x C tables, the
-  // positions, and 16C^2 + 3FC + 16C per layer (GPT-2's block holds 12C^2 + 13C, Llama's at
-  // most 4C^2 + 3FC + 2C).
-  const double C = h.model.n_embd, L = h.model.n_layer;
-  const double F = h.model.ffn_hidden;  // Llama's MLP: 3 F x C
-  if ((double(h.model.vocab_size) * 2 + h.model.n_positions + L * (16 * C + 3 * F + 16)) * C > 0x1p50)
-    throw H5Error("the stored model has more than 2^50 parameters");
+  // Within the deck's ranges (and n_layer bounded by the datasets the file holds), counting the
+  // architecture's parameters is cheap and cannot overflow.
+  if (h.model.n_layer > 10000 || h.model.n_embd > (1 << 20) || h.model.vocab_size > (1 << 20) ||
+      h.model.n_head > (1 << 16) || h.model.n_positions > (1 << 24))
+    throw H5Error("model_n_layer, n_embd, vocab_size, n_head or n_positions is beyond the deck's range");
+  if (double(num_params(h.model)) > 0x1p50) throw H5Error("the stored model has more than 2^50 parameters");
   h.run_config = read_attr_str(f, "run_config");
   h.saved_ranks = read_attr_i64(f, "saved_ranks");
   h.strategy = read_attr_str(f, "saved_strategy");
@@ -208,10 +195,8 @@ std::string model_mismatch(const ModelConfig& saved, const ModelConfig& run) {
   cmp("n_embd", saved.n_embd, run.n_embd);
   cmp("vocab_size", saved.vocab_size, run.vocab_size);
   cmp("n_positions", saved.positions(), run.positions());
-  cmp("n_kv_head", saved.kv_heads(), run.kv_heads());
-  cmp("head_dim", saved.head_dim(), run.head_dim());
-  cmp("ffn_hidden", saved.ffn_hidden, run.ffn_hidden);
-  cmp("tie_embeddings", saved.tie_embeddings, run.tie_embeddings);
+  for (const ModelKey& k : model_keys())
+    if (k.shapes_params) cmp(k.key.c_str(), std::llround(k.number(saved)), std::llround(k.number(run)));
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/check.hpp"
+#include "model/model_keys.hpp"
 #include "core/memory.hpp"
 #include "comm/agree.hpp"
 #include "io/block_hash.hpp"
@@ -88,16 +89,12 @@ int info(MPI_Comm comm, const std::string& path, bool datasets, bool deck) {
       "n_positions %d (%lld parameters)\n",
       m.arch.c_str(), m.n_layer, m.n_head, m.n_embd, m.vocab_size, m.block_size, m.positions(),
       (long long)num_params(m));
-  if (m.arch != kDefaultArch) {  // the keys GPT-2 does not have
-    std::printf("                   n_kv_head %d, head_dim %d, ffn_hidden %d, %s head, norm_eps %g, rope_theta %g",
-                m.kv_heads(), m.head_dim(), m.ffn_hidden, m.tie_embeddings ? "tied" : "untied", m.norm_eps,
-                m.rope_theta);
-    if (m.rope_scaling == "llama3")
-      std::printf(", rope_scaling llama3 (factor %g, low %g, high %g, original context %d)",
-                  m.rope_factor, m.rope_low_freq_factor, m.rope_high_freq_factor,
-                  m.rope_original_context);
-    std::printf("\n");
+  std::string keys;  // the model keys this architecture computes with (model/model_keys.hpp)
+  for (const std::string& key : architecture(m.arch).keys) {
+    const ModelKey& k = model_key(key);
+    if (k.applies(m)) keys += (keys.empty() ? "" : ", ") + key + " " + k.show(m);
   }
+  if (!keys.empty()) std::printf("                   %s\n", keys.c_str());
   std::printf("saved by           %lld ranks, strategy %s, shard group %lld\n",
               (long long)h.saved_ranks, h.strategy.c_str(), (long long)h.shard_group_size);
   const std::vector<Expected> all = expected_datasets(m);

@@ -56,6 +56,24 @@ struct HfAdapter {
   bool config_complete = false;
 };
 
+// A tensor of an llm.c parameter file, in the file's order: `numel` elements; `transposed`: the
+// file holds the (out, in) matrix of the checkpoint's (in, out) tensor.
+struct LlmcTensor {
+  std::string name;
+  std::int64_t numel = 0;
+  bool transposed = false;
+  std::int64_t in = 0, out = 0;
+};
+
+// llm.c's parameter file (train_gpt2.py's write_model), for the architecture whose model it
+// holds: the shape its header says, and the tensors back to back.
+struct LlmcAdapter {
+  // header: [magic, version, maxT, V, L, NH, C, Vp]; a shape the header cannot describe is a
+  // std::invalid_argument naming the header field.
+  std::function<ModelConfig(const std::int32_t* header)> shape;
+  std::function<std::vector<LlmcTensor>(const ModelConfig& m, int padded_vocab)> tensors;
+};
+
 // A rule between model.* keys that only this architecture has, checked with the deck's other
 // cross-key rules: "" or the complaint about `key` (which depends on `other`).
 struct ArchCheck {
@@ -101,7 +119,11 @@ struct Architecture {
   std::string flops_formula, recompute_formula;
 
   HfAdapter hf;
+  LlmcAdapter llmc;  // empty (no functions) where llm.c writes no such model
   std::vector<ArchCheck> checks;
+  // The model keys beyond the shape (model/model_keys.hpp) this architecture computes with:
+  // what `fsdp-ckpt info` prints and --init-from takes from a file.
+  std::vector<std::string> keys;
 };
 
 // A value quoted from a file in a read_shape message, clipped to one short line (a hostile

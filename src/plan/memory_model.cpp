@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "plan/memory_model.hpp"
 
+#include "model/model_keys.hpp"
+
 #include "core/offload_file.hpp"
 
 #include <algorithm>
@@ -20,21 +22,9 @@ std::vector<std::int64_t> unit_numels(const ModelConfig& s) {
 }
 
 ModelConfig family_shape(int n_layer, const ModelConfig& like, double aspect, int head_dim) {
-  ModelConfig s = like;
-  s.n_layer = std::max(1, n_layer);
-  const long k = std::max(1L, std::lround(aspect * s.n_layer / head_dim));
-  s.n_embd = int(k * head_dim);
-  s.n_head = int(k);
-  // The MLP keeps its width relative to n_embd (Llama's F ~ 8C/3), and grouped-query heads
-  // their group size (a divisor of the new head count).
-  if (like.ffn_hidden > 0)
-    s.ffn_hidden = int(std::max(1L, std::lround(double(like.ffn_hidden) * s.n_embd / like.n_embd)));
-  if (like.n_kv_head > 0) {
-    const int group = std::max(1, like.n_head / like.kv_heads());
-    s.n_kv_head = std::max(1, s.n_head / group);
-    while (s.n_head % s.n_kv_head != 0) --s.n_kv_head;
-  }
-  return s;
+  const int layers = std::max(1, n_layer);
+  const long k = std::max(1L, std::lround(aspect * layers / head_dim));
+  return resized_model(like, layers, int(k), head_dim);
 }
 
 ModelConfig shape_for_params(double params, const ModelConfig& like, double aspect, int head_dim) {

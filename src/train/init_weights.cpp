@@ -10,6 +10,7 @@
 #include "io/weight_source.hpp"
 #include "io/weights_error.hpp"
 #include "model/architecture.hpp"
+#include "model/model_keys.hpp"
 #include "train/nonfinite_weights.hpp"
 
 namespace fsdp {
@@ -54,37 +55,20 @@ std::string shape_mismatch(const ModelConfig& f, const ModelConfig& m) {
 // taken where the deck is silent, refused where it disagrees.
 void take_the_rest(const RunConfig& cfg, const std::string& path, const ModelConfig& f,
                    ModelConfig& m) {
-  auto take = [&](const char* key, auto file_value, auto& field, auto show) {
-    const auto given = cfg.key_origin.find(std::string("model.") + key);
+  for (const std::string& key : architecture(f.arch).keys) {
+    const ModelKey& k = model_key(key);
+    if (!k.applies(f)) continue;
+    const auto given = cfg.key_origin.find("model." + key);
     if (given == cfg.key_origin.end()) {
-      field = file_value;
-    } else if (field != file_value) {
-      throw WeightsError("--init-from " + path + ": model." + key + ": the file has " +
-                         show(file_value) + ", but " + given->second + " sets " + show(field));
+      k.copy(f, m);
+      continue;
     }
-  };
-  auto i = [](long long v) { return std::to_string(v); };
-  auto d = [](double v) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.9g", v);
-    return std::string(b);
-  };
-  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
-  auto s = [](const std::string& v) { return "\"" + v + "\""; };
-  int kv = m.kv_heads();
-  take("n_kv_head", f.kv_heads(), kv, i);
-  m.n_kv_head = kv;
-  take("ffn_hidden", f.ffn_hidden, m.ffn_hidden, i);
-  take("head_dim", f.head_size, m.head_size, i);
-  take("tie_embeddings", f.tie_embeddings, m.tie_embeddings, b);
-  take("norm_eps", f.norm_eps, m.norm_eps, d);
-  take("rope_theta", f.rope_theta, m.rope_theta, d);
-  take("rope_scaling", f.rope_scaling, m.rope_scaling, s);
-  if (f.rope_scaling == "llama3") {
-    take("rope_factor", f.rope_factor, m.rope_factor, d);
-    take("rope_low_freq_factor", f.rope_low_freq_factor, m.rope_low_freq_factor, d);
-    take("rope_high_freq_factor", f.rope_high_freq_factor, m.rope_high_freq_factor, d);
-    take("rope_original_context", f.rope_original_context, m.rope_original_context, i);
+    // Compared as the model computes with them (n_kv_head 0 is n_head).
+    const bool same = k.is_text() ? k.text(f) == k.text(m) : k.number(f) == k.number(m);
+    if (same) continue;
+    auto show = [&](const ModelConfig& c) { return k.is_text() ? "\"" + k.show(c) + "\"" : k.show(c); };
+    throw WeightsError("--init-from " + path + ": model." + key + ": the file has " + show(f) +
+                       ", but " + given->second + " sets " + show(m));
   }
 }
 

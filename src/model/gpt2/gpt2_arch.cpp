@@ -171,6 +171,61 @@ ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
   return s;
 }
 
+// ---- llm.c's GPT-2 parameter file ------------------------------------------------------------
+
+// The header [magic, version, maxT, V, L, NH, C, Vp] as a GPT-2 shape.
+ModelConfig llmc_shape(const std::int32_t* h) {
+  const int maxT = h[2], V = h[3], L = h[4], NH = h[5], C = h[6], Vp = h[7];
+  auto bad = [](const char* what, long long v) {
+    throw std::invalid_argument(std::string(what) + " " + std::to_string(v) + " is not valid");
+  };
+  if (maxT <= 0) bad("max_seq_len", maxT);
+  if (V <= 0) bad("vocab_size", V);
+  if (L <= 0 || L > 4096) bad("num_layers", L);
+  if (C <= 0 || C > (1 << 16)) bad("channels", C);
+  if (NH <= 0 || C % NH != 0) bad("num_heads", NH);
+  if (Vp < V) bad("padded_vocab_size", Vp);
+  ModelConfig m;
+  m.arch = "gpt2";
+  m.n_layer = L;
+  m.n_head = NH;
+  m.n_embd = C;
+  m.vocab_size = V;
+  m.n_positions = maxT;
+  return m;
+}
+
+// llm.c's order, each layer tensor stacked over the L layers:
+//   wte (Vp, C)  wpe (maxT, C)  ln1w ln1b (L, C)  qkvw (L, 3C, C)  qkvb (L, 3C)
+//   attprojw (L, C, C)  attprojb (L, C)  ln2w ln2b (L, C)  fcw (L, 4C, C)  fcb (L, 4C)
+//   fcprojw (L, C, 4C)  fcprojb (L, C)  lnfw lnfb (C)
+// The matrices are PyTorch Linear weights (out, in): the transpose of Hugging Face's Conv1D
+// (in, out). wte's rows past V are padding and are not read.
+std::vector<LlmcTensor> llmc_tensors(const ModelConfig& m, int padded_vocab) {
+  const std::int64_t c = m.n_embd;
+  std::vector<LlmcTensor> t{{"wte.weight", padded_vocab * c}, {"wpe.weight", m.positions() * c}};
+  auto per_layer = [&](const std::string& suffix, std::int64_t numel, bool transposed,
+                       std::int64_t in, std::int64_t out) {
+    for (int k = 0; k < m.n_layer; ++k)
+      t.push_back({"h." + std::to_string(k) + "." + suffix, numel, transposed, in, out});
+  };
+  per_layer("ln_1.weight", c, false, 0, 0);
+  per_layer("ln_1.bias", c, false, 0, 0);
+  per_layer("attn.c_attn.weight", 3 * c * c, true, c, 3 * c);
+  per_layer("attn.c_attn.bias", 3 * c, false, 0, 0);
+  per_layer("attn.c_proj.weight", c * c, true, c, c);
+  per_layer("attn.c_proj.bias", c, false, 0, 0);
+  per_layer("ln_2.weight", c, false, 0, 0);
+  per_layer("ln_2.bias", c, false, 0, 0);
+  per_layer("mlp.c_fc.weight", 4 * c * c, true, c, 4 * c);
+  per_layer("mlp.c_fc.bias", 4 * c, false, 0, 0);
+  per_layer("mlp.c_proj.weight", 4 * c * c, true, 4 * c, c);
+  per_layer("mlp.c_proj.bias", c, false, 0, 0);
+  t.push_back({"ln_f.weight", c});
+  t.push_back({"ln_f.bias", c});
+  return t;
+}
+
 }  // namespace
 
 Architecture architecture() {
@@ -200,6 +255,8 @@ Architecture architecture() {
   a.hf.recognizes = [](const TensorShapes& t) { return find(t, "wte.weight") != nullptr; };
   a.hf.read_shape = read_shape;
   a.hf.stored_names = stored_names;
+  a.llmc.shape = llmc_shape;
+  a.llmc.tensors = llmc_tensors;
   // The Llama-only keys, where a deck sets them to something GPT-2 does not compute.
   a.checks = {
       {"model.n_kv_head", "model.arch",

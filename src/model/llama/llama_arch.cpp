@@ -11,6 +11,7 @@
 
 #include "model/attention_path.hpp"
 #include "model/llama/llama_layout.hpp"
+#include "model/model_keys.hpp"
 
 namespace fsdp::llama {
 namespace {
@@ -414,6 +415,7 @@ Architecture family_architecture(bool qk_norm) {
   a.hf.stored_names = [](const std::string& name) { return std::vector<std::string>{name}; };
   a.hf.config_complete = true;
   a.checks = checks();
+  for (const ModelKey& k : model_keys()) a.keys.push_back(k.key);
   return a;
 }
 
