@@ -27,8 +27,8 @@ enum class ReduceOp { Sum, Avg };
 // t completes no earlier than t + latency + bus_bytes / bandwidth, where bus_bytes is
 // (n-1)/n of the full buffer for all-gather and reduce-scatter, 2(n-1)/n of it for all-reduce,
 // the buffer for broadcast, what this rank sends the others for all-to-all-v, and the plain
-// buffer size when n == 1. Data still moves at issue;
-// wait() sleeps until the emulated completion.
+// buffer size when n == 1. Data still moves at issue; wait() sleeps until the emulated
+// completion.
 struct LinkEmulation {
   double latency_us = 0;
   double gbps = 0;  // GB/s (1e9 bytes/s) of bus bandwidth; 0 = unlimited
