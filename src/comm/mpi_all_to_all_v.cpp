@@ -94,23 +94,24 @@ std::unique_ptr<detail::Pending> all_to_all_v(MPI_Comm comm, const float* send,
   FSDP_MPI_CHECK(MPI_Comm_size(comm, &n));
   FSDP_MPI_CHECK(MPI_Comm_rank(comm, &me));
   auto op = std::make_unique<PeerExchange>(where, me);
+  // post(peer, offset, count) for every peer but this rank, with its block of `b`.
+  auto each_peer = [&](const PeerBlocks& b, const auto& post) {
+    for (int q = 0; q < n; ++q)
+      if (q != me)
+        post(q, b.displs[std::size_t(q)],
+             checked_count(std::size_t(b.counts[std::size_t(q)]), "all_to_all_v"));
+  };
   // Receives first, so blocks that arrive early land in place rather than in MPI's buffers.
-  for (int p = 0; p < n; ++p) {
-    if (p == me) continue;
-    const int c = checked_count(std::size_t(recv_blocks.counts[std::size_t(p)]), "all_to_all_v");
+  each_peer(recv_blocks, [&](int p, std::int64_t at, int c) {
     MPI_Request r = MPI_REQUEST_NULL;
-    FSDP_MPI_CHECK(
-        MPI_Irecv(recv + recv_blocks.displs[std::size_t(p)], c, MPI_FLOAT, p, kTag, comm, &r));
+    FSDP_MPI_CHECK(MPI_Irecv(recv + at, c, MPI_FLOAT, p, kTag, comm, &r));
     op->expect_from(p, c, r);
-  }
-  for (int q = 0; q < n; ++q) {
-    if (q == me) continue;
-    const int c = checked_count(std::size_t(send_blocks.counts[std::size_t(q)]), "all_to_all_v");
+  });
+  each_peer(send_blocks, [&](int q, std::int64_t at, int c) {
     MPI_Request r = MPI_REQUEST_NULL;
-    FSDP_MPI_CHECK(
-        MPI_Isend(send + send_blocks.displs[std::size_t(q)], c, MPI_FLOAT, q, kTag, comm, &r));
+    FSDP_MPI_CHECK(MPI_Isend(send + at, c, MPI_FLOAT, q, kTag, comm, &r));
     op->sent(r);
-  }
+  });
   // This rank's own block (the caller checked both sides agree) while the messages fly.
   const std::size_t own = std::size_t(send_blocks.counts[std::size_t(me)]);
   if (own > 0)
