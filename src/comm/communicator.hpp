@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/peer_blocks.hpp"
 #include "comm/safety.hpp"
 #include "core/bf16.hpp"
 #include "core/types.hpp"
@@ -25,8 +26,9 @@ enum class ReduceOp { Sum, Avg };
 // A slower link than the real one, to measure prefetch overlap on a CPU: a collective issued at
 // t completes no earlier than t + latency + bus_bytes / bandwidth, where bus_bytes is
 // (n-1)/n of the full buffer for all-gather and reduce-scatter, 2(n-1)/n of it for all-reduce,
-// the buffer for broadcast, and the plain buffer size when n == 1. Data still moves at issue;
-// wait() sleeps until the emulated completion.
+// the buffer for broadcast, what this rank sends the others for all-to-all-v, and the plain
+// buffer size when n == 1. Data still moves at issue; wait() sleeps until the emulated
+// completion.
 struct LinkEmulation {
   double latency_us = 0;
   double gbps = 0;  // GB/s (1e9 bytes/s) of bus bandwidth; 0 = unlimited
@@ -88,8 +90,9 @@ class Handle {
   bool done_ = true;
 };
 
-// Counts come from view extents; inconsistent extents are fatal. Buffers must be host
-// accessible (Serial/OpenMP Kokkos) and must not overlap, except an in-place all-gather whose
+// Counts come from view extents (all-to-all-v: from PeerBlocks checked against them);
+// inconsistent extents are fatal. Buffers must be host accessible (Serial/OpenMP Kokkos; device
+// communicators take device buffers) and must not overlap, except an in-place all-gather whose
 // send is recv's own block (send.data() == recv.data() + rank() * send.extent(0)).
 class Communicator {
  public:
@@ -115,6 +118,26 @@ class Communicator {
   void all_to_all(ConstVec send, Vec recv);
   virtual void barrier() = 0;
 
+  // All-to-all with a block of its own size per peer (MPI_Alltoallv), e.g. tokens to experts:
+  // block q of send (send_blocks.counts[q] elements at send_blocks.displs[q]) goes to rank q,
+  // and rank p's block for this rank lands at recv_blocks.displs[p]; recv elements outside the
+  // blocks keep their values. Moves the bytes sent, adds nothing: the result cannot depend on
+  // timing, transport or chunking. recv_blocks.counts[p] must be what rank p sends this rank
+  // (exchange_counts tells it). Checked before anything moves, fatal with one line: one count
+  // and displacement per rank, none negative, every block inside its buffer, recv blocks
+  // disjoint, send and recv apart, this rank's count for itself the same on both sides. Counts
+  // that disagree between a sender and its receiver are fatal too: always on the shared-memory
+  // and MPI paths (the receiver sees the sender's count), on every backend with
+  // debug.check_collectives (NCCL cannot tell; a mismatch there hangs or truncates).
+  // Non-blocking handles may be waited in any order; the blocks are copied at issue.
+  void all_to_all_v(ConstVec send, const PeerBlocks& send_blocks, Vec recv,
+                    const PeerBlocks& recv_blocks);
+  Handle iall_to_all_v(ConstVec send, const PeerBlocks& send_blocks, Vec recv,
+                       const PeerBlocks& recv_blocks);
+  // All-to-all of one count per peer: send_counts[q] goes to rank q; returns, per rank p, what p
+  // passed for this rank (the recv counts of the matching all_to_all_v). Blocking, on the host.
+  std::vector<std::int64_t> exchange_counts(const std::vector<std::int64_t>& send_counts);
+
   Handle iall_gather(ConstVec send, Vec recv);
   Handle ireduce_scatter(ConstVec send, Vec recv, ReduceOp op);
   Handle iall_reduce(Vec buf, ReduceOp op);
@@ -127,6 +150,11 @@ class Communicator {
   Handle iall_gather(ConstBf16Vec send, Bf16Vec recv);
   void reduce_scatter(ConstBf16Vec send, Vec recv, ReduceOp op);
   Handle ireduce_scatter(ConstBf16Vec send, Vec recv, ReduceOp op);
+  // The bits move as 4-byte words on every backend: counts and displacements must be even.
+  void all_to_all_v(ConstBf16Vec send, const PeerBlocks& send_blocks, Bf16Vec recv,
+                    const PeerBlocks& recv_blocks);
+  Handle iall_to_all_v(ConstBf16Vec send, const PeerBlocks& send_blocks, Bf16Vec recv,
+                       const PeerBlocks& recv_blocks);
 
   // debug.check_collectives: before each collective the ranks compare fingerprints (op, group,
   // dtype, count, call site) and a mismatch fails every rank with both sides' descriptions.
@@ -155,8 +183,18 @@ class Communicator {
   // The default is size() broadcasts of each rank's whole send buffer (any backend can do it,
   // at size() times the bytes); host MPI overrides it with MPI_Alltoall.
   virtual void do_all_to_all(ConstVec send, Vec recv);
+  // Blocks checked by the base class (see all_to_all_v), in floats (bf16 arrives as words). A
+  // non-blocking backend copies what it still needs of the blocks: they die with the call.
+  virtual std::unique_ptr<detail::Pending> start_all_to_all_v(ConstVec send,
+                                                              const PeerBlocks& send_blocks,
+                                                              Vec recv,
+                                                              const PeerBlocks& recv_blocks,
+                                                              bool blocking) = 0;
   // recv (size() * bytes) gets every rank's `bytes` in rank order: the base of the scalar helpers.
   virtual void all_gather_bytes(const void* send, void* recv, std::size_t bytes) = 0;
+  // Host bytes, `bytes` per peer: send's block q goes to rank q, rank p's lands at p * bytes
+  // (exchange_counts and the pairwise count check).
+  virtual void all_to_all_bytes(const void* send, void* recv, std::size_t bytes) = 0;
 
   // Called before a collective reads what the compute wrote: host backends wait for the compute
   // instance (not the whole device); device backends order their comm stream after the compute
@@ -182,6 +220,11 @@ class Communicator {
   Handle scatter_checked(const void* send, std::size_t send_count, std::size_t elem_bytes,
                          const char* dtype, Vec recv, const Start& start);
   Handle reduce(Vec buf, ReduceOp op, bool blocking);
+  // An all-to-all-v of elements of elem_bytes (4 or 2): the checks in elements, fingerprint,
+  // watchdog and timing; the backend moves 4-byte words.
+  Handle exchange(const void* send, std::size_t send_extent, const PeerBlocks& send_blocks,
+                  void* recv, std::size_t recv_extent, const PeerBlocks& recv_blocks, bool blocking,
+                  const char* dtype, std::size_t elem_bytes);
   Handle issued(const char* op, std::size_t bytes, double bus_bytes, Clock::time_point t0,
                 std::unique_ptr<detail::Pending> pending) const;
   template <class T>

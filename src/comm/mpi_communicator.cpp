@@ -125,9 +125,28 @@ void MpiCommunicator::do_all_to_all(ConstVec send, Vec recv) {
       MPI_Alltoall(send.data(), c, MPI_FLOAT, recv.data(), c, MPI_FLOAT, comm_.get()));
 }
 
+std::unique_ptr<detail::Pending> MpiCommunicator::start_all_to_all_v(ConstVec send,
+                                                                     const PeerBlocks& send_blocks,
+                                                                     Vec recv,
+                                                                     const PeerBlocks& recv_blocks,
+                                                                     bool blocking) {
+  std::string where = "comm::all_to_all_v on communicator '" + name() + "'";
+  if (shm_)  // the blocks are copied into the op: it may run on the progress thread later
+    return on_shm(blocking,
+                  [this, s = send.data(), sb = send_blocks, r = recv.data(), rb = recv_blocks,
+                   where = std::move(where)] { shm_->all_to_all_v(s, sb, r, rb, where); });
+  return mpi::all_to_all_v(comm_.get(), send.data(), send_blocks, recv.data(), recv_blocks, where,
+                           blocking);
+}
+
 void MpiCommunicator::all_gather_bytes(const void* send, void* recv, std::size_t bytes) {
   const int b = mpi::checked_count(bytes, "all_reduce (scalars)");
   FSDP_MPI_CHECK(MPI_Allgather(send, b, MPI_BYTE, recv, b, MPI_BYTE, comm_.get()));
+}
+
+void MpiCommunicator::all_to_all_bytes(const void* send, void* recv, std::size_t bytes) {
+  const int b = mpi::checked_count(bytes, "exchange_counts");
+  FSDP_MPI_CHECK(MPI_Alltoall(send, b, MPI_BYTE, recv, b, MPI_BYTE, comm_.get()));
 }
 
 }  // namespace fsdp::comm

@@ -53,7 +53,11 @@ class MpiCommunicator final : public Communicator {
                                                              ReduceOp op, bool blocking) override;
   void do_broadcast(Vec buf, int root) override;
   void do_all_to_all(ConstVec send, Vec recv) override;
+  std::unique_ptr<detail::Pending> start_all_to_all_v(ConstVec send, const PeerBlocks& send_blocks,
+                                                      Vec recv, const PeerBlocks& recv_blocks,
+                                                      bool blocking) override;
   void all_gather_bytes(const void* send, void* recv, std::size_t bytes) override;
+  void all_to_all_bytes(const void* send, void* recv, std::size_t bytes) override;
 
  private:
   OwnedComm comm_;                          // declared first: the window is freed before it

@@ -2,13 +2,14 @@
 // The one-node fast path: collectives through a ShmWindow in steps of at most one half-segment
 // per rank. Steps alternate between the two halves, so a single barrier per step suffices.
 // Mid-sized collectives read straight from the peers' buffers instead (cma.hpp; the reductions
-// in shm_single_copy.cpp).
+// in shm_single_copy.cpp). The all-to-all-v is in shm_all_to_all_v.cpp.
 #pragma once
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -42,6 +43,10 @@ class ShmCollectives {
   // bf16 blocks in, their float sum out (rank_order_sum.hpp); count is recv's elements.
   void reduce_scatter(const std::uint16_t* send, float* recv, std::size_t count, ReduceOp op);
   void all_reduce(float* buf, std::size_t count, ReduceOp op);
+  // Blocks checked by the caller (PeerBlocks, in floats); a sender's count that differs from
+  // its receiver's is fatal, naming `where` (shm_all_to_all_v.cpp).
+  void all_to_all_v(const float* send, const PeerBlocks& send_blocks, float* recv,
+                    const PeerBlocks& recv_blocks, const std::string& where);
 
  private:
   void gather_single_copy(const float* send, float* recv, std::size_t count);

@@ -32,6 +32,13 @@ std::unique_ptr<detail::Pending> SingleCommunicator::start_reduce_scatter_bf16(C
   return nullptr;
 }
 
+std::unique_ptr<detail::Pending> SingleCommunicator::start_all_to_all_v(
+    ConstVec send, const PeerBlocks& send_blocks, Vec recv, const PeerBlocks& recv_blocks, bool) {
+  copy(send.data() + send_blocks.displs[0], recv.data() + recv_blocks.displs[0],
+       std::size_t(send_blocks.counts[0]) * sizeof(float));
+  return nullptr;
+}
+
 void SingleCommunicator::all_gather_bytes(const void* send, void* recv, std::size_t bytes) {
   copy(send, recv, bytes);
 }

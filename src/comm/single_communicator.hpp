@@ -26,7 +26,14 @@ class SingleCommunicator final : public Communicator {
   }
   void do_broadcast(Vec, int) override {}
   void do_all_to_all(ConstVec send, Vec recv) override { Kokkos::deep_copy(recv, send); }
+  // The one block, from its send displacement to its recv displacement.
+  std::unique_ptr<detail::Pending> start_all_to_all_v(ConstVec send, const PeerBlocks& send_blocks,
+                                                      Vec recv, const PeerBlocks& recv_blocks,
+                                                      bool blocking) override;
   void all_gather_bytes(const void* send, void* recv, std::size_t bytes) override;
+  void all_to_all_bytes(const void* send, void* recv, std::size_t bytes) override {
+    all_gather_bytes(send, recv, bytes);  // one peer: the same copy
+  }
 };
 
 }  // namespace fsdp::comm

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
-// The device communicators on a real GPU, against references computed on the host: NCCL on one
-// rank (and across ranks when each has its own GPU), the host-staged MPI path bitwise against
-// rank-ordered sums (at 2 ranks the ranks share one GPU), and the path comm.backend=auto picks.
+// The device communicators on a real GPU, against references computed on the host (the
+// all-to-all-v included): NCCL on one rank (and across ranks when each has its own GPU), the
+// host-staged MPI path bitwise against rank-ordered sums (at 2 ranks the ranks share one GPU),
+// and the path comm.backend=auto picks.
 // Buffers are filled by async copies on the compute stream just before each collective, so a
 // missing compute -> comm event shows up as wrong values. Without a GPU: "SKIPPED", exit 77.
 #define CATCH_CONFIG_RUNNER
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -149,6 +151,33 @@ void check_collectives(Communicator& comm, cudaStream_t compute, bool exact) {
       Device buf(inputs(me, c, 4), compute);
       comm.broadcast(buf.vec(), n - 1);
       require_equal(buf.get(), inputs(n - 1, c, 4), true);
+    }
+    {  // all-to-all-v: packed blocks of their own sizes, some empty; bits move, exact everywhere
+      auto count = [&](int p, int q) -> std::int64_t {
+        return (p + q) % 3 == 1 ? 0 : std::int64_t(c) + p;
+      };
+      auto at = [](int q, std::int64_t i) { return std::size_t(q) * 1000003u + std::size_t(i); };
+      std::vector<std::int64_t> sc(static_cast<std::size_t>(n)), rc(sc.size());
+      for (int q = 0; q < n; ++q) {
+        sc[std::size_t(q)] = count(me, q);
+        rc[std::size_t(q)] = count(q, me);
+      }
+      REQUIRE(comm.exchange_counts(sc) == rc);
+      const PeerBlocks sb = PeerBlocks::packed(sc), rb = PeerBlocks::packed(rc);
+      std::vector<float> send(std::size_t(std::max<std::int64_t>(sb.extent(), 1)));
+      std::vector<float> expect(std::size_t(std::max<std::int64_t>(rb.extent(), 1)));
+      std::memset(expect.data(), 0xff, expect.size() * sizeof(float));  // as Device(n) fills
+      for (int q = 0; q < n; ++q) {
+        for (std::int64_t i = 0; i < sc[std::size_t(q)]; ++i)
+          send[std::size_t(sb.displs[std::size_t(q)] + i)] = value(me, at(q, i), 5);
+        for (std::int64_t i = 0; i < rc[std::size_t(q)]; ++i)
+          expect[std::size_t(rb.displs[std::size_t(q)] + i)] = value(q, at(me, i), 5);
+      }
+      Device s(send, compute);
+      Device r(expect.size(), compute);
+      Handle h = comm.iall_to_all_v(s.cvec(), sb, r.vec(), rb);
+      h.wait();
+      require_equal(r.get(), expect, true);
     }
     if (dev != nullptr && std::string(comm.backend()) == "nccl") {
       // The compute stream, not the host, waits for the collective: a copy queued on it after

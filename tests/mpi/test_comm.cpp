@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// (Over 400 lines: every collective on every transport shares this file's fixtures.)
+// (Over 400 lines: every collective on every transport shares this file's fixtures; the
+// transports themselves are in comm_paths.hpp, shared with test_all_to_all_v.cpp.)
 // The communication layer against references computed locally: every collective, blocking and
 // not, on the shared-memory path (with a normal and a tiny window) and the forced MPI path;
 // bitwise rank-order sums; process groups; the emulated link's delay and overlap.
@@ -17,70 +18,15 @@
 #include "comm/communicator.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/process_groups.hpp"
+#include "comm_paths.hpp"
 #include "core/memory.hpp"
 #include "core/shared_arena.hpp"
 
 using namespace fsdp;
 using namespace fsdp::comm;
+using namespace fsdp::comm::test;
 
 namespace {
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-
-int my_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-struct Path {
-  const char* label;
-  bool shm;
-  std::size_t window_bytes;           // 0: the default
-  std::size_t single_copy_max_bytes;  // collectives up to this read the peers directly
-  bool progress = false;              // non-blocking collectives on a progress thread
-};
-
-constexpr std::size_t kMiB = std::size_t(1) << 20;
-// 1 KiB windows hold 128 floats per step: every message below over that goes in many steps.
-const Path kPaths[] = {
-    {"shm, single-copy all-gather and reduce-scatter", true, 0, 64 * kMiB},
-    {"shm, staged", true, 0, 0},
-    {"shm, staged, tiny window", true, 1024, 0},
-    {"shm, single-copy, progress thread", true, 0, 64 * kMiB, true},
-    {"shm, staged, tiny window, progress thread", true, 1024, 0, true},
-    {"mpi fallback", false, 0, 0}};
-
-std::unique_ptr<MpiCommunicator> make_mpi(const Path& p) {
-  MpiOptions o;
-  o.shared_memory = p.shm;
-  if (p.window_bytes) o.window_bytes = p.window_bytes;
-  o.shm.single_copy_max_bytes = p.single_copy_max_bytes;
-  o.progress_thread = p.progress;
-  auto c = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, o);
-  // This machine is one node: asking for shared memory must get it unless the env forbids it.
-  if (p.shm && !shm_disabled_by_env()) REQUIRE(c->uses_shared_memory());
-  if (!p.shm) REQUIRE_FALSE(c->uses_shared_memory());
-  REQUIRE(c->uses_progress_thread() == (p.progress && c->uses_shared_memory()));
-  if (p.single_copy_max_bytes > 0 && c->uses_shared_memory() && !c->uses_single_copy())
-    WARN("process_vm_readv is not permitted here: the single-copy collectives are untested");
-  return c;
-}
-
-Vec vec(std::vector<float>& v) { return Vec(v.data(), v.size()); }
-ConstVec cvec(const std::vector<float>& v) { return ConstVec(v.data(), v.size()); }
-
-std::size_t count_diff(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  std::size_t wrong = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) ++wrong;
-  return wrong;
-}
 
 // Exactly representable small integers: any summation order gives the same float.
 float ag_value(int rank, std::size_t i) { return float(rank * 1000 + int(i % 1000)); }

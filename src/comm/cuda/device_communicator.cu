@@ -85,4 +85,10 @@ void DeviceCommunicator::all_gather_bytes(const void* send, void* recv, std::siz
       MPI_Allgather(send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE, comm_.get()));
 }
 
+void DeviceCommunicator::all_to_all_bytes(const void* send, void* recv, std::size_t bytes) {
+  // Counts for all_to_all_v live on the host, like the scalars.
+  if (bytes > std::size_t(INT_MAX)) fatal("comm::exchange_counts: too many bytes for MPI");
+  FSDP_MPI_CHECK(MPI_Alltoall(send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE, comm_.get()));
+}
+
 }  // namespace fsdp::comm

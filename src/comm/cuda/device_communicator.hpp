@@ -50,6 +50,7 @@ class DeviceCommunicator : public Communicator {
   // blocking, else a pending op that polls (test) or waits on the completion event.
   std::unique_ptr<detail::Pending> finish(bool blocking);
   void all_gather_bytes(const void* send, void* recv, std::size_t bytes) override;
+  void all_to_all_bytes(const void* send, void* recv, std::size_t bytes) override;
 
  private:
   OwnedComm comm_;

@@ -88,6 +88,36 @@ void NcclCommunicator::do_broadcast(Vec buf, int root) {
   finish(true);
 }
 
+std::unique_ptr<detail::Pending> NcclCommunicator::start_all_to_all_v(ConstVec send,
+                                                                      const PeerBlocks& send_blocks,
+                                                                      Vec recv,
+                                                                      const PeerBlocks& recv_blocks,
+                                                                      bool blocking) {
+  const std::size_t n = std::size_t(size()), me = std::size_t(rank());
+  comm_after_compute();
+  if (send_blocks.counts[me] > 0)
+    FSDP_CUDA_CHECK(cudaMemcpyAsync(
+        recv.data() + recv_blocks.displs[me], send.data() + send_blocks.displs[me],
+        std::size_t(send_blocks.counts[me]) * sizeof(float), cudaMemcpyDefault, comm_stream()));
+  // Empty blocks post nothing: a zero-count send or receive is no message to NCCL either.
+  FSDP_NCCL_CHECK_COMM(ncclGroupStart(), nccl_.get());
+  for (std::size_t q = 0; q < n; ++q) {
+    if (q == me) continue;
+    if (recv_blocks.counts[q] > 0)
+      FSDP_NCCL_CHECK_COMM(
+          ncclRecv(recv.data() + recv_blocks.displs[q], std::size_t(recv_blocks.counts[q]),
+                   ncclFloat, int(q), nccl_.get(), comm_stream()),
+          nccl_.get());
+    if (send_blocks.counts[q] > 0)
+      FSDP_NCCL_CHECK_COMM(
+          ncclSend(send.data() + send_blocks.displs[q], std::size_t(send_blocks.counts[q]),
+                   ncclFloat, int(q), nccl_.get(), comm_stream()),
+          nccl_.get());
+  }
+  FSDP_NCCL_CHECK_COMM(ncclGroupEnd(), nccl_.get());
+  return finish(blocking);
+}
+
 std::string nccl_version() {
   int v = 0;
   FSDP_NCCL_CHECK(ncclGetVersion(&v));

@@ -53,6 +53,12 @@ class NcclCommunicator final : public DeviceCommunicator {
                                                         bool blocking) override;
   std::unique_ptr<detail::Pending> start_all_reduce(Vec buf, ReduceOp op, bool blocking) override;
   void do_broadcast(Vec buf, int root) override;
+  // ncclSend/ncclRecv per peer in one group; this rank's own block is a device copy on the comm
+  // stream. NCCL cannot tell a sender's count from its receiver's: they must agree (as checked
+  // by debug.check_collectives), or the group hangs or truncates.
+  std::unique_ptr<detail::Pending> start_all_to_all_v(ConstVec send, const PeerBlocks& send_blocks,
+                                                      Vec recv, const PeerBlocks& recv_blocks,
+                                                      bool blocking) override;
 
  private:
   NcclComm nccl_;

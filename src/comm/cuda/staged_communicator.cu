@@ -82,11 +82,13 @@ void StagedCommunicator::stage_in(float* host, const float* device, std::size_t 
 }
 
 std::unique_ptr<detail::Pending> StagedCommunicator::stage_out(
-    std::unique_ptr<detail::Pending> host, const float* from, float* to, std::size_t floats,
+    std::unique_ptr<detail::Pending> host, const float* from, float* to, std::vector<Span> spans,
     std::vector<cuda::PinnedLease> leases, bool blocking) {
-  auto copy_back = [this, from, to, floats] {
-    FSDP_CUDA_CHECK(
-        cudaMemcpyAsync(to, from, floats * sizeof(float), cudaMemcpyDefault, comm_stream()));
+  auto copy_back = [this, from, to, spans = std::move(spans)] {
+    for (const Span& s : spans)
+      if (s.count > 0)
+        FSDP_CUDA_CHECK(cudaMemcpyAsync(to + s.offset, from + s.offset, s.count * sizeof(float),
+                                        cudaMemcpyDefault, comm_stream()));
     return record_done();
   };
   auto op = std::make_unique<StagedPending>(std::move(host), copy_back, std::move(leases));
@@ -118,7 +120,7 @@ std::unique_ptr<detail::Pending> StagedCommunicator::start_all_gather(ConstVec s
     shm_->all_gather(own, all, c);  // in place: own is all's block of this rank
   else
     host = mpi::all_gather(mpi_comm(), own, all, c, /*in_place=*/true, blocking);
-  return stage_out(std::move(host), all, recv.data(), n * c, std::move(leases), blocking);
+  return stage_out(std::move(host), all, recv.data(), {{0, n * c}}, std::move(leases), blocking);
 }
 
 std::unique_ptr<detail::Pending> StagedCommunicator::start_reduce_scatter(ConstVec send, Vec recv,
@@ -138,7 +140,7 @@ std::unique_ptr<detail::Pending> StagedCommunicator::start_reduce_scatter(ConstV
     shm_->reduce_scatter(in, out, c, op);
   else
     host = mpi::reduce_scatter(mpi_comm(), in, out, c, op, blocking);
-  return stage_out(std::move(host), out, recv.data(), c, std::move(leases), blocking);
+  return stage_out(std::move(host), out, recv.data(), {{0, c}}, std::move(leases), blocking);
 }
 
 std::unique_ptr<detail::Pending> StagedCommunicator::start_all_reduce(Vec buf, ReduceOp op,
@@ -155,7 +157,7 @@ std::unique_ptr<detail::Pending> StagedCommunicator::start_all_reduce(Vec buf, R
     shm_->all_reduce(h, count, op);
   else
     host = mpi::all_reduce(mpi_comm(), h, count, op, blocking);
-  return stage_out(std::move(host), h, buf.data(), count, std::move(leases), blocking);
+  return stage_out(std::move(host), h, buf.data(), {{0, count}}, std::move(leases), blocking);
 }
 
 void StagedCommunicator::do_broadcast(Vec buf, int root) {
@@ -173,7 +175,46 @@ void StagedCommunicator::do_broadcast(Vec buf, int root) {
   float* h = leases[0].floats();
   if (rank() == root) stage_in(h, buf.data(), count);
   FSDP_MPI_CHECK(MPI_Bcast(h, c, MPI_FLOAT, root, mpi_comm()));
-  stage_out(nullptr, h, buf.data(), count, std::move(leases), /*blocking=*/true);
+  stage_out(nullptr, h, buf.data(), {{0, count}}, std::move(leases), /*blocking=*/true);
+}
+
+std::unique_ptr<detail::Pending> StagedCommunicator::start_all_to_all_v(
+    ConstVec send, const PeerBlocks& send_blocks, Vec recv, const PeerBlocks& recv_blocks,
+    bool blocking) {
+  const std::size_t me = std::size_t(rank());
+  const std::string where = "comm::all_to_all_v on communicator '" + name() + "'";
+  comm_after_compute();
+  if (cuda_aware_) {
+    PeerBlocks peers_send = send_blocks, peers_recv = recv_blocks;
+    if (send_blocks.counts[me] > 0)
+      FSDP_CUDA_CHECK(cudaMemcpyAsync(
+          recv.data() + recv_blocks.displs[me], send.data() + send_blocks.displs[me],
+          std::size_t(send_blocks.counts[me]) * sizeof(float), cudaMemcpyDefault, comm_stream()));
+    peers_send.counts[me] = peers_recv.counts[me] = 0;  // done by the copy above
+    // MPI reads device memory itself: the compute's writes (and that copy) must be done first.
+    FSDP_CUDA_CHECK(cudaStreamSynchronize(comm_stream()));
+    return mpi::all_to_all_v(mpi_comm(), send.data(), peers_send, recv.data(), peers_recv, where,
+                             blocking);
+  }
+  // Every rank takes part in the host collective, even one whose blocks are all empty.
+  const std::size_t in_floats = std::size_t(send_blocks.extent());
+  const std::size_t out_floats = std::size_t(recv_blocks.extent());
+  std::vector<cuda::PinnedLease> leases;
+  leases.push_back(pool_->acquire(in_floats * sizeof(float)));
+  leases.push_back(pool_->acquire(out_floats * sizeof(float)));
+  float* in = leases[0].floats();
+  float* out = leases[1].floats();
+  if (in_floats > 0) stage_in(in, send.data(), in_floats);
+  std::unique_ptr<detail::Pending> host;
+  if (shm_)
+    shm_->all_to_all_v(in, send_blocks, out, recv_blocks, where);
+  else
+    host = mpi::all_to_all_v(mpi_comm(), in, send_blocks, out, recv_blocks, where, blocking);
+  std::vector<Span> spans;
+  for (std::size_t p = 0; p < recv_blocks.counts.size(); ++p)
+    spans.push_back({std::size_t(recv_blocks.displs[p]), std::size_t(recv_blocks.counts[p])});
+  return stage_out(std::move(host), out, recv.data(), std::move(spans), std::move(leases),
+                   blocking);
 }
 
 }  // namespace fsdp::comm

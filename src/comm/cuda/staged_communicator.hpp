@@ -36,15 +36,24 @@ class StagedCommunicator final : public DeviceCommunicator {
                                                         bool blocking) override;
   std::unique_ptr<detail::Pending> start_all_reduce(Vec buf, ReduceOp op, bool blocking) override;
   void do_broadcast(Vec buf, int root) override;
+  // Stages the send blocks' extent in, runs the host all-to-all-v (shared memory or MPI), and
+  // copies back the received blocks only (elements between them keep their device values).
+  // CUDA-aware: MPI moves the peers' blocks between device buffers; the own block is a copy.
+  std::unique_ptr<detail::Pending> start_all_to_all_v(ConstVec send, const PeerBlocks& send_blocks,
+                                                      Vec recv, const PeerBlocks& recv_blocks,
+                                                      bool blocking) override;
 
  private:
+  struct Span {  // floats [offset, offset + count) of a staged buffer and its device twin
+    std::size_t offset, count;
+  };
   // Copies `floats` from device to pinned host memory and waits for that copy (the host
   // collective reads it next).
   void stage_in(float* host, const float* device, std::size_t floats);
-  // The host collective `host` (nullptr: already done) and, once it is, the copy back to the
-  // device: the whole collective as one pending op.
+  // The host collective `host` (nullptr: already done) and, once it is, the copy back of
+  // `spans` to the device: the whole collective as one pending op.
   std::unique_ptr<detail::Pending> stage_out(std::unique_ptr<detail::Pending> host,
-                                             const float* from, float* to, std::size_t floats,
+                                             const float* from, float* to, std::vector<Span> spans,
                                              std::vector<cuda::PinnedLease> leases, bool blocking);
 
   std::unique_ptr<ShmCollectives> shm_;  // nullptr: MPI collectives
