@@ -41,16 +41,17 @@ AddedTokens AddedTokens::from_json(const JsonAt& list, const BpeModel& model,
     a.by_id_[t.id] = a.tokens_.size();
     a.tokens_.push_back(std::move(t));
   }
-  a.build_set(false, normalizer, a.raw_);
-  a.build_set(true, normalizer, a.normalized_);
-  const std::string where = list.key() + " (whitespace and word characters)";
+  a.build_set(false, normalizer, list.where(), a.raw_);
+  a.build_set(true, normalizer, list.where(), a.normalized_);
+  const std::string where = list.where() + " (whitespace and word characters)";
   a.word_char_ =
       std::make_unique<Regex>(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}])", false, where);
   a.space_char_ = std::make_unique<Regex>(R"(\p{White_Space})", false, where);
   return a;
 }
 
-void AddedTokens::build_set(bool normalized, const Normalizer& normalizer, MatchSet& set) {
+void AddedTokens::build_set(bool normalized, const Normalizer& normalizer, const std::string& where,
+                            MatchSet& set) {
   std::vector<std::string> texts;
   for (std::size_t i = 0; i < tokens_.size(); ++i) {
     if (tokens_[i].normalized != normalized) continue;
@@ -66,7 +67,7 @@ void AddedTokens::build_set(bool normalized, const Normalizer& normalizer, Match
                    [](const std::string& x, const std::string& y) { return x.size() > y.size(); });
   std::string pattern;
   for (const std::string& t : texts) pattern += (pattern.empty() ? "" : "|") + regex_escape(t);
-  set.regex = std::make_unique<Regex>(pattern, false, "added_tokens");
+  set.regex = std::make_unique<Regex>(pattern, false, where);
 }
 
 void AddedTokens::split(std::string_view text, bool normalized,

@@ -53,7 +53,8 @@ class AddedTokens {
     std::unique_ptr<Regex> regex;
     std::unordered_map<std::string, std::size_t> by_text;
   };
-  void build_set(bool normalized, const Normalizer& normalizer, MatchSet& set);
+  void build_set(bool normalized, const Normalizer& normalizer, const std::string& where,
+                 MatchSet& set);
   bool ends_with_word(std::string_view text) const;
   bool starts_with_word(std::string_view text) const;
   std::size_t trailing_space_start(std::string_view text) const;

@@ -34,8 +34,10 @@ class BpeModel {
   // How many tokens the vocabulary has (Hugging Face numbers added tokens from here).
   std::size_t entries() const { return entries_; }
 
-  // Words merged since the cache was last emptied (the benchmark reports it).
+  // Words merged since the cache was last emptied (the benchmark reports it), and emptying it
+  // (a benchmark run then starts as cold as the first).
   std::size_t cached_words() const { return cache_.size(); }
+  void clear_cache() const { cache_.clear(); }
 
  private:
   void merge(std::string_view word, std::vector<std::int32_t>& out) const;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "data/bytes_table.hpp"
 
+// Inlined: most keys are a few bytes, where a call into the shared library costs as much as the
+// hash itself.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <cstring>

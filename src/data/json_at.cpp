@@ -54,9 +54,7 @@ std::int32_t JsonAt::id() const {
   return std::int32_t(node_->get<std::uint64_t>());
 }
 
-void JsonAt::fail(const std::string& problem) const {
-  throw DataError(file_ + ": " + (key_.empty() ? "" : key_ + ": ") + problem);
-}
+void JsonAt::fail(const std::string& problem) const { throw DataError(where() + ": " + problem); }
 
 nlohmann::json read_json_file(const std::string& path, const std::string& what,
                               std::uint64_t max_bytes) {

@@ -15,6 +15,8 @@ class JsonAt {
 
   const nlohmann::json& node() const { return *node_; }
   const std::string& key() const { return key_; }
+  // "<file>: <key>", how errors about this node begin.
+  std::string where() const { return key_.empty() ? file_ : file_ + ": " + key_; }
   bool is_null() const { return node_->is_null(); }
   // A member that is present and not null.
   bool has(const char* name) const;

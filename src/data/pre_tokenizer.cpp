@@ -48,18 +48,19 @@ void PreTokenizer::add_steps(const JsonAt& node, std::vector<Step>& steps) {
     s.byte_level = true;
     s.add_prefix_space = node.boolean("add_prefix_space");
     if (node.boolean("use_regex", true)) {
-      const std::string where = node.key() + " (GPT-2's split)";
+      const std::string where = node.where() + " (GPT-2's split)";
       s.regex = std::make_unique<Regex>(pcre2_from_oniguruma(kGpt2Pattern, where), false, where);
     }
   } else if (type == "Split") {
     const JsonAt pattern = node.at("pattern");
     if (pattern.has("Regex")) {
       const JsonAt re = pattern.at("Regex");
-      const std::string where = re.key();
+      const std::string where = re.where();
       s.regex = std::make_unique<Regex>(pcre2_from_oniguruma(pattern.string("Regex"), where), false,
                                         where);
     } else if (pattern.has("String")) {
-      s.regex = std::make_unique<Regex>(pattern.string("String"), true, pattern.at("String").key());
+      s.regex =
+          std::make_unique<Regex>(pattern.string("String"), true, pattern.at("String").where());
     } else {
       pattern.fail("neither a Regex nor a String");
     }

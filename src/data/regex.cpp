@@ -46,9 +46,10 @@ Regex::Regex(const std::string& pattern, bool literal, std::string where)
   impl_->where = std::move(where);
   int err = 0;
   PCRE2_SIZE at = 0;
-  const std::uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
-  impl_->code.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                  options, &err, &at, nullptr));
+  // PCRE2_LITERAL does not go with PCRE2_UCP: a literal is compiled escaped instead.
+  const std::string source = literal ? regex_escape(pattern) : pattern;
+  impl_->code.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(),
+                                  PCRE2_UTF | PCRE2_UCP, &err, &at, nullptr));
   if (!impl_->code)
     throw DataError(impl_->where + ": PCRE2 cannot compile the pattern: " + pcre2_message(err) +
                     " at offset " + std::to_string(at));

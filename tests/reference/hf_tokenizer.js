@@ -24,7 +24,7 @@ const fs = require('fs');
 const path = require('path');
 
 const MODULES = process.env.TOKENIZER_NODE_MODULES || path.join(process.cwd(), 'node_modules');
-const need = (name) => require(path.join(MODULES, name));
+const need = (name) => require(require.resolve(name, { paths: [path.dirname(MODULES)] }));
 
 function readJson(file) { return JSON.parse(fs.readFileSync(file, 'utf8')); }
 function writeJson(file, value) { fs.writeFileSync(file, JSON.stringify(value)); }
