@@ -18,6 +18,13 @@ JsonAt JsonAt::at(const char* name) const {
   return JsonAt(*it, file_, key);
 }
 
+JsonAt JsonAt::at_or_null(const char* name) const {
+  static const nlohmann::json null;
+  const auto it = object().find(name);
+  const std::string key = key_.empty() ? name : key_ + "." + name;
+  return JsonAt(it == node_->end() ? null : *it, file_, key);
+}
+
 JsonAt JsonAt::at(std::size_t index) const {
   return JsonAt((*node_)[index], file_, key_ + "[" + std::to_string(index) + "]");
 }

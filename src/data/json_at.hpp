@@ -23,6 +23,8 @@ class JsonAt {
   // A member (a missing one is an error) or an element of an array.
   JsonAt at(const char* name) const;
   JsonAt at(std::size_t index) const;
+  // A member that may be missing, as null then (tokenizer.json's optional parts).
+  JsonAt at_or_null(const char* name) const;
   // The member `name` of this object whose value the caller already holds (when iterating).
   JsonAt member(const std::string& name, const nlohmann::json& value) const {
     return JsonAt(value, file_, key_.empty() ? name : key_ + "." + name);

@@ -42,11 +42,12 @@ Tokenizer Tokenizer::load(const std::string& path) {
   root.object();
   // The model first: a tokenizer of another kind is named by model.type before anything else.
   BpeModel model = BpeModel::from_json(root.at("model"));
-  Normalizer normalizer = Normalizer::from_json(root.at("normalizer"));
-  PreTokenizer pre_tokenizer = PreTokenizer::from_json(root.at("pre_tokenizer"));
-  check_decoder(root.at("decoder"));
-  AddedTokens added = AddedTokens::from_json(root.at("added_tokens"), model, normalizer);
-  SpecialTokenTemplate special = special_token_template(root.at("post_processor"));
+  // Hugging Face writes every part, null when there is none, and reads a missing one as null.
+  Normalizer normalizer = Normalizer::from_json(root.at_or_null("normalizer"));
+  PreTokenizer pre_tokenizer = PreTokenizer::from_json(root.at_or_null("pre_tokenizer"));
+  check_decoder(root.at_or_null("decoder"));
+  AddedTokens added = AddedTokens::from_json(root.at_or_null("added_tokens"), model, normalizer);
+  SpecialTokenTemplate special = special_token_template(root.at_or_null("post_processor"));
 
   Tokenizer t(std::move(model), std::move(normalizer), std::move(pre_tokenizer), std::move(added),
               std::move(special));
