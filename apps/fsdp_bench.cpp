@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // fsdp-bench: micro-benchmarks that print nccl-tests-style tables, one subcommand each
 // (comm: our collectives beside raw MPI; machine: the rates fsdp-plan reads; gemm: a deck's
-// GEMM shapes per library; attention: the fused kernel beside the materialised one).
+// GEMM shapes per library; attention: the fused kernel beside the materialised one; tokenizer:
+// a Hugging Face tokenizer's encode rate on one core).
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include "bench/bench_comm.hpp"
 #include "bench/gemm_bench.hpp"
 #include "bench/attention_bench.hpp"
+#include "bench/tokenizer_bench.hpp"
 #include "core/blas_setup.hpp"
 #include "comm/mpi_session.hpp"
 #include "config/parse_everywhere.hpp"
@@ -102,6 +104,15 @@ int main(int argc, char** argv) {
   attn->add_option("--iters", attn_options.iters, "timed calls per figure")->capture_default_str();
   attn->add_flag("--check", attn_options.check,
                  "first compare the fused results with the materialised ones (exit 1 past 1e-4)");
+  fsdp::bench::TokenizerBenchOptions tok_options;
+  CLI::App* tok = app.add_subcommand(
+      "tokenizer", "a Hugging Face tokenizer's encode rate on one core, MB/s per run (one rank)");
+  tok->add_option("--tokenizer", tok_options.tokenizer, "tokenizer.json or its directory")
+      ->required();
+  tok->add_option("--text", tok_options.text, "a UTF-8 text file, encoded whole")->required();
+  tok->add_option("--runs", tok_options.runs, "timed runs, each from an empty word cache")
+      ->capture_default_str();
+  tok->add_flag("--special", tok_options.special, "add the post-processor's special tokens");
   if (const int rc = fsdp::parse_everywhere(app, [&] { app.parse(argc, argv); }, MPI_COMM_WORLD,
                                              "fsdp-bench", fsdp::exit_code::kBadConfig);
       rc >= 0)
@@ -112,5 +123,6 @@ int main(int argc, char** argv) {
   if (machine->parsed()) return fsdp::bench::run_machine_bench(MPI_COMM_WORLD, machine_options);
   if (gemm->parsed()) return fsdp::bench::run_gemm_bench(MPI_COMM_WORLD, gemm_options);
   if (attn->parsed()) return fsdp::bench::run_attention_bench(MPI_COMM_WORLD, attn_options);
+  if (tok->parsed()) return fsdp::bench::run_tokenizer_bench(MPI_COMM_WORLD, tok_options);
   return 0;
 }

