@@ -20,6 +20,9 @@ install_packages() {
   for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
+  # The tokenizer test's independent reference runs on Node.js (tests/e2e/hf_tokenizer.sh):
+  # Debian's nodejs and npm where no node is installed (another distribution's stays as it is).
+  command -v npm >/dev/null || missing+=(nodejs npm)
   [ ${#missing[@]} -eq 0 ] && return 0
   echo "fsdp: installing ${missing[*]}"
   local sudo=""
