@@ -9,6 +9,7 @@
 
 #include "model/attention_path.hpp"
 #include "model/bf16_gemm.hpp"
+#include "model/decoder/skeleton_units.hpp"
 #include "model/gpt2/gpt2_layout.hpp"
 
 namespace fsdp::gpt2 {
@@ -45,24 +46,7 @@ std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool che
 // GEMM is the tied LM head (wte, counted with wpe's rows as the head's); the lookups are free.
 // Summed over the stages: 6P + 12LTC per token.
 std::vector<UnitFlops> unit_flops(const ModelConfig& m, int micro_batch, bool checkpointing) {
-  const std::vector<UnitLayout> units = gpt2_units(m);
-  const double tok = double(micro_batch) * m.block_size;
-  const double TC = double(m.block_size) * m.n_embd;
-  std::vector<UnitFlops> f;
-  for (const UnitLayout& u : units) {
-    UnitFlops x;
-    switch (u.kind) {
-      case kEmbeddingUnit: break;
-      case kFinalUnit:
-      case kMlpUnit: x.forward = 2.0 * double(u.numel) * tok; break;
-      default: x.forward = (2.0 * double(u.numel) + 4.0 * TC) * tok;
-    }
-    x.backward = 2.0 * x.forward;
-    if (checkpointing && (u.kind == kBlockUnit || u.kind == kAttnUnit || u.kind == kMlpUnit))
-      x.recompute = x.forward;
-    f.push_back(x);
-  }
-  return f;
+  return skeleton_unit_flops(gpt2_units(m), m, gpt2_block_spec(m), micro_batch, checkpointing);
 }
 
 UnitFlops head_flops(const ModelConfig& m, int micro_batch) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/counter_init.hpp"
+#include "model/decoder/skeleton_units.hpp"
 
 namespace fsdp {
 namespace {
@@ -42,49 +43,32 @@ BlockSpec gpt2_block_spec(const ModelConfig& m) {
 
 std::vector<UnitLayout> gpt2_units(const ModelConfig& m) {
   const std::int64_t C = m.n_embd, V = m.vocab_size, T = m.positions();
-  const bool whole = !m.sublayer_units;
-  std::vector<UnitLayout> units;
-  UnitLayout emb;
+  UnitLayout emb, lnf;
   emb.name = "embedding";
-  emb.kind = kEmbeddingUnit;
   add(emb, "wte.weight", {V, C});
   add(emb, "wpe.weight", {T, C});
-  units.push_back(std::move(emb));
-  for (int l = 0; l < m.n_layer; ++l) {
-    const std::string h = "h." + std::to_string(l), p = h + ".";
-    UnitLayout a;
-    a.name = whole ? h : p + "attn";
-    a.kind = whole ? kBlockUnit : kAttnUnit;
-    a.layer = l;
-    add(a, p + "ln_1.weight", {C});
-    add(a, p + "ln_1.bias", {C});
-    add(a, p + "attn.c_attn.weight", {C, 3 * C});
-    add(a, p + "attn.c_attn.bias", {3 * C});
-    add(a, p + "attn.c_proj.weight", {C, C});
-    add(a, p + "attn.c_proj.bias", {C});
-    UnitLayout mlp;
-    UnitLayout& b = whole ? a : mlp;
-    if (!whole) {
-      mlp.name = p + "mlp";
-      mlp.kind = kMlpUnit;
-      mlp.layer = l;
-    }
-    add(b, p + "ln_2.weight", {C});
-    add(b, p + "ln_2.bias", {C});
-    add(b, p + "mlp.c_fc.weight", {C, 4 * C});
-    add(b, p + "mlp.c_fc.bias", {4 * C});
-    add(b, p + "mlp.c_proj.weight", {4 * C, C});
-    add(b, p + "mlp.c_proj.bias", {C});
-    units.push_back(std::move(a));
-    if (!whole) units.push_back(std::move(mlp));
-  }
-  UnitLayout lnf;
   lnf.name = "ln_f";
-  lnf.kind = kFinalUnit;
   add(lnf, "ln_f.weight", {C});
   add(lnf, "ln_f.bias", {C});
-  units.push_back(std::move(lnf));
-  return units;
+  return skeleton_units(
+      m, std::move(emb), [](int l) { return "h." + std::to_string(l) + "."; }, "attn",
+      [C](UnitLayout& a, const std::string& p) {
+        add(a, p + "ln_1.weight", {C});
+        add(a, p + "ln_1.bias", {C});
+        add(a, p + "attn.c_attn.weight", {C, 3 * C});
+        add(a, p + "attn.c_attn.bias", {3 * C});
+        add(a, p + "attn.c_proj.weight", {C, C});
+        add(a, p + "attn.c_proj.bias", {C});
+      },
+      [C](UnitLayout& b, const std::string& p) {
+        add(b, p + "ln_2.weight", {C});
+        add(b, p + "ln_2.bias", {C});
+        add(b, p + "mlp.c_fc.weight", {C, 4 * C});
+        add(b, p + "mlp.c_fc.bias", {4 * C});
+        add(b, p + "mlp.c_proj.weight", {4 * C, C});
+        add(b, p + "mlp.c_proj.bias", {C});
+      },
+      std::move(lnf));
 }
 
 void gpt2_init_unit(const UnitLayout& unit, float* full, std::uint64_t seed, int n_layer) {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "model/attention_path.hpp"
+#include "model/decoder/skeleton_units.hpp"
 #include "model/llama/llama_layout.hpp"
 #include "model/model_keys.hpp"
 
@@ -55,23 +56,8 @@ std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool che
 // norms' few weights count as GEMM weights: 2D of P, noise.)
 std::vector<UnitFlops> unit_flops(const ModelConfig& m, int micro_batch, bool checkpointing,
                                   bool qk_norm) {
-  const double tok = double(micro_batch) * m.block_size;
-  const double TC = double(m.block_size) * m.n_head * m.head_dim();
-  std::vector<UnitFlops> f;
-  for (const UnitLayout& u : llama_units(m, qk_norm)) {
-    UnitFlops x;
-    switch (u.kind) {
-      case kEmbeddingUnit: break;
-      case kFinalUnit: x.forward = 2.0 * double(m.n_embd) * tok; break;  // lm_head: the head's
-      case kMlpUnit: x.forward = 2.0 * double(u.numel) * tok; break;
-      default: x.forward = (2.0 * double(u.numel) + 4.0 * TC) * tok;
-    }
-    x.backward = 2.0 * x.forward;
-    if (checkpointing && (u.kind == kBlockUnit || u.kind == kAttnUnit || u.kind == kMlpUnit))
-      x.recompute = x.forward;
-    f.push_back(x);
-  }
-  return f;
+  return skeleton_unit_flops(llama_units(m, qk_norm), m, llama_block_spec(m, qk_norm), micro_batch,
+                             checkpointing);
 }
 
 UnitFlops head_flops(const ModelConfig& m, int micro_batch) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/counter_init.hpp"
+#include "model/decoder/skeleton_units.hpp"
 
 namespace fsdp {
 namespace {
@@ -46,49 +47,33 @@ BlockSpec llama_block_spec(const ModelConfig& m, bool qk_norm) {
 std::vector<UnitLayout> llama_units(const ModelConfig& m, bool qk_norm) {
   const std::int64_t C = m.n_embd, V = m.vocab_size, F = m.ffn_hidden, D = m.head_dim(),
                      QD = std::int64_t(m.n_head) * D, KVD = std::int64_t(m.kv_heads()) * D;
-  const bool whole = !m.sublayer_units;
-  std::vector<UnitLayout> units;
-  UnitLayout emb;
+  UnitLayout emb, fin;
   emb.name = "embedding";
-  emb.kind = kEmbeddingUnit;
   add(emb, "model.embed_tokens.weight", {V, C});
-  units.push_back(std::move(emb));
-  for (int l = 0; l < m.n_layer; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    UnitLayout a;
-    a.name = whole ? p.substr(0, p.size() - 1) : p + "self_attn";
-    a.kind = whole ? kBlockUnit : kAttnUnit;
-    a.layer = l;
-    add(a, p + "input_layernorm.weight", {C});
-    add(a, p + "self_attn.q_proj.weight", {QD, C});  // adjacent: one [(H + 2 KV) D, C] GEMM
-    add(a, p + "self_attn.k_proj.weight", {KVD, C});
-    add(a, p + "self_attn.v_proj.weight", {KVD, C});
-    add(a, p + "self_attn.o_proj.weight", {C, QD});
-    if (qk_norm) {
-      add(a, p + "self_attn.q_norm.weight", {D});
-      add(a, p + "self_attn.k_norm.weight", {D});
-    }
-    UnitLayout mlp;
-    UnitLayout& b = whole ? a : mlp;
-    if (!whole) {
-      mlp.name = p + "mlp";
-      mlp.kind = kMlpUnit;
-      mlp.layer = l;
-    }
-    add(b, p + "post_attention_layernorm.weight", {C});
-    add(b, p + "mlp.gate_proj.weight", {F, C});  // adjacent: one [2F, C] GEMM
-    add(b, p + "mlp.up_proj.weight", {F, C});
-    add(b, p + "mlp.down_proj.weight", {C, F});
-    units.push_back(std::move(a));
-    if (!whole) units.push_back(std::move(mlp));
-  }
-  UnitLayout fin;
   fin.name = "norm";
-  fin.kind = kFinalUnit;
   add(fin, "model.norm.weight", {C});
   if (!m.tie_embeddings) add(fin, "lm_head.weight", {V, C});
-  units.push_back(std::move(fin));
-  return units;
+  return skeleton_units(
+      m, std::move(emb), [](int l) { return "model.layers." + std::to_string(l) + "."; },
+      "self_attn",
+      [=](UnitLayout& a, const std::string& p) {
+        add(a, p + "input_layernorm.weight", {C});
+        add(a, p + "self_attn.q_proj.weight", {QD, C});  // adjacent: one [(H + 2 KV) D, C] GEMM
+        add(a, p + "self_attn.k_proj.weight", {KVD, C});
+        add(a, p + "self_attn.v_proj.weight", {KVD, C});
+        add(a, p + "self_attn.o_proj.weight", {C, QD});
+        if (qk_norm) {
+          add(a, p + "self_attn.q_norm.weight", {D});
+          add(a, p + "self_attn.k_norm.weight", {D});
+        }
+      },
+      [=](UnitLayout& b, const std::string& p) {
+        add(b, p + "post_attention_layernorm.weight", {C});
+        add(b, p + "mlp.gate_proj.weight", {F, C});  // adjacent: one [2F, C] GEMM
+        add(b, p + "mlp.up_proj.weight", {F, C});
+        add(b, p + "mlp.down_proj.weight", {C, F});
+      },
+      std::move(fin));
 }
 
 void llama_init_unit(const UnitLayout& unit, float* full, std::uint64_t seed, int n_layer) {

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+// What every architecture on the skeleton shares outside its kernels: how its units are cut
+// (embedding, each layer whole or as its attention and MLP halves, the final unit) and the
+// model FLOPs of each unit, which the planner's replay and the step log's MFU read.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/architecture.hpp"
+#include "model/decoder/block_spec.hpp"
+
+namespace fsdp {
+
+// A layer's tensors (names under `prefix`, e.g. "h.3.") added to the unit that holds them.
+using AddLayerTensors = std::function<void(UnitLayout& unit, const std::string& prefix)>;
+
+// [embedding, layer 0 .. L-1, final] with m.sublayer_units: each layer one unit named
+// prefix(l) without its dot ("h.3"), or two: prefix(l) + attn_name ("h.3.attn") holding what
+// `attn` adds and prefix(l) + "mlp" holding what `mlp` adds.
+std::vector<UnitLayout> skeleton_units(const ModelConfig& m, UnitLayout embedding,
+                                       const std::function<std::string(int l)>& prefix,
+                                       const std::string& attn_name, const AddLayerTensors& attn,
+                                       const AddLayerTensors& mlp, UnitLayout final_unit);
+
+// Model FLOPs as torchtitan counts them, per unit for micro-batch B: a GEMM costs 2 x its
+// weights per token forward and twice that backward; attention adds 4T(HD) forward and 8T(HD)
+// backward per layer and token. The embedding's lookup is free; an untied head in the final
+// unit is the head's (Architecture::head_flops); checkpointing recomputes each layer's forward.
+std::vector<UnitFlops> skeleton_unit_flops(const std::vector<UnitLayout>& units,
+                                           const ModelConfig& m, const BlockSpec& s, int B,
+                                           bool checkpointing);
+
+}  // namespace fsdp
