@@ -179,7 +179,7 @@ TEST_CASE("byte-level alphabet: 256 printable code points, GPT-2's", "[tokenizer
   CHECK_FALSE(fsdp::byte_level_to_bytes("\xE4\xB8\xAD", bytes));  // 中 is not in the alphabet
 }
 
-TEST_CASE("BPE: lowest rank first, leftmost on ties; ignore_merges", "[tokenizer]") {
+TEST_CASE("BPE: lowest rank first, leftmost on ties, and ignore_merges", "[tokenizer]") {
   // 256 ab, 257 bc, 258 abc, 259 aa, 260 ca (no merge makes ca)
   json j =
       small_bpe({"ab", "bc", "abc", "aa", "ca"}, {{"b", "c"}, {"a", "b"}, {"a", "bc"}, {"a", "a"}});
@@ -256,7 +256,7 @@ TEST_CASE("pre-tokenizer: Unicode classes as Oniguruma has them", "[tokenizer]")
   CHECK(words(split_then_bytes({{"Regex", "\\w+"}}, "Removed"), "e\u0301t\u00E9 x") == W{" "});
 }
 
-TEST_CASE("normalizer: Unicode forms through utf8proc; others refused", "[tokenizer]") {
+TEST_CASE("normalizer: Unicode forms through utf8proc, others refused", "[tokenizer]") {
   const auto norm = [](const json& j, const std::string& text) {
     std::string scratch;
     return std::string(
@@ -336,7 +336,7 @@ TEST_CASE("post-processor: the template's tokens, add_bos_token, bos and eos", "
   CHECK(Tokenizer::load(bos.path()).encode("a") == Ids{256, 'a'});
 }
 
-TEST_CASE("decode: bytes joined, then ill-formed UTF-8 replaced; unknown ids skipped",
+TEST_CASE("decode: bytes joined, then ill-formed UTF-8 replaced, unknown ids skipped",
           "[tokenizer]") {
   json j = small_bpe({"\xE4\xB8"});  // 256: the first two bytes of 中
   j["added_tokens"] = {added_token("<|end|>", 257)};
