@@ -95,10 +95,9 @@ void read_model_extras(hid_t f, ModelConfig& m) {
       continue;
     }
     const double v = (k.is_int() || k.is_bool()) ? double(read_attr_i64(f, a)) : read_attr_f64(f, a);
-    const double lo = k.is_bool() ? 0.0 : k.lo, hi = k.is_bool() ? 1.0 : k.hi;
-    if (!(v >= lo && v <= hi))
+    if (!(v >= k.lo && v <= k.hi))
       throw H5Error(k.attribute + " " + std::to_string(v) + " is not in [" +
-                    std::to_string(lo) + ", " + std::to_string(hi) + "]");
+                    std::to_string(k.lo) + ", " + std::to_string(k.hi) + "]");
     k.set_number(m, v);
   }
   if (m.kv_heads() < 1 || m.kv_heads() > m.n_head || m.n_head % m.kv_heads() != 0)

@@ -8,7 +8,6 @@
 #include <stdexcept>
 
 #include "model/attention_path.hpp"
-#include "model/bf16_gemm.hpp"
 #include "model/decoder/skeleton_units.hpp"
 #include "model/gpt2/gpt2_layout.hpp"
 

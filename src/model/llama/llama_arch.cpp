@@ -352,10 +352,6 @@ AttentionPath architecture_attention(const ModelConfig& m) {
   return resolve_attention(m.attention, m.block_size);
 }
 
-std::int64_t bf16_scratch_elements(const ModelConfig& m, int micro_batch) {
-  return skeleton_bf16_scratch_elements(llama_block_spec(m), m, micro_batch);
-}
-
 Architecture family_architecture(bool qk_norm) {
   Architecture a;
   a.name = qk_norm ? "qwen3" : "llama";
@@ -373,7 +369,9 @@ Architecture family_architecture(bool qk_norm) {
   a.activation_elements = [qk_norm](const ModelConfig& m, int B, bool checkpointing) {
     return activation_elements(m, B, checkpointing, qk_norm);
   };
-  a.bf16_scratch_elements = bf16_scratch_elements;
+  a.bf16_scratch_elements = [qk_norm](const ModelConfig& m, int B) {
+    return skeleton_bf16_scratch_elements(llama_block_spec(m, qk_norm), m, B);
+  };
   a.unit_flops = [qk_norm](const ModelConfig& m, int B, bool checkpointing) {
     return unit_flops(m, B, checkpointing, qk_norm);
   };

@@ -16,8 +16,4 @@ Architecture family_architecture(bool qk_norm);
 // GPU, whose materialised kernel reads GPT-2's packed q | k | v only.
 AttentionPath architecture_attention(const ModelConfig& m);
 
-// Elements of each bf16 cast scratch (Architecture::bf16_scratch_elements): the widest
-// activation a GEMM reads whole, or the head's backward chunk of dlogits.
-std::int64_t bf16_scratch_elements(const ModelConfig& m, int micro_batch);
-
 }  // namespace fsdp::llama
