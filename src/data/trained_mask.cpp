@@ -61,6 +61,9 @@ TrainedMask TrainedMask::load(const std::string& path, std::int64_t expected_tok
     fail(path, std::to_string(in.size()) + " bytes, expected " +
                    std::to_string(kHeaderBytes + body) + " for " + std::to_string(tokens) + " tokens");
   TrainedMask m(tokens);
+  m.eos_id_ = static_cast<std::int32_t>(std::uint32_t(h[24]) | std::uint32_t(h[25]) << 8 |
+                                        std::uint32_t(h[26]) << 16 | std::uint32_t(h[27]) << 24);
+  if (m.eos_id_ < -1) fail(path, "document end id " + std::to_string(m.eos_id_) + " is out of range");
   if (body)
     rethrow_input_as<DataError>([&] { in.read_at(kHeaderBytes, body, m.bits_.data(), "read failed"); });
   if (tokens % 8 && (m.bits_.back() >> (tokens % 8)) != 0) fail(path, "bits set past the last token");
@@ -76,6 +79,7 @@ void TrainedMask::save(const std::string& path) const {
   put_le(h + 4, std::uint32_t(kVersion), 4);
   put_le(h + 8, std::uint64_t(tokens_), 8);
   put_le(h + 16, std::uint64_t(trained_count()), 8);
+  put_le(h + 24, std::uint32_t(eos_id_), 4);
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f) fail(path, "cannot be written");
   if (std::fwrite(h, 1, kHeaderBytes, f.get()) != kHeaderBytes ||

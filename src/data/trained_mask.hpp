@@ -5,7 +5,8 @@
 // without one trains every token.
 //
 // Format (little-endian): a 1024-byte header of int32 words, [0] magic 20261204, [1] version 1,
-// [2..3] the token count as an int64, [4..5] the trained count as an int64, the rest zero; then
+// [2..3] the token count as an int64, [4..5] the trained count as an int64, [6] the id that ends each document (the
+// EOS fsdp-data appended; -1 when unknown), the rest zero; then
 // ceil(tokens / 8) bytes, token i at bit i % 8 (least significant first) of byte i / 8. Bits
 // past the last token are zero.
 #pragma once
@@ -39,10 +40,13 @@ class TrainedMask {
   // Appends n tokens, all trained or all not (how a document's parts are added in order).
   void append(std::int64_t n, bool on);
   std::int64_t trained_count() const;
+  std::int32_t eos_id() const { return eos_id_; }
+  void set_eos_id(std::int32_t id) { eos_id_ = id; }
   const std::vector<std::uint8_t>& bytes() const { return bits_; }
 
  private:
   std::int64_t tokens_ = 0;
+  std::int32_t eos_id_ = -1;
   std::vector<std::uint8_t> bits_;
 };
 
