@@ -9,6 +9,7 @@ HDF5 through h5dump; PyTorch for the float64 Llama), the counterpart of hf_check
                                q/k norms and head_dim --headdim): DIR/hf (F32), DIR/hf_bf16,
                                DIR/hf_sharded (two files + index), DIR/hf_ropeparams
   eval-loss DIR VAL T S        float64 PyTorch eval loss of DIR's weights on a byte file
+  eval-loss DIR VAL T S EOS    the same with packed documents ending in EOS (and VAL.trained)
   greedy DIR T N PROMPT        float64 PyTorch argmax continuation, token ids
   export-matches DIR CKPT [--dtype fp32|bf16] [KEY=JSON ...]
                                DIR holds CKPT's /model bit for bit (or its round-to-nearest-even
@@ -115,10 +116,19 @@ def random_model(d, *args):
     return 0
 
 
-def eval_loss(d, val, T, S):
+def eval_loss(d, val, T, S, eos=None):
+    """With eos: packed documents, and the trained-token mask VAL.trained where it exists."""
     w, hp = ref.load(d)
     tokens = np.frombuffer(open(val, "rb").read(), dtype=np.uint8).astype(np.int64)
-    print(repr(float(ref.eval_loss(w, hp, tokens, int(T), int(S)))))
+    if eos is None:
+        print(repr(float(ref.eval_loss(w, hp, tokens, int(T), int(S)))))
+        return 0
+    trained = None
+    if os.path.exists(val + ".trained"):  # src/data/trained_mask.hpp's format
+        blob = open(val + ".trained", "rb").read()
+        n = int.from_bytes(blob[8:16], "little")
+        trained = np.unpackbits(np.frombuffer(blob[1024:], dtype=np.uint8), bitorder="little")[:n]
+    print(repr(float(ref.packed_eval_loss(w, hp, tokens, int(T), int(S), int(eos), trained))))
     return 0
 
 
