@@ -164,7 +164,7 @@ class Evaluator {
       case EK::list: {
         List items;
         for (const ExprPtr& a : e.args) items.push_back(eval(*a, scope));
-        return Value::make_list(std::move(items));
+        return e.name == "tuple" ? Value::make_tuple(std::move(items)) : Value::make_list(std::move(items));
       }
       case EK::dict: {
         Dict items;
