@@ -5,5 +5,7 @@
 add_executable(tokenize_json data/tokenize_json.cpp)
 target_link_libraries(tokenize_json PRIVATE fsdp)
 fsdp_add_e2e_test(e2e_hf_tokenizer hf_tokenizer.sh)
+fsdp_add_e2e_test(e2e_fsdp_data fsdp_data.sh)
+set_property(TEST e2e_fsdp_data PROPERTY SKIP_REGULAR_EXPRESSION "SKIPPED: ")
 set_property(TEST e2e_hf_tokenizer APPEND PROPERTY ENVIRONMENT "TOKENIZE_JSON=$<TARGET_FILE:tokenize_json>")
 set_property(TEST e2e_hf_tokenizer PROPERTY SKIP_REGULAR_EXPRESSION "SKIPPED: ")

@@ -16,6 +16,11 @@ const std::vector<Row>& rows() {
   static const std::vector<Row> r = {
       {kDone, "done", "fsdp-train fsdp-sample fsdp-plan fsdp-bench"},
       {kDone, "good, identical or exported", "fsdp-ckpt"},
+      {kDone, "done", "fsdp-data"},
+      {kError, "the output cannot be written (the old files stand)", "fsdp-data"},
+      {kBadConfig, "bad arguments (also an --eos that names no token)", "fsdp-data"},
+      {kBadData, "a bad input line or file, tokenizer or token file (one line: file:line)",
+       "fsdp-data"},
       {kError, "any other error", "fsdp-train fsdp-sample fsdp-plan fsdp-bench"},
       {kCkptDiffers, "checksum mismatch or difference", "fsdp-ckpt"},
       {kBadConfig, "bad run deck or arguments", "fsdp-train fsdp-sample fsdp-plan fsdp-bench"},

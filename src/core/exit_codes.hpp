@@ -24,7 +24,7 @@ inline constexpr int kCkptDiffers = 1;     // a checksum mismatch, or the files 
 inline constexpr int kCkptUnreadable = 2;  // an unreadable file or bad usage
 
 // "Exit codes: ..." for the --help footer of `app` (fsdp-train, fsdp-sample, fsdp-plan,
-// fsdp-bench, fsdp-ckpt).
+// fsdp-bench, fsdp-ckpt, fsdp-data).
 std::string help(const std::string& app);
 
 }  // namespace fsdp::exit_code

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+#include "data/prepare/prepare_command.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
+
+#include "comm/agree.hpp"
+#include "core/check.hpp"
+#include "core/exit_codes.hpp"
+#include "data/prepare/document_encoder.hpp"
+#include "data/prepare/eos_token.hpp"
+#include "data/prepare/input_list.hpp"
+#include "data/prepare/progress_line.hpp"
+#include "data/prepare/token_writer.hpp"
+#include "data/prepare/tokenize_share.hpp"
+#include "data/tokenizer.hpp"
+
+namespace fsdp::prepare {
+namespace {
+
+std::uint64_t sum(MPI_Comm comm, std::uint64_t v) {
+  std::uint64_t s = 0;
+  FSDP_MPI_CHECK(MPI_Allreduce(&v, &s, 1, MPI_UINT64_T, MPI_SUM, comm));
+  return s;
+}
+
+}  // namespace
+
+int run_prepare(MPI_Comm comm, const PrepareOptions& o) {
+  int rank = 0, nranks = 1;
+  FSDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  FSDP_MPI_CHECK(MPI_Comm_size(comm, &nranks));
+  const double t0 = MPI_Wtime();
+  const auto say = [&](const std::string& line) {
+    if (rank == 0) std::fprintf(stderr, "fsdp-data: %s\n", one_line(line).c_str());
+  };
+
+  // Every rank reads the tokenizer itself (one parse, under a second for Llama 3's): cheaper
+  // than shipping its tables, and each rank needs its own word cache anyway.
+  std::optional<Tokenizer> tok;
+  std::int32_t eos = -1;
+  std::string err;
+  int code = exit_code::kBadData;
+  try {
+    tok.emplace(Tokenizer::load(o.tokenizer_dir));
+    code = exit_code::kBadConfig;  // from here, --eos is what is wrong
+    eos = resolve_eos(*tok, o.eos);
+  } catch (const DataError& e) {
+    err = e.what();
+  }
+  if (const Agreed a = agree_on_failure(comm, err, code); a.rank >= 0) {
+    say(a.message);
+    return a.code;
+  }
+
+  const InputList in = list_inputs(comm, o.inputs);
+  const ByteRange share = byte_share(in.total, nranks, rank);
+  DocumentEncoder encoder(*tok, o.tokenizer_dir, eos);
+  ProgressLine progress(rank == 0 && ::isatty(STDERR_FILENO), in.total, share.end - share.begin,
+                        nranks);
+  ShareOutput out = tokenize_share(in, share, rank == nranks - 1, encoder,
+                                   [&](std::uint64_t done, const ShareOutput& s) {
+                                     progress.update(done, s.documents, s.tokens.size());
+                                   });
+  progress.clear();
+  FoundError mine = out.error;
+  if (in.problem.found() && (!mine.found() || in.problem.before(mine))) mine = in.problem;
+  const FoundError first = agree_on_first_error(comm, mine);
+  if (first.found()) {
+    say(first.message);
+    return exit_code::kBadData;
+  }
+
+  // Qwen3's eos_token, <|im_end|>, ends every turn: as the document separator it would cut
+  // each chat into one "document" per turn.
+  int held = encoder.chat_held_eos(), any_held = 0;
+  FSDP_MPI_CHECK(MPI_Allreduce(&held, &any_held, 1, MPI_INT, MPI_MAX, comm));
+  if (any_held)
+    say("warning: the chat template writes the document end " + tok->decode({eos}) +
+        " inside chats: documents would be split at every turn; consider --eos '<|endoftext|>'");
+
+  const WriteResult w =
+      write_token_files(comm, o.out_path, tok->vocab_size(), out.tokens, out.mask, eos);
+  if (!w.error.empty()) {
+    say(w.error);
+    return exit_code::kError;
+  }
+  const std::uint64_t documents = sum(comm, out.documents);
+  if (rank == 0)
+    std::printf("fsdp-data: %s: %llu documents, %llu tokens, %llu trained, %.2f s (%d rank%s)\n",
+                o.out_path.c_str(), (unsigned long long)documents, (unsigned long long)w.tokens,
+                (unsigned long long)w.trained, MPI_Wtime() - t0, nranks, nranks > 1 ? "s" : "");
+  return exit_code::kDone;
+}
+
+}  // namespace fsdp::prepare
