@@ -84,6 +84,19 @@ else
   bad "walk-through outputs: $(ls "$R" "$R/finetuned" 2>&1 | tr '\n' ' ')"
 fi
 grep -q -v '^$' <(tail -1 "$WORK/walk.log") && ok "fsdp-sample --chat answered: $(tail -1 "$WORK/walk.log" | cut -c1-60)"
+# Generation stops at the model's end tokens: name the first token greedy decoding picks as
+# generation_config.json's eos_token_id, and the answer is that one token.
+S=(--tokenizer "$R/finetuned" --prompt "data" --temperature 0 --ids)
+first=$("$BUILD/fsdp-sample" "$R/finetuned" "${S[@]}" --tokens 6 2>/dev/null | tail -1)
+prompt_len=$("$BUILD/fsdp-sample" "$R/finetuned" "${S[@]}" --tokens 0 2>/dev/null | tail -1 | wc -w)
+stop=$(echo "$first" | cut -d' ' -f$((prompt_len + 1)))
+echo "{\"eos_token_id\": [1, $stop]}" >"$R/finetuned/generation_config.json"
+stopped=$("$BUILD/fsdp-sample" "$R/finetuned" "${S[@]}" --tokens 6 2>/dev/null | tail -1)
+if [ "$(echo "$first" | wc -w)" -eq $((prompt_len + 6)) ] && [ "$stopped" = "$(echo "$first" | cut -d' ' -f1-$((prompt_len + 1)))" ]; then
+  ok "fsdp-sample --tokenizer stops at generation_config.json's eos_token_id ($stop): $stopped"
+else
+  bad "fsdp-sample stop tokens: without '$first', with $stop '$stopped'"
+fi
 st=$(grep -o '"eval_loss":[^,}]*' "$R/finetune.jsonl" | tail -1 | cut -d: -f2)
 ref=$($PY "$SRC/tests/reference/llama_check.py" eval-loss "$R/finetuned" "$R/val.bin" 32 4 mask)
 if $PY -c "import sys; a, b = float('$st'), float('$ref'); sys.exit(abs(a - b) > 1e-5 * abs(b))" 2>/dev/null; then
