@@ -12,8 +12,8 @@
 #include "config/parse_everywhere.hpp"
 #include "core/check.hpp"
 #include "core/exit_codes.hpp"
-#include "data/prepare/inspect_command.hpp"
-#include "data/prepare/prepare_command.hpp"
+#include "prepare/inspect_command.hpp"
+#include "prepare/prepare_command.hpp"
 
 int main(int argc, char** argv) {
   fsdp::install_terminate_handler("fsdp-data");

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "data/prepare/document.hpp"
-#include "data/prepare/file_summary.hpp"
-#include "data/prepare/input_shares.hpp"
+#include "prepare/document.hpp"
+#include "prepare/file_summary.hpp"
+#include "prepare/input_shares.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/mapped_file.hpp"
+#include "prepare/mapped_file.hpp"
 
 #include <sys/mman.h>
 

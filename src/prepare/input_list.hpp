@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "data/prepare/first_error.hpp"
+#include "prepare/first_error.hpp"
 
 namespace fsdp::prepare {
 

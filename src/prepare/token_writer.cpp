@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/token_writer.hpp"
+#include "prepare/token_writer.hpp"
 
 #include <algorithm>
 #include <memory>
 
 #include "comm/agree.hpp"
 #include "core/check.hpp"
-#include "data/prepare/gather_mask.hpp"
+#include "prepare/gather_mask.hpp"
 #include "io/atomic_output.hpp"
 
 namespace fsdp::prepare {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/first_error.hpp"
+#include "prepare/first_error.hpp"
 
 #include <vector>
 

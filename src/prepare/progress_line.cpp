@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/progress_line.hpp"
+#include "prepare/progress_line.hpp"
 
 #include <cstdio>
 

@@ -6,10 +6,10 @@
 #include <functional>
 #include <vector>
 
-#include "data/prepare/document_encoder.hpp"
-#include "data/prepare/first_error.hpp"
-#include "data/prepare/input_list.hpp"
-#include "data/prepare/input_shares.hpp"
+#include "prepare/document_encoder.hpp"
+#include "prepare/first_error.hpp"
+#include "prepare/input_list.hpp"
+#include "prepare/input_shares.hpp"
 #include "data/trained_mask.hpp"
 
 namespace fsdp::prepare {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/input_list.hpp"
+#include "prepare/input_list.hpp"
 
 #include "comm/agree.hpp"
 #include "core/check.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/input_shares.hpp"
+#include "prepare/input_shares.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/document.hpp"
+#include "prepare/document.hpp"
 
 #include "data/utf8.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/eos_token.hpp"
+#include "prepare/eos_token.hpp"
 
 namespace fsdp::prepare {
 

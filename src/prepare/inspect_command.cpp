@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/inspect_command.hpp"
+#include "prepare/inspect_command.hpp"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -7,8 +7,8 @@
 
 #include "core/check.hpp"
 #include "core/exit_codes.hpp"
-#include "data/prepare/eos_token.hpp"
-#include "data/prepare/file_summary.hpp"
+#include "prepare/eos_token.hpp"
+#include "prepare/file_summary.hpp"
 #include "data/tokenizer.hpp"
 
 namespace fsdp::prepare {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/prepare_command.hpp"
+#include "prepare/prepare_command.hpp"
 
 #include <unistd.h>
 
@@ -9,12 +9,12 @@
 #include "comm/agree.hpp"
 #include "core/check.hpp"
 #include "core/exit_codes.hpp"
-#include "data/prepare/document_encoder.hpp"
-#include "data/prepare/eos_token.hpp"
-#include "data/prepare/input_list.hpp"
-#include "data/prepare/progress_line.hpp"
-#include "data/prepare/token_writer.hpp"
-#include "data/prepare/tokenize_share.hpp"
+#include "prepare/document_encoder.hpp"
+#include "prepare/eos_token.hpp"
+#include "prepare/input_list.hpp"
+#include "prepare/progress_line.hpp"
+#include "prepare/token_writer.hpp"
+#include "prepare/tokenize_share.hpp"
 #include "data/tokenizer.hpp"
 
 namespace fsdp::prepare {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "data/chat_template.hpp"
-#include "data/prepare/document.hpp"
+#include "prepare/document.hpp"
 #include "data/tokenizer.hpp"
 #include "data/trained_mask.hpp"
 

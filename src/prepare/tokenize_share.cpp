@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/tokenize_share.hpp"
+#include "prepare/tokenize_share.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
 
 #include "core/input_file.hpp"
-#include "data/prepare/mapped_file.hpp"
+#include "prepare/mapped_file.hpp"
 
 namespace fsdp::prepare {
 namespace {

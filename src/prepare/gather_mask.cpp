@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/gather_mask.hpp"
+#include "prepare/gather_mask.hpp"
 
 #include <algorithm>
 #include <vector>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/document_encoder.hpp"
+#include "prepare/document_encoder.hpp"
 
 namespace fsdp::prepare {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "data/prepare/file_summary.hpp"
+#include "prepare/file_summary.hpp"
 
 #include <algorithm>
 #include <climits>
