@@ -58,7 +58,7 @@ int run_prepare(MPI_Comm comm, const PrepareOptions& o) {
   const InputList in = list_inputs(comm, o.inputs);
   const ByteRange share = byte_share(in.total, nranks, rank);
   DocumentEncoder encoder(*tok, o.tokenizer_dir, eos);
-  ProgressLine progress(rank == 0 && ::isatty(STDERR_FILENO), in.total, share.end - share.begin,
+  ProgressLine progress(rank == 0 && (o.progress || ::isatty(STDERR_FILENO)), in.total, share.end - share.begin,
                         nranks);
   ShareOutput out = tokenize_share(in, share, rank == nranks - 1, encoder,
                                    [&](std::uint64_t done, const ShareOutput& s) {
