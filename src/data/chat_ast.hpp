@@ -17,7 +17,7 @@ struct Expr {
   enum class Kind {
     literal,  // value
     name,     // name
-    list,     // args: the items (a tuple is a list here)
+    list,     // args: the items; name "tuple" for (a, b)
     dict,     // args: key, value, key, value, ...
     attr,     // args[0].name
     item,     // args[0][args[1]]

@@ -8,6 +8,8 @@
 // after it are. Output written into a `{% set x %}` block is not tracked (only its marks are).
 #include "data/chat_eval.hpp"
 
+#include <ctime>
+
 #include "data/chat_builtins.hpp"
 #include "data/chat_operators.hpp"
 
@@ -159,12 +161,15 @@ class Evaluator {
       case EK::literal: return e.value;
       case EK::name: {
         const Value* v = scope.find(e.name);
-        return v ? *v : Value::undefined("'" + e.name + "' is undefined");
+        if (v) return *v;
+        // A function is defined (Llama 3.2 asks `strftime_now is defined`); it prints as Python's.
+        if (known_function(e.name)) return Value::string(Text("<function " + e.name + ">"));
+        return Value::undefined("'" + e.name + "' is undefined");
       }
       case EK::list: {
         List items;
         for (const ExprPtr& a : e.args) items.push_back(eval(*a, scope));
-        return Value::make_list(std::move(items));
+        return e.name == "tuple" ? Value::make_tuple(std::move(items)) : Value::make_list(std::move(items));
       }
       case EK::dict: {
         Dict items;
@@ -256,6 +261,16 @@ class Evaluator {
     if (f == "raise_exception") {
       const Value* msg = a.get(0, "message");
       throw Raised(msg ? to_text(*msg).s : "");
+    }
+    if (f == "strftime_now") {  // transformers: datetime.now().strftime(format), local time
+      const Value* format = a.get(0, "format");
+      if (!format || !format->is(Value::Kind::string)) throw Error("strftime_now takes a format");
+      std::time_t now = std::time(nullptr);
+      std::tm local{};
+      localtime_r(&now, &local);
+      char buf[256];
+      std::size_t n = std::strftime(buf, sizeof buf, format->text.s.c_str(), &local);
+      return Value::string(Text(std::string(buf, n)));
     }
     if (f == "namespace" || f == "dict") {
       Dict d;

@@ -16,7 +16,8 @@ using K = Value::Kind;
 const std::set<std::string>& filters() {
   static const std::set<std::string> names = {
       "abs", "capitalize", "count", "d", "default", "first", "float", "int", "items", "join",
-      "last", "length", "list", "lower", "map", "rejectattr", "replace", "reverse", "selectattr",
+      "last", "length", "list", "lower", "map", "reject", "rejectattr", "replace", "reverse",
+      "select", "selectattr",
       "string", "tojson", "trim", "upper"};
   return names;
 }
@@ -107,7 +108,8 @@ Value to_int(const Value& v, const Args& args) {
 bool known_filter(const std::string& name) { return filters().count(name) > 0; }
 bool known_test(const std::string& name) { return tests().count(name) > 0; }
 bool known_function(const std::string& name) {
-  return name == "raise_exception" || name == "namespace" || name == "range" || name == "dict";
+  return name == "raise_exception" || name == "namespace" || name == "range" || name == "dict" ||
+         name == "strftime_now";
 }
 
 Value apply_filter(const std::string& name, const Value& v, const Args& args) {
@@ -172,6 +174,18 @@ Value apply_filter(const std::string& name, const Value& v, const Args& args) {
                       ? apply_test(to_text(args.positional[1]).s, a, test_args)
                       : truthy(a);
       if (pass == (name == "selectattr")) kept.push_back(item);
+    }
+    return Value::make_list(std::move(kept));
+  }
+  if (name == "select" || name == "reject") {  // items passing a test (or truthy)
+    Args test_args;
+    if (args.positional.size() > 1)
+      test_args.positional.assign(args.positional.begin() + 1, args.positional.end());
+    List kept;
+    for (const Value& item : iterate(v)) {
+      bool pass = args.positional.empty() ? truthy(item)
+                                          : apply_test(to_text(args.positional[0]).s, item, test_args);
+      if (pass == (name == "select")) kept.push_back(item);
     }
     return Value::make_list(std::move(kept));
   }

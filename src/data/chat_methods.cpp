@@ -141,7 +141,7 @@ Value dict_method(const Value& self, const std::string& name, const Args& args) 
   }
   List out;
   for (const auto& [k, v] : *self.dict) {
-    if (name == "items") out.push_back(Value::make_list({Value::string(k), v}));
+    if (name == "items") out.push_back(Value::make_tuple({Value::string(k), v}));
     else if (name == "keys") out.push_back(Value::string(k));
     else if (name == "values") out.push_back(v);
     else throw Unsupported("method '" + name + "' of a dict");

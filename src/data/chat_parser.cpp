@@ -339,11 +339,14 @@ class Parser {
       next();
       if (is_op(")")) {
         next();
-        return node(Expr::Kind::list, line);
+        ExprPtr t = node(Expr::Kind::list, line);
+        t->name = "tuple";
+        return t;
       }
       ExprPtr e = parse_expression();
       if (is_op(",")) {
         ExprPtr t = node(Expr::Kind::list, line);
+        t->name = "tuple";
         t->args.push_back(std::move(e));
         while (is_op(",")) {
           next();

@@ -13,7 +13,7 @@ namespace fsdp::chat {
 namespace {
 
 void hex4(std::string& out, unsigned v) {
-  char buf[8];
+  char buf[16];
   std::snprintf(buf, sizeof buf, "\\u%04x", v);
   out += buf;
 }

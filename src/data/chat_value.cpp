@@ -81,6 +81,11 @@ Value Value::make_list(List items) {
   v.list = std::make_shared<const List>(std::move(items));
   return v;
 }
+Value Value::make_tuple(List items) {
+  Value v = make_list(std::move(items));
+  v.tuple = true;
+  return v;
+}
 Value Value::make_dict(Dict items) {
   Value v;
   v.kind = Kind::dict;
@@ -197,9 +202,10 @@ std::string repr(const Value& v) {
     case Value::Kind::string: return repr_string(v.text.s);
     case Value::Kind::undefined: return "Undefined";
     case Value::Kind::list: {
-      std::string out = "[";
+      std::string out = v.tuple ? "(" : "[";
       for (std::size_t k = 0; k < v.list->size(); ++k) out += (k ? ", " : "") + repr((*v.list)[k]);
-      return out + "]";
+      if (v.tuple && v.list->size() == 1) out += ",";
+      return out + (v.tuple ? ")" : "]");
     }
     case Value::Kind::dict:
     case Value::Kind::ns: {
@@ -279,7 +285,7 @@ bool equal(const Value& a, const Value& b) {
     case K::none: return true;
     case K::string: return a.text.s == b.text.s;
     case K::list:
-      if (a.list->size() != b.list->size()) return false;
+      if (a.tuple != b.tuple || a.list->size() != b.list->size()) return false;
       for (std::size_t k = 0; k < a.list->size(); ++k)
         if (!equal((*a.list)[k], (*b.list)[k])) return false;
       return true;

@@ -60,6 +60,7 @@ struct Value {
   double f = 0;
   Text text;  // the string; for undefined, what was looked up (for its error message)
   std::shared_ptr<const List> list;
+  bool tuple = false;  // a list that Python holds as a tuple: it prints as (a, b)
   std::shared_ptr<Dict> dict;  // a dict (never changed once built) or a namespace (mutable)
 
   static Value undefined(std::string what);
@@ -69,6 +70,7 @@ struct Value {
   static Value floating(double v);
   static Value string(Text t);
   static Value make_list(List items);
+  static Value make_tuple(List items);
   static Value make_dict(Dict items);
   static Value make_namespace(Dict items);
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Reference for fsdp's chat templates: python3-jinja2 configured exactly as transformers'
 apply_chat_template configures it (ImmutableSandboxedEnvironment with trim_blocks,
-lstrip_blocks and loopcontrols; its tojson, raise_exception; tools=None, documents=None).
+lstrip_blocks and loopcontrols; its tojson, raise_exception, strftime_now; tools=None, documents=None).
 
   chat_render.py cases MODEL_DIR OUT.json        the conversations the test renders
   chat_render.py check MODEL_DIR CASES.json OURS.json END_OF_TURN
@@ -16,6 +16,7 @@ lstrip_blocks and loopcontrols; its tojson, raise_exception; tools=None, documen
 import json
 import os
 import sys
+from datetime import datetime
 
 import jinja2
 import jinja2.ext
@@ -117,6 +118,7 @@ def environment(marked):
                                         extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda format: datetime.now().strftime(format)
     return env
 
 
