@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // fsdp-sample: generates text from a model: an fsdp checkpoint (its stored run deck gives the
 // model), a Hugging Face safetensors directory or an llm.c parameter file. Runs on one rank or
-// under mpirun (the model is then sharded ZeRO-3 style, as in training).
-// Exit codes: 0 done; 2 bad arguments; 3 bad vocabulary file; 5 unreadable model file.
+// under mpirun (the model is then sharded ZeRO-3 style, as in training). With --tokenizer a
+// Hugging Face tokenizer encodes the prompt (--chat: as a user turn through the model's chat
+// template) and decodes the answer, and generation stops at the model's end tokens.
+// Exit codes: 0 done; 2 bad arguments; 3 bad vocabulary or tokenizer file; 5 unreadable model.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -24,7 +27,10 @@
 #include "core/check.hpp"
 #include "core/faults.hpp"
 #include "core/exit_codes.hpp"
+#include "data/chat_template.hpp"
 #include "data/data_error.hpp"
+#include "data/stop_tokens.hpp"
+#include "data/tokenizer.hpp"
 #include "data/vocabulary.hpp"
 #include "io/checkpoint.hpp"
 #include "io/h5_io.hpp"
@@ -84,9 +90,9 @@ int main(int argc, char** argv) {
   const int rank = mpi.rank(), nranks = mpi.size();
 
   CLI::App app{"fsdp-sample: generate text from an fsdp checkpoint or a GPT-2 weights file"};
-  std::string path, prompt = "\n", prompt_ids, encoder;
+  std::string path, prompt = "\n", prompt_ids, encoder, tokenizer_dir;
   std::vector<std::string> overrides;
-  bool print_ids = false;
+  bool print_ids = false, chat = false;
   fsdp::SampleOptions o;
   app.add_option("model", path,
                  "fsdp checkpoint, Hugging Face directory or .safetensors file, or llm.c "
@@ -104,6 +110,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 24));
   app.add_option("--seed", o.seed, "sampling seed")->capture_default_str();
   app.add_option("--encoder", encoder, "a vocabulary file (GPT-2's encoder.json): print text, not token ids");
+  app.add_option("--tokenizer", tokenizer_dir,
+                 "a Hugging Face tokenizer (directory with tokenizer.json): encodes --prompt, "
+                 "decodes the output, stops at the model's end tokens");
+  app.add_flag("--chat", chat, "with --tokenizer: --prompt is a user message, rendered by the "
+                               "model's chat template with the assistant's turn opened");
   app.add_flag("--ids", print_ids, "print token ids, one line, instead of text");
   app.add_option("--set", overrides, "override one run-deck key, section.key=value");
   app.footer(fsdp::exit_code::help("fsdp-sample"));
@@ -118,17 +129,40 @@ int main(int argc, char** argv) {
               throw CLI::ValidationError("--temperature", "must be a finite number in [0, 100]");
             if (app.count("--prompt") > 0 && app.count("--prompt-ids") > 0)
               throw CLI::ValidationError("--prompt", "give either --prompt or --prompt-ids, not both");
+            if (chat && tokenizer_dir.empty())
+              throw CLI::ValidationError("--chat", "needs --tokenizer (the chat template is the tokenizer's)");
+            if (!tokenizer_dir.empty() && !encoder.empty())
+              throw CLI::ValidationError("--encoder", "give either --encoder or --tokenizer, not both");
             if (!prompt_ids.empty()) tokens = parse_ids(prompt_ids);
-            else for (unsigned char c : prompt) tokens.push_back(c);
-            if (tokens.empty()) throw CLI::ValidationError("--prompt", "is empty");
+            else if (tokenizer_dir.empty())
+              for (unsigned char c : prompt) tokens.push_back(c);
+            if (tokens.empty() && tokenizer_dir.empty()) throw CLI::ValidationError("--prompt", "is empty");
           },
           MPI_COMM_WORLD, "fsdp-sample", fsdp::exit_code::kBadConfig);
       rc >= 0)
     return rc;
   std::unique_ptr<fsdp::Vocabulary> vocab;
+  std::optional<fsdp::Tokenizer> tokenizer;
   std::string start_error;
   int start_code = 0;
   try {
+    if (!tokenizer_dir.empty()) {
+      tokenizer.emplace(fsdp::Tokenizer::load(tokenizer_dir));
+      o.stop_ids = fsdp::stop_token_ids(tokenizer_dir, *tokenizer);
+      if (prompt_ids.empty() && chat) {
+        const auto tpl = fsdp::ChatTemplate::load(tokenizer_dir);
+        const nlohmann::json messages = {{{"role", "user"}, {"content", prompt}}};
+        fsdp::ChatVariables vars;
+        vars.bos_token = tokenizer->bos_id() >= 0 ? tokenizer->decode({tokenizer->bos_id()}) : "";
+        vars.eos_token = tokenizer->eos_id() >= 0 ? tokenizer->decode({tokenizer->eos_id()}) : "";
+        vars.add_generation_prompt = true;
+        // The template writes the BOS itself: no post-processor tokens on top.
+        tokens = tokenizer->encode(tpl.render_text(messages, vars), false);
+      } else if (prompt_ids.empty()) {
+        tokens = tokenizer->encode(prompt, true);
+      }
+      if (tokens.empty()) throw fsdp::ConfigError("--prompt: encodes to no tokens");
+    }
     // One sequence per rank, the model sharded over all of them; the context is only as long
     // as the text needs (causal attention: the answer is the same as with the full block).
     std::vector<std::string> sets = {"train.micro_batch_size=1",
@@ -197,6 +231,20 @@ int main(int argc, char** argv) {
           for (std::size_t i = 0; i < tokens.size(); ++i)
             std::printf("%s%d", i ? " " : "", tokens[i]);
           std::printf("\n");
+        } else if (tokenizer) {
+          // The prompt as given, then the answer without its end token (chat: the reply alone).
+          std::vector<std::int32_t> answer(tokens.begin() + std::ptrdiff_t(n_prompt), tokens.end());
+          if (!answer.empty() && std::find(o.stop_ids.begin(), o.stop_ids.end(), answer.back()) !=
+                                     o.stop_ids.end())
+            answer.pop_back();
+          if (chat) std::printf("%s\n", tokenizer->decode(answer).c_str());
+          else {
+            const std::string head =
+                prompt_ids.empty()
+                    ? prompt
+                    : tokenizer->decode({tokens.begin(), tokens.begin() + std::ptrdiff_t(n_prompt)});
+            std::printf("%s%s\n", head.c_str(), tokenizer->decode(answer).c_str());
+          }
         } else if (!encoder.empty()) {
           std::printf("%s\n", vocab->decode(tokens).c_str());
         } else if (cfg.model.vocab_size <= 256) {

@@ -35,6 +35,8 @@ struct DataConfig {
   std::string train = "builtin:train";
   std::string val = "builtin:val";
   std::string format = "text";  // llmc | uint16 | text
+  std::string packing = "windows";  // windows | documents (docs/data.md)
+  int eos_id = -1;  // documents: the id ending each document; -1: the mask's, else the model's
 };
 
 struct EvalConfig {

@@ -187,6 +187,12 @@ std::vector<KeySpec> build_schema_rest() {
       entry("data", "format", &R::data, &D::format, one_of({"llmc", "uint16", "uint32", "text"}),
             "llmc: llm.c token file (uint16, or uint32 for vocabularies past 65536); uint16, uint32: raw "
             "tokens; text: bytes as tokens"),
+      entry("data", "packing", &R::data, &D::packing, one_of({"windows", "documents"}),
+            "windows: every window is one sequence; documents: positions restart and attention "
+            "stops at each document start (after data.eos_id), the target after an EOS unscored"),
+      entry("data", "eos_id", &R::data, &D::eos_id, at_least(-1),
+            "the id that ends each document (data.packing = documents); -1: the one fsdp-data "
+            "recorded in the mask file, else --init-from's config.json eos_token_id"),
 
       entry("eval", "every", &R::eval, &E::every, at_least(0),
             "validation loss every this many steps; 0 = only at the end"),

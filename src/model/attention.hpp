@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Causal multi-head self-attention core (between the q, k, v projection and the output projection).
 // B = batch, T = time, C = channels, H = heads, D = C / H head size.
+// starts (optional, [B*T] on the device): the window position where each row's document begins
+// (data.packing = documents); row t then sees keys starts[t]..t, and the columns before its
+// document hold 0 like those past t.
 // qkv [B*T, 3C] holds q | k | v; out [B*T, C]; att [B*H, T, T] keeps the softmax probabilities
 // (row t uses columns 0..t; columns past t up to the end of t's causal block hold 0).
 // Backward assigns dqkv (=); work [T, T] holds one head's score gradients at a time.
@@ -48,7 +51,7 @@ inline Mat window(const Mat& m, int r0, int r1, int c0, int n) {
 // columns are C + g*D (k) and C + KV*D + g*D (v) of q | k | v rows [B*T, C + 2*KV*D]; KV = H is
 // GPT-2's packed [B*T, 3C]. Nothing is copied per query head.
 inline void attention_forward_blocked(const Mat& out, const Att3& att, const ConstMat& qkv, int B,
-                                      int T, int H, int KV) {
+                                      int T, int H, int KV, const int* starts = nullptr) {
   using detail::window;
   const int C = out.extent(1), D = C / H, group = H / KV, kcol = C, vcol = C + KV * D;
   const float scale = 1.f / kmath::sqrt(static_cast<float>(D));
@@ -65,13 +68,16 @@ inline void attention_forward_blocked(const Mat& out, const Att3& att, const Con
       }
       Kokkos::parallel_for(
           "attention::softmax", Kokkos::RangePolicy<ExecSpace>(0, T), KOKKOS_LAMBDA(const int t) {
-            float* s = &p(t, 0);
-            const int n = t + 1, width = cb.end(t / cb.rows);
+            const int lo = starts ? starts[r + t] : 0;
+            float* row = &p(t, 0);
+            float* s = row + lo;
+            const int n = t + 1 - lo, width = cb.end(t / cb.rows);
             const float mx = kmath::row_max(s, n);
             for (int j = 0; j < n; ++j) s[j] = kmath::exp_fast(s[j] - mx);
             const float inv = 1.f / kmath::lane_sum(n, [&](int j) { return s[j]; });
             for (int j = 0; j < n; ++j) s[j] *= inv;
-            for (int j = n; j < width; ++j) s[j] = 0.f;
+            for (int j = 0; j < lo; ++j) row[j] = 0.f;
+            for (int j = t + 1; j < width; ++j) row[j] = 0.f;
           });
       for (int i = 0; i < cb.count(); ++i) {
         const int r0 = cb.begin(i), r1 = cb.end(i);
@@ -83,7 +89,7 @@ inline void attention_forward_blocked(const Mat& out, const Att3& att, const Con
 
 inline void attention_backward_blocked(const Mat& dqkv, const ConstMat& dout, const ConstAtt3& att,
                                        const ConstMat& qkv, int B, int T, int H, int KV,
-                                       const Vec& work) {
+                                       const Vec& work, const int* starts = nullptr) {
   using detail::window;
   const int C = dout.extent(1), D = C / H, group = H / KV, kcol = C, vcol = C + KV * D;
   const float scale = 1.f / kmath::sqrt(static_cast<float>(D));
@@ -101,12 +107,15 @@ inline void attention_backward_blocked(const Mat& dqkv, const ConstMat& dout, co
       Kokkos::parallel_for(
           "attention::softmax_backward", Kokkos::RangePolicy<ExecSpace>(0, T),
           KOKKOS_LAMBDA(const int t) {
-            const float* pr = &p(t, 0);
-            float* gr = &ds(t, 0);
-            const int n = t + 1, width = cb.end(t / cb.rows);
+            const int lo = starts ? starts[r + t] : 0;
+            const float* pr = &p(t, lo);
+            float* grow = &ds(t, 0);
+            float* gr = grow + lo;
+            const int n = t + 1 - lo, width = cb.end(t / cb.rows);
             const float dot = kmath::lane_sum(n, [&](int j) { return pr[j] * gr[j]; });
             for (int j = 0; j < n; ++j) gr[j] = pr[j] * (gr[j] - dot);
-            for (int j = n; j < width; ++j) gr[j] = 0.f;
+            for (int j = 0; j < lo; ++j) grow[j] = 0.f;
+            for (int j = t + 1; j < width; ++j) grow[j] = 0.f;
           });
       // Keys and values collect from every later block and from every query head of their
       // group: the group's first head's last block spans all keys, so it assigns (beta 0), and
@@ -130,12 +139,12 @@ inline void attention_backward_blocked(const Mat& dqkv, const ConstMat& dout, co
 // Grouped-query heads (KV < H) on a CPU only: the GPU's batched path reads GPT-2's packed
 // layout, and GPUs take the fused kernel (model/attention_path.hpp, materialized_reads_gqa).
 inline void attention_forward(const Mat& out, const Att3& att, const ConstMat& qkv, int B, int T,
-                              int H, int KV) {
+                              int H, int KV, const int* starts = nullptr) {
 #if defined(KOKKOS_ENABLE_CUDA)
   if (KV != H) Kokkos::abort("attention: the materialised GPU kernel has no grouped-query heads");
-  attention_forward_batched(out, att, qkv, B, T, H);
+  attention_forward_batched(out, att, qkv, B, T, H, starts);
 #else
-  attention_forward_blocked(out, att, qkv, B, T, H, KV);
+  attention_forward_blocked(out, att, qkv, B, T, H, KV, starts);
 #endif
 }
 inline void attention_forward(const Mat& out, const Att3& att, const ConstMat& qkv, int B, int T,
@@ -144,12 +153,13 @@ inline void attention_forward(const Mat& out, const Att3& att, const ConstMat& q
 }
 
 inline void attention_backward(const Mat& dqkv, const ConstMat& dout, const ConstAtt3& att,
-                               const ConstMat& qkv, int B, int T, int H, int KV, const Vec& work) {
+                               const ConstMat& qkv, int B, int T, int H, int KV, const Vec& work,
+                               const int* starts = nullptr) {
 #if defined(KOKKOS_ENABLE_CUDA)
   if (KV != H) Kokkos::abort("attention: the materialised GPU kernel has no grouped-query heads");
-  attention_backward_batched(dqkv, dout, att, qkv, B, T, H, work);
+  attention_backward_batched(dqkv, dout, att, qkv, B, T, H, work, starts);
 #else
-  attention_backward_blocked(dqkv, dout, att, qkv, B, T, H, KV, work);
+  attention_backward_blocked(dqkv, dout, att, qkv, B, T, H, KV, work, starts);
 #endif
 }
 inline void attention_backward(const Mat& dqkv, const ConstMat& dout, const ConstAtt3& att,

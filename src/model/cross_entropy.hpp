@@ -3,6 +3,8 @@
 // Forward writes each row's loss; backward overwrites the logits with dlogits in place
 // (= (softmax - onehot) * dloss), so the [N, V] buffer is never held twice.
 // Both sum the exponentials in double: at V = 50257 a float sum's rounding would show.
+// A negative target is not scored (a prompt token, the token after a document's end): its
+// loss is 0 and its row of dlogits 0.
 #pragma once
 #include "core/math.hpp"
 #include "core/types.hpp"
@@ -14,6 +16,10 @@ inline void cross_entropy_forward(const Vec& losses, const ConstMat& logits,
   const int N = logits.extent(0), V = logits.extent(1);
   Kokkos::parallel_for(
       "cross_entropy::forward", Kokkos::RangePolicy<ExecSpace>(0, N), KOKKOS_LAMBDA(const int i) {
+        if (targets(i) < 0) {
+          losses(i) = 0.f;
+          return;
+        }
         const float* z = &logits(i, 0);
         const float mx = kmath::row_max(z, V);
         // The exponentials go through a small buffer: a loop of exp_fast alone vectorizes.
@@ -37,6 +43,10 @@ inline void cross_entropy_backward(const Mat& logits_to_dlogits, const ConstToke
   Kokkos::parallel_for(
       "cross_entropy::backward", Kokkos::RangePolicy<ExecSpace>(0, N), KOKKOS_LAMBDA(const int i) {
         float* z = &zm(i, 0);
+        if (targets(i) < 0) {
+          for (int v = 0; v < V; ++v) z[v] = 0.f;
+          return;
+        }
         const float mx = kmath::row_max(z, V);
         for (int v = 0; v < V; ++v) z[v] = kmath::exp_fast(z[v] - mx);
         const float inv =

@@ -8,6 +8,7 @@
 // U-1..0. Parameter gradients accumulate (+=) into the unit's gradient buffer.
 #pragma once
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "core/memory.hpp"
@@ -16,6 +17,20 @@
 #include "model/unit_params.hpp"
 
 namespace fsdp {
+
+// How a batch's tokens are scored and which attend to which, beyond one document per window
+// with every target scored (data.packing = documents, trained-token masks: docs/data.md).
+struct TokenLayout {
+  // [micro_batch * block_size] host array: the window position where each token's document
+  // begins (positions restart there and no token attends across it). Null: position t, causal.
+  const std::int32_t* doc_starts = nullptr;
+  // > 0: targets < 0 are not scored, head_forward returns the sum of the scored tokens' losses
+  // times loss_scale, head_backward weights each scored token by dloss * loss_scale, and
+  // sequence_losses are per-sequence sums (not means). The trainer sets it to
+  // (micro-batches in the global batch) / (scored tokens in the global batch), so that the
+  // step's objective is the mean over the global batch's scored tokens at any rank count.
+  double loss_scale = 0.0;
+};
 
 class Decoder {
  public:
@@ -30,6 +45,13 @@ class Decoder {
 
   // inputs and targets: host arrays of micro_batch() * block_size tokens each.
   virtual void set_batch(const std::int32_t* inputs, const std::int32_t* targets) = 0;
+  // The same with packed documents or scored-token weights; a decoder without them refuses.
+  virtual void set_batch(const std::int32_t* inputs, const std::int32_t* targets,
+                         const TokenLayout& layout) {
+    if (layout.doc_starts || layout.loss_scale > 0)
+      throw std::invalid_argument("this architecture does not train on packed documents or masks");
+    set_batch(inputs, targets);
+  }
 
   virtual void forward_unit(int u, const UnitParams& p) = 0;
   // The LM head and the loss: returns the micro-batch's mean loss. p: the head unit's

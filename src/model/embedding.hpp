@@ -7,13 +7,16 @@
 
 namespace fsdp::kernels {
 
-// x[B*T, C] = tok_table[tok] + pos_table[t]
+// x[B*T, C] = tok_table[tok] + pos_table[t], t = the row's position: bt % T, or positions(bt)
+// when given (packed documents: positions restart at each document).
 inline void embedding_forward(const Mat& x, const ConstTokens& tokens, const ConstMat& tok_table,
-                              const ConstMat& pos_table, int T) {
+                              const ConstMat& pos_table, int T,
+                              const ConstTokens& positions = ConstTokens()) {
   const int BT = x.extent(0), C = x.extent(1);
+  const bool own = positions.data() != nullptr;
   Kokkos::parallel_for(
       "embedding::forward", Kokkos::RangePolicy<ExecSpace>(0, BT), KOKKOS_LAMBDA(const int bt) {
-        const int tok = tokens(bt), t = bt % T;
+        const int tok = tokens(bt), t = own ? positions(bt) : bt % T;
         for (int c = 0; c < C; ++c) x(bt, c) = tok_table(tok, c) + pos_table(t, c);
       });
 }
@@ -21,17 +24,19 @@ inline void embedding_forward(const Mat& x, const ConstTokens& tokens, const Con
 // Channels per thread in the backward: each token's row segment is a contiguous (vector) update.
 constexpr int kEmbeddingChannelBlock = 32;
 
-// dtok[tok] += dx, dpos[t] += dx
+// dtok[tok] += dx, dpos[t] += dx (t as in embedding_forward)
 inline void embedding_backward(const Mat& dtok, const Mat& dpos, const ConstMat& dx,
-                               const ConstTokens& tokens, int T) {
+                               const ConstTokens& tokens, int T,
+                               const ConstTokens& positions = ConstTokens()) {
   const int BT = dx.extent(0), C = dx.extent(1);
+  const bool own = positions.data() != nullptr;
   constexpr int CB = kEmbeddingChannelBlock;
   Kokkos::parallel_for(
       "embedding::backward", Kokkos::RangePolicy<ExecSpace>(0, (C + CB - 1) / CB),
       KOKKOS_LAMBDA(const int blk) {
         const int c0 = blk * CB, c1 = c0 + CB < C ? c0 + CB : C;
         for (int bt = 0; bt < BT; ++bt) {
-          const int tok = tokens(bt), t = bt % T;
+          const int tok = tokens(bt), t = own ? positions(bt) : bt % T;
           for (int c = c0; c < c1; ++c) dtok(tok, c) += dx(bt, c);
           for (int c = c0; c < c1; ++c) dpos(t, c) += dx(bt, c);
         }

@@ -48,6 +48,11 @@ namespace fsdp::kernels {
 
 struct AttnDims {
   int B, T, H, KV, D;
+  // Packed documents (data.packing = documents): [B*T] on the device, the window position where
+  // each row's document begins; row t sees keys starts[t]..t. Null: one document per window.
+  // Within a sequence starts never decrease, so a tile's first row has its smallest start: key
+  // tiles before it are skipped whole, and masking inside the others is per element.
+  const int* starts = nullptr;
   KOKKOS_INLINE_FUNCTION int group() const { return H / KV; }  // query heads per K/V head
 };
 

@@ -35,15 +35,17 @@ class RopeTable {
 };
 
 // Rotates n_heads heads of size D starting at column col0 of every row of x (row b*T + t is
-// position t), in place; inverse = true applies the transposed rotation (the backward).
+// position t, or positions(row) when given: packed documents restart at 0), in place;
+// inverse = true applies the transposed rotation (the backward).
 inline void rope_apply(const Mat& x, int T, int col0, int n_heads, int D, const RopeTable& table,
-                       bool inverse) {
+                       bool inverse, const ConstTokens& positions = ConstTokens()) {
   const int N = x.extent(0), half = D / 2;
+  const bool own = positions.data() != nullptr;
   const ConstVec cs = table.cos(), sn = table.sin();
   const float sign = inverse ? -1.f : 1.f;
   Kokkos::parallel_for(
       "rope::apply", Kokkos::RangePolicy<ExecSpace>(0, N), KOKKOS_LAMBDA(const int r) {
-        const int t = r % T;
+        const int t = own ? positions(r) : r % T;
         const float* c = &cs(std::int64_t(t) * half);
         const float* s = &sn(std::int64_t(t) * half);
         for (int h = 0; h < n_heads; ++h) {

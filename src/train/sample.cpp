@@ -64,6 +64,8 @@ std::vector<std::int32_t> sample(Engine& engine, comm::Communicator& world, std:
       next = pick_token(model.logits_at(0, len - 1), o.temperature, o.top_k,
                         uniform(o.seed, std::uint64_t(n)));
     tokens.push_back(std::int32_t(world.all_reduce_max(rank == 0 ? double(next) : -1.0)));
+    // Every rank holds the same token, so every rank stops together.
+    if (std::find(o.stop_ids.begin(), o.stop_ids.end(), tokens.back()) != o.stop_ids.end()) break;
   }
   return tokens;
 }

@@ -17,9 +17,12 @@ struct SampleOptions {
   double temperature = 1.0;  // 0 = greedy (argmax, the lowest id on a tie)
   int top_k = 0;             // 0 = the whole vocabulary
   std::uint64_t seed = 1337;
+  // Generation ends after any of these (a tokenizer's EOS, a chat turn's end), kept as the last
+  // token.
+  std::vector<std::int32_t> stop_ids;
 };
 
-// The prompt followed by o.tokens generated tokens. The prompt must be non-empty and hold ids
+// The prompt followed by o.tokens generated tokens (fewer when one of o.stop_ids ends it). The prompt must be non-empty and hold ids
 // below vocab_size. Collective over `world` (the engine's ranks).
 std::vector<std::int32_t> sample(Engine& engine, comm::Communicator& world, std::vector<std::int32_t> prompt,
                                  const SampleOptions& o);

@@ -52,30 +52,6 @@ std::string describe_attention(const ModelConfig& m) {
 }
 
 
-// Loads a token file on every rank; a failure on any rank fails all of them together, so no
-// rank is left waiting in a collective for one that has exited.
-std::unique_ptr<TokenFile> load_everywhere(const std::string& path, const RunConfig& cfg,
-                                           MPI_Comm world) {
-  std::unique_ptr<TokenFile> f;
-  std::string err;
-  try {
-    f = std::make_unique<TokenFile>(
-        TokenFile::load(path, cfg.data.format, cfg.model.vocab_size, cfg.model.block_size));
-  } catch (const std::exception& e) {
-    err = e.what();
-  }
-  int mine = err.empty() ? 0 : 1, any = 0, all = 0;
-  FSDP_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, world));
-  FSDP_MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, world));
-  if (any) {
-    int rank = 0;
-    MPI_Comm_rank(world, &rank);
-    if (!mine) throw SetupError("", false, 3);  // the failing rank reports
-    throw SetupError(all ? err : "rank " + std::to_string(rank) + ": " + err, all == 1, 3);
-  }
-  return f;
-}
-
 }  // namespace
 
 // Why an output path of this run is unusable, agreed over world ("" when none is).
@@ -147,15 +123,6 @@ void Trainer::resolve_setup(MPI_Comm world) {
   }
   per_rank_batch_ = cfg_.train.batch_size / nranks_;
   n_micro_ = setup_.micro_batches();
-}
-
-void Trainer::load_data(MPI_Comm world) {
-  comm::Watch watch("start-up: loading " + cfg_.data.train + " and " + cfg_.data.val +
-                    " on every rank");
-  train_ = load_everywhere(cfg_.data.train, cfg_, world);
-  val_ = load_everywhere(cfg_.data.val, cfg_, world);
-  train_sampler_ = std::make_unique<Sampler>(*train_, cfg_.model.block_size, cfg_.train.seed);
-  val_sampler_ = std::make_unique<Sampler>(*val_, cfg_.model.block_size, cfg_.train.seed);
 }
 
 void Trainer::make_groups(MPI_Comm world) {
@@ -325,10 +292,16 @@ TrainSummary Trainer::run() {
 // (which warms caches); the MFU peak is measured after it where nothing gives one.
 StepResult Trainer::timed_step(int step, std::vector<double>& rates) {
   const int B = cfg_.train.micro_batch_size;
+  const Sampler& data = *train_sampler_;
+  // Scored targets of the whole global batch: every rank counts them (the data is everywhere),
+  // so the loss is the mean over them without a collective.
+  const std::int64_t scored =
+      data.scores_tokens() ? data.scored_targets(step, 0, cfg_.train.batch_size) : 0;
+  const TokenLayout layout = token_layout(data, scored, std::int64_t(n_micro_) * nranks_);
   auto load = [&](int j, Decoder& m) {
-    train_sampler_->fill(step, std::int64_t(rank_) * per_rank_batch_ + std::int64_t(j) * B, B,
-                         inputs_.data(), targets_.data());
-    m.set_batch(inputs_.data(), targets_.data());
+    data.fill(step, std::int64_t(rank_) * per_rank_batch_ + std::int64_t(j) * B, B,
+              inputs_.data(), targets_.data(), doc_starts_.empty() ? nullptr : doc_starts_.data());
+    m.set_batch(inputs_.data(), targets_.data(), layout);
   };
   faults::stall(step, rank_);
   groups_.world->barrier();

@@ -113,6 +113,9 @@ class Trainer {
   // Waits for the background write in flight, if any (its file becomes last_saved_path_).
   void finish_background_save();
   void print_sample(int step);
+  // trainer_data.cpp: the batch's TokenLayout for a sampler whose global batch of
+  // `micro_batches` micro-batches holds `scored` scored targets.
+  TokenLayout token_layout(const Sampler& s, std::int64_t scored, std::int64_t micro_batches);
 
   RunConfig cfg_;
   RunSetup setup_;  // cfg_ resolved for this run's ranks (the engine's too)
@@ -128,7 +131,7 @@ class Trainer {
   std::unique_ptr<OffloadFile> offload_;  // before the engine: outlives the state in it
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<MetricsWriter> metrics_;
-  std::vector<std::int32_t> inputs_, targets_;
+  std::vector<std::int32_t> inputs_, targets_, doc_starts_;  // doc_starts_: packed documents
   double peak_flops_ = 0.0;  // per rank, FLOP/s
   bool measure_peak_ = false;  // measured on the first step's GEMMs (no deck or data-sheet figure)
   double flops_per_token_ = 0.0;

@@ -21,19 +21,28 @@ std::optional<double> Trainer::evaluate() {
   for (std::int64_t i = rank_; i < S; i += nranks_) mine.push_back(i);
   const std::int64_t per_rank = (S + nranks_ - 1) / nranks_;
   const int n_micro = int((per_rank + B - 1) / B);
+  const Sampler& data = *val_sampler_;
+  // With scored tokens the sequences report sums, and the loss is their total over the scored
+  // targets of all S windows (counted on every rank).
+  std::int64_t scored = 0;
+  if (data.scores_tokens())
+    for (std::int64_t w = 0; w < S; ++w) scored += data.eval_scored_targets(w);
+  const TokenLayout layout = token_layout(data, scored, 1);
   auto load = [&](int j, Decoder& m) {
     for (int b = 0; b < B; ++b) {
-      const std::size_t k = std::size_t(j) * B + b;
+      const std::size_t k = std::size_t(j) * B + b, at = std::size_t(b) * T;
       const std::int64_t w = k < mine.size() ? mine[k] : 0;
-      val_sampler_->eval_window(w, inputs_.data() + std::size_t(b) * T,
-                                targets_.data() + std::size_t(b) * T);
+      data.eval_window(w, inputs_.data() + at, targets_.data() + at,
+                       doc_starts_.empty() ? nullptr : doc_starts_.data() + at);
     }
-    m.set_batch(inputs_.data(), targets_.data());
+    m.set_batch(inputs_.data(), targets_.data(), layout);
   };
   const std::vector<double> losses = engine_->evaluate(n_micro, load);
   double sum = 0.0;
   for (std::size_t k = 0; k < mine.size(); ++k) sum += losses[k];
-  return groups_.world->all_reduce_sum(sum) / double(S);
+  const double total = groups_.world->all_reduce_sum(sum);
+  if (data.scores_tokens()) return scored > 0 ? total / double(scored) : 0.0;
+  return total / double(S);
 }
 
 void Trainer::check_eval(int step, double loss) const {

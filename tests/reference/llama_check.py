@@ -9,6 +9,8 @@ HDF5 through h5dump; PyTorch for the float64 Llama), the counterpart of hf_check
                                q/k norms and head_dim --headdim): DIR/hf (F32), DIR/hf_bf16,
                                DIR/hf_sharded (two files + index), DIR/hf_ropeparams
   eval-loss DIR VAL T S        float64 PyTorch eval loss of DIR's weights on a byte file
+  eval-loss DIR VAL T S EOS    the same with packed documents ending in EOS (and VAL.trained);
+                               VAL may be an llm.c .bin, EOS "mask" the id its mask records
   greedy DIR T N PROMPT        float64 PyTorch argmax continuation, token ids
   export-matches DIR CKPT [--dtype fp32|bf16] [KEY=JSON ...]
                                DIR holds CKPT's /model bit for bit (or its round-to-nearest-even
@@ -115,10 +117,28 @@ def random_model(d, *args):
     return 0
 
 
-def eval_loss(d, val, T, S):
+def eval_loss(d, val, T, S, eos=None):
+    """With eos: packed documents, and the trained-token mask VAL.trained where it exists."""
     w, hp = ref.load(d)
-    tokens = np.frombuffer(open(val, "rb").read(), dtype=np.uint8).astype(np.int64)
-    print(repr(float(ref.eval_loss(w, hp, tokens, int(T), int(S)))))
+    blob = open(val, "rb").read()
+    magic = int.from_bytes(blob[:4], "little")
+    if val.endswith(".bin") and magic in (20240520, 20240801):  # llm.c: uint16 or uint32 tokens
+        n = int.from_bytes(blob[8:12], "little")
+        tokens = np.frombuffer(blob[1024:], dtype=np.uint16 if magic == 20240520 else np.uint32)[:n]
+        tokens = tokens.astype(np.int64)
+    else:
+        tokens = np.frombuffer(blob, dtype=np.uint8).astype(np.int64)
+    if eos == "mask":  # the document end fsdp-data recorded
+        eos = int.from_bytes(open(val + ".trained", "rb").read()[24:28], "little", signed=True)
+    if eos is None:
+        print(repr(float(ref.eval_loss(w, hp, tokens, int(T), int(S)))))
+        return 0
+    trained = None
+    if os.path.exists(val + ".trained"):  # src/data/trained_mask.hpp's format
+        blob = open(val + ".trained", "rb").read()
+        n = int.from_bytes(blob[8:16], "little")
+        trained = np.unpackbits(np.frombuffer(blob[1024:], dtype=np.uint8), bitorder="little")[:n]
+    print(repr(float(ref.packed_eval_loss(w, hp, tokens, int(T), int(S), int(eos), trained))))
     return 0
 
 

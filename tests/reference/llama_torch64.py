@@ -150,14 +150,16 @@ def rms_norm(x, w, eps):
     return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
 
 
-def logits(w, hp, tokens):
-    """tokens: (B, T) ints -> (B, T, V) float64 logits. Positions count from 0 in each row."""
+def logits(w, hp, tokens, position_ids=None, mask=None):
+    """tokens: (B, T) ints -> (B, T, V) float64 logits. Positions count from 0 in each row, or
+    are position_ids (B, T) with mask (B, T, T), as Hugging Face passes packed documents."""
     tokens = torch.as_tensor(tokens, dtype=torch.long)
     B, T = tokens.shape
     H, KV, D, eps = hp["H"], hp["KV"], hp["D"], hp["eps"]
-    ang = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq(D, hp["theta"], hp["scaling"])
-    cos, sin = torch.cat((ang, ang), -1).cos(), torch.cat((ang, ang), -1).sin()  # (T, D)
-    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    pos = torch.arange(T)[None, :].expand(B, T) if position_ids is None else position_ids
+    ang = pos.to(torch.float64)[..., None] * inv_freq(D, hp["theta"], hp["scaling"])
+    cos, sin = torch.cat((ang, ang), -1).cos()[:, None], torch.cat((ang, ang), -1).sin()[:, None]
+    mask = torch.ones(T, T, dtype=torch.bool).tril() if mask is None else mask[:, None]
     x = w["model.embed_tokens.weight"][tokens]
     for l in range(hp["L"]):
         p = f"model.layers.{l}."
@@ -191,6 +193,11 @@ def _as_gpt2_forward():
 def eval_loss(w, hp, tokens, T, sequences):
     with _as_gpt2_forward():
         return gpt2_torch64.eval_loss(w, hp, tokens, T, sequences)
+
+
+def packed_eval_loss(w, hp, tokens, T, sequences, eos, trained=None):
+    with _as_gpt2_forward():
+        return gpt2_torch64.packed_eval_loss(w, hp, tokens, T, sequences, eos, trained)
 
 
 def greedy(w, hp, prompt, n, T):

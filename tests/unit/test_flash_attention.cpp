@@ -35,6 +35,7 @@ using Dvec = std::vector<double>;
 // with KV = H it is GPT-2's qkv).
 struct Problem {
   int B, T, H, KV, D;
+  std::vector<int> starts = {};  // packed documents: each row's document start; empty: none
   std::int64_t width() const { return std::int64_t(H + 2 * KV) * D; }
   std::int64_t rows() const { return std::int64_t(B) * T; }
   std::int64_t qcol(int h) const { return std::int64_t(h) * D; }
@@ -66,8 +67,9 @@ Grads reference(const Problem& pb, const std::vector<float>& x, const std::vecto
       for (int t = 0; t < T; ++t) {
         const std::int64_t orow = (std::int64_t(b) * T + t) * C + h * D;
         const std::int64_t grow_t = (std::int64_t(b) * T + t) * W;
+        const int lo = pb.starts.empty() ? 0 : pb.starts[std::size_t(b) * T + t];
         double mx = -1e300;
-        for (int j = 0; j <= t; ++j) {
+        for (int j = lo; j <= t; ++j) {
           double s = 0, sa = 0;
           for (int d = 0; d < D; ++d) {
             s += at(b, t, pb.qcol(h) + d) * at(b, j, pb.kcol(g) + d);
@@ -78,17 +80,17 @@ Grads reference(const Problem& pb, const std::vector<float>& x, const std::vecto
           mx = std::max(mx, p[j]);
         }
         double sum = 0;
-        for (int j = 0; j <= t; ++j) sum += (p[j] = std::exp(p[j] - mx));
-        for (int j = 0; j <= t; ++j) p[j] /= sum;
+        for (int j = lo; j <= t; ++j) sum += (p[j] = std::exp(p[j] - mx));
+        for (int j = lo; j <= t; ++j) p[j] /= sum;
         for (int d = 0; d < D; ++d)
-          for (int j = 0; j <= t; ++j) {
+          for (int j = lo; j <= t; ++j) {
             r.o[orow + d] += p[j] * at(b, j, pb.vcol(g) + d);
             r.o_abs[orow + d] += p[j] * std::abs(at(b, j, pb.vcol(g) + d));
           }
         // Backward of this row: dP = dO V^T, dS = P (dP - sum P dP).
         const float* dy = &dout[orow];
         double dot = 0, dot_abs = 0;
-        for (int j = 0; j <= t; ++j) {
+        for (int j = lo; j <= t; ++j) {
           dp[j] = 0;
           double dpa = 0;
           for (int d = 0; d < D; ++d) {
@@ -99,11 +101,11 @@ Grads reference(const Problem& pb, const std::vector<float>& x, const std::vecto
           dsa[j] = dpa;
         }
         for (int d = 0; d < D; ++d) dot_abs += std::abs(dy[d]) * r.o_abs[orow + d];
-        for (int j = 0; j <= t; ++j) {
+        for (int j = lo; j <= t; ++j) {
           ds[j] = p[j] * (dp[j] - dot);
           dsa[j] = p[j] * (dsa[j] + dot_abs + std::abs(dp[j] - dot));
         }
-        for (int j = 0; j <= t; ++j) {
+        for (int j = lo; j <= t; ++j) {
           const std::int64_t grow_j = (std::int64_t(b) * T + j) * W;
           for (int d = 0; d < D; ++d) {
             const double q = at(b, t, pb.qcol(h) + d), kk = at(b, j, pb.kcol(g) + d);
@@ -165,7 +167,14 @@ struct Fused {
 template <class In>
 Fused run_fused(const Problem& pb, const In* x, const std::vector<float>& dout, bool own_dq) {
   const std::int64_t W = pb.width(), C = std::int64_t(pb.H) * pb.D;
-  const k::AttnDims dims{pb.B, pb.T, pb.H, pb.KV, pb.D};
+  Kokkos::View<int*, DeviceSpace> starts_i("test::starts_i", pb.starts.size());
+  {
+    auto h = Kokkos::create_mirror_view(starts_i);
+    for (std::size_t i = 0; i < pb.starts.size(); ++i) h(i) = pb.starts[i];
+    Kokkos::deep_copy(starts_i, h);
+  }
+  const k::AttnDims dims{pb.B, pb.T, pb.H, pb.KV, pb.D,
+                         pb.starts.empty() ? nullptr : starts_i.data()};
   const k::QkvRows<In> rows{x + pb.qcol(0), x + pb.kcol(0), x + pb.vcol(0), W, W, W};
   FlatView out("test::out", pb.rows() * C), lse("test::lse", std::int64_t(pb.B) * pb.H * pb.T);
   FlatView dq("test::dqkv", pb.rows() * W);
@@ -227,6 +236,58 @@ TEST_CASE("fused attention matches float64 and the materialised path", "[attenti
     const Dvec mat_out(mo.begin(), mo.end()), mat_dq(md.begin(), md.end());
     within(f.out, mat_out, ref.o_abs, 2 * eps, "output vs materialised");
     within(f.dqkv, mat_dq, ref.dqkv_abs, 2 * eps, "dqkv vs materialised");
+  }
+}
+
+// data.packing = documents: row t sees keys starts[t]..t. Documents of 1 token, documents
+// inside one tile, and documents spanning several tiles (whole key tiles skipped, tiles
+// partly masked), in both backward schedules and both instruction-set copies; the materialised
+// path (GPT-2's packed layout) takes the same starts.
+TEST_CASE("fused attention with packed documents matches float64", "[attention][flash]") {
+  const int T = GENERATE(70, 333), D = GENERATE(16, 64), KV = GENERATE(4, 1);
+  const int H = 4, B = 2;
+  Problem pb{B, T, H, KV, D};
+  CAPTURE(T, D, KV);
+  std::mt19937 gen(std::uint32_t(T * 7 + D + KV));
+  for (int b = 0; b < B; ++b) {
+    int start = 0;
+    for (int t = 0; t < T; ++t) {
+      // Sequence 0: short documents (1-9 tokens); sequence 1: long ones (up to 150).
+      if (t > 0 && gen() % (b == 0 ? 5 : 150) == 0) start = t;
+      pb.starts.push_back(start);
+    }
+  }
+  const std::vector<float> x = randn(pb.rows() * pb.width(), gen);
+  const std::vector<float> dout = randn(pb.rows() * H * D, gen);
+  const Grads ref = reference(pb, x, dout);
+  const double eps = bound_scale(pb, ref);
+  FlatView xd = device(x);
+  for (const char* isa : {"auto", "base"}) {
+    ::setenv("FSDP_FLASH_ISA", isa, 1);
+    CAPTURE(k::flash_isa());
+    for (bool own_dq : {true, false}) {
+      CAPTURE(own_dq);
+      const Fused f = run_fused(pb, xd.data(), dout, own_dq);
+      within(f.out, ref.o, ref.o_abs, eps, "output");
+      within(f.dqkv, ref.dqkv, ref.dqkv_abs, eps, "dq|dk|dv");
+    }
+  }
+  ::unsetenv("FSDP_FLASH_ISA");
+  if (KV == H) {
+    const std::int64_t C = std::int64_t(H) * D, BT = pb.rows();
+    Kokkos::View<int*, DeviceSpace> st("test::starts", pb.starts.size());
+    auto h = Kokkos::create_mirror_view(st);
+    for (std::size_t i = 0; i < pb.starts.size(); ++i) h(i) = pb.starts[i];
+    Kokkos::deep_copy(st, h);
+    FlatView out("out", BT * C), att("att", BT * H * T), dq("dq", BT * 3 * C), work("w", k::attention_work_size(T, H));
+    k::attention_forward(Mat(out.data(), BT, C), Att3(att.data(), B * H, T, T),
+                         ConstMat(xd.data(), BT, 3 * C), B, T, H, H, st.data());
+    FlatView dy = device(dout);
+    k::attention_backward(Mat(dq.data(), BT, 3 * C), ConstMat(dy.data(), BT, C),
+                          ConstAtt3(att.data(), B * H, T, T), ConstMat(xd.data(), BT, 3 * C), B, T,
+                          H, H, Vec(work.data(), work.extent(0)), st.data());
+    within(host(out), ref.o, ref.o_abs, eps, "materialised output");
+    within(host(dq), ref.dqkv, ref.dqkv_abs, eps, "materialised dq|dk|dv");
   }
 }
 

@@ -85,7 +85,7 @@ void DecoderSkeleton::attn_compute(int l, const UnitParams& p, const Vec& res2_o
     k::head_rmsnorm_forward(m(q32, BT, QKV_), a.qk_raw.vec(), a.qk_rstd.vec(), p.vec(o.qn, D_),
                             p.vec(o.kn, D_), H_, KV_, D_, s_.eps);
   if (s_.positions == Positions::Rotary)
-    k::rope_apply(m(q32, BT, QKV_), T_, 0, H_ + KV_, D_, rope_, false);
+    k::rope_apply(m(q32, BT, QKV_), T_, 0, H_ + KV_, D_, rope_, false, doc_positions());
   attention_core_fwd(a);
   linear_fwd(m(tmp_, BT, C), cm(a.atty, BT, QW_), p, o.o_w, -1, QW_, C);
   if (o.o_b >= 0) k::residual_bias_forward(res2_out, residual_[std::size_t(l)].cvec(), tmp_.cvec(), p.vec(o.o_b, C));
@@ -93,7 +93,7 @@ void DecoderSkeleton::attn_compute(int l, const UnitParams& p, const Vec& res2_o
 }
 
 void DecoderSkeleton::attention_core_fwd(LayerActivations& a) {
-  const k::AttnDims dims{B_, T_, H_, KV_, D_};
+  const k::AttnDims dims{B_, T_, H_, KV_, D_, doc_starts()};
   const std::int64_t kv = std::int64_t(KV_) * D_;
   const k::HeadRows out{a.atty.data(), QW_};
   if (qkv_bf16_) {
@@ -107,13 +107,13 @@ void DecoderSkeleton::attention_core_fwd(LayerActivations& a) {
                                a.att.data(), flash_);
   } else {
     k::attention_forward(m(a.atty, B_ * T_, QW_), Att3(a.att.data(), B_ * H_, T_, T_),
-                         cm(a.qkv, B_ * T_, QKV_), B_, T_, H_, KV_);
+                         cm(a.qkv, B_ * T_, QKV_), B_, T_, H_, KV_, doc_starts());
   }
 }
 
 void DecoderSkeleton::attention_core_bwd(LayerActivations& a) {
   const int BT = B_ * T_;
-  const k::AttnDims dims{B_, T_, H_, KV_, D_};
+  const k::AttnDims dims{B_, T_, H_, KV_, D_, doc_starts()};
   const std::int64_t kv = std::int64_t(KV_) * D_;
   float* dq = d_qkv_.data();
   const k::QkvGrads grads{dq, dq + QW_, dq + QW_ + kv, QKV_, QKV_, QKV_};
@@ -129,7 +129,7 @@ void DecoderSkeleton::attention_core_bwd(LayerActivations& a) {
   } else {
     k::attention_backward(m(d_qkv_, BT, QKV_), cm(d_atty_, BT, QW_),
                           ConstAtt3(a.att.data(), B_ * H_, T_, T_), cm(a.qkv, BT, QKV_), B_, T_,
-                          H_, KV_, att_work_.vec());
+                          H_, KV_, att_work_.vec(), doc_starts());
   }
 }
 
@@ -174,7 +174,7 @@ void DecoderSkeleton::attn_grads(int l, const UnitParams& p, Vec g) {
   // The gradients of q and k before their rotation (the transposed rotation), then before
   // their norms.
   if (s_.positions == Positions::Rotary)
-    k::rope_apply(m(d_qkv_, BT, QKV_), T_, 0, H_ + KV_, D_, rope_, true);
+    k::rope_apply(m(d_qkv_, BT, QKV_), T_, 0, H_ + KV_, D_, rope_, true, doc_positions());
   if (s_.qk_norm)
     k::head_rmsnorm_backward(m(d_qkv_, BT, QKV_), gv(g, o.qn, D_), gv(g, o.kn, D_), a.qk_raw.cvec(),
                              a.qk_rstd.cvec(), p.vec(o.qn, D_), p.vec(o.kn, D_), H_, KV_, D_);

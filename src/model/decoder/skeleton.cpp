@@ -142,9 +142,39 @@ void DecoderSkeleton::allocate(MemoryTracker& tracker) {
 }
 
 void DecoderSkeleton::set_batch(const std::int32_t* inputs, const std::int32_t* targets) {
+  set_batch(inputs, targets, TokenLayout{});
+}
+
+void DecoderSkeleton::set_batch(const std::int32_t* inputs, const std::int32_t* targets,
+                                const TokenLayout& layout) {
   const std::size_t BT = std::size_t(B_) * T_;
   Kokkos::deep_copy(inputs_, HostConstTokens(inputs, BT));
   Kokkos::deep_copy(targets_, HostConstTokens(targets, BT));
+  loss_scale_ = layout.loss_scale;
+  docs_ = layout.doc_starts != nullptr;
+  if (!docs_) return;
+  if (starts_.extent(0) != BT) {
+    starts_ = TokenView(s_.tag + "::doc_starts", BT);
+    positions_ = TokenView(s_.tag + "::positions", BT);
+  }
+  // Positions count from each document's start; the attention kernels take the starts.
+  std::vector<std::int32_t> pos(BT);
+  for (std::size_t i = 0; i < BT; ++i) {
+    const std::int32_t t = std::int32_t(i % std::size_t(T_)), st = layout.doc_starts[i];
+    if (st < 0 || st > t || (t > 0 && st < layout.doc_starts[i - 1]))
+      throw std::invalid_argument("doc_starts[" + std::to_string(i) + "] = " + std::to_string(st) +
+                                  " is not a document start at or before position " +
+                                  std::to_string(t) + " of its window");
+    pos[i] = t - st;
+  }
+  Kokkos::deep_copy(starts_, HostConstTokens(layout.doc_starts, BT));
+  Kokkos::deep_copy(positions_, HostConstTokens(pos.data(), BT));
+}
+
+std::vector<float> DecoderSkeleton::token_losses() const {
+  std::vector<float> out(std::size_t(B_) * T_);
+  Kokkos::deep_copy(HostVec(out.data(), out.size()), losses_.cvec());
+  return out;
 }
 
 void DecoderSkeleton::use_bf16_gemms(MemoryTracker& tracker) {
@@ -196,7 +226,8 @@ void DecoderSkeleton::backward_unit(int u, const UnitParams& p, Vec g) {
 void DecoderSkeleton::embed_forward(const UnitParams& p) {
   const Mat x = m(residual_[0], std::int64_t(B_) * T_, C_);
   if (pos_w_ >= 0)
-    k::embedding_forward(x, inputs_, p.weight(emb_w_, V_, C_), p.table(pos_w_, T_, C_), T_);
+    k::embedding_forward(x, inputs_, p.weight(emb_w_, V_, C_), p.table(pos_w_, T_, C_), T_,
+                         doc_positions());
   else
     k::token_embedding_forward(x, inputs_, p.weight(emb_w_, V_, C_));
 }
@@ -204,7 +235,8 @@ void DecoderSkeleton::embed_forward(const UnitParams& p) {
 void DecoderSkeleton::embed_backward(Vec g) {
   const ConstMat dx(dres_out_.data(), std::int64_t(B_) * T_, C_);
   if (pos_w_ >= 0)
-    k::embedding_backward(gm(g, emb_w_, V_, C_), gm(g, pos_w_, T_, C_), dx, inputs_, T_);
+    k::embedding_backward(gm(g, emb_w_, V_, C_), gm(g, pos_w_, T_, C_), dx, inputs_, T_,
+                          doc_positions());
   else
     k::token_embedding_backward(gm(g, emb_w_, V_, C_), dx, inputs_);
 }
@@ -230,6 +262,7 @@ double DecoderSkeleton::head_forward(const UnitParams& p) {
   else
     k::gemm("N", "T", 1.f, cm(lnf_, BT, C_), p.weight(head_w_, V_, C_), 0.f, m(logits_, BT, V_));
   k::cross_entropy_forward(losses_.vec(), cm(logits_, BT, V_), targets_);
+  if (loss_scale_ > 0) return scored_losses(losses_, B_, T_, loss_scale_, seq_losses_);
   return mean_losses(losses_, B_, T_, seq_losses_);
 }
 
@@ -239,7 +272,9 @@ std::vector<float> DecoderSkeleton::logits_at(int b, int t) const {
 
 void DecoderSkeleton::head_backward(const UnitParams& p, Vec grad, float dloss) {
   const int BT = B_ * T_;
-  k::cross_entropy_backward(m(logits_, BT, V_), targets_, dloss / BT);
+  // The mean over the micro-batch's tokens, or each scored token weighted by loss_scale.
+  k::cross_entropy_backward(m(logits_, BT, V_), targets_,
+                            loss_scale_ > 0 ? float(dloss * loss_scale_) : dloss / BT);
   if (bf16_)
     return bf16_->head_backward(m(d_ln_, BT, C_), gm(grad, head_w_, V_, C_), cm(logits_, BT, V_),
                                 cm(lnf_, BT, C_), p.weight_bf16(head_w_, V_, C_));

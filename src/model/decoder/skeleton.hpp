@@ -50,6 +50,10 @@ class DecoderSkeleton final : public Decoder {
   AttentionPath attention() const { return attention_; }
 
   void set_batch(const std::int32_t* inputs, const std::int32_t* targets) override;
+  void set_batch(const std::int32_t* inputs, const std::int32_t* targets,
+                 const TokenLayout& layout) override;
+  // The last head_forward's per-token losses (0 where a target is not scored), on the host.
+  std::vector<float> token_losses() const;
   void forward_unit(int u, const UnitParams& p) override;
   double head_forward(const UnitParams& p) override;
   void head_backward(const UnitParams& p, Vec grad, float dloss) override;
@@ -85,6 +89,9 @@ class DecoderSkeleton final : public Decoder {
   void attention_core_bwd(LayerActivations& a);
   Vec res2_of(int l);
   LayerActivations& acts(int l) { return *acts_[checkpointing_ ? 0 : l]; }
+  // Packed documents of the current batch, or none (null / an empty view).
+  const int* doc_starts() const { return docs_ ? starts_.data() : nullptr; }
+  ConstTokens doc_positions() const { return docs_ ? ConstTokens(positions_) : ConstTokens(); }
   void allocate(MemoryTracker& tracker);
 
   ModelConfig cfg_;
@@ -99,6 +106,9 @@ class DecoderSkeleton final : public Decoder {
   kernels::FlashPlan flash_;
   kernels::RopeTable rope_;
   TokenView inputs_, targets_;
+  TokenView starts_, positions_;  // [B*T] with packed documents (allocated at first use)
+  bool docs_ = false;
+  double loss_scale_ = 0.0;  // TokenLayout::loss_scale of the current batch
   std::vector<TrackedBuffer> residual_;  // L+1 streams: layer l reads l, writes l+1
   std::vector<std::unique_ptr<LayerActivations>> acts_;
   std::vector<TrackedBuffer> mid_;  // checkpointed sub-layers: each layer's res2
