@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
   prepare->add_option("--eos", p.eos,
                       "the token ending each document, by text or id (default: the tokenizer's "
                       "eos_token)");
+  prepare->add_flag("--progress", p.progress,
+                    "draw the progress line even when stderr is not a terminal (under mpirun, "
+                    "whose ranks write to a pipe)");
   prepare->add_option("inputs", p.inputs, ".txt and .jsonl files, in order")->required();
 
   fsdp::prepare::InspectOptions q;

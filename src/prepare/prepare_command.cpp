@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <optional>
 
 #include "comm/agree.hpp"
@@ -19,6 +21,19 @@
 
 namespace fsdp::prepare {
 namespace {
+
+// A barrier that waits off the CPU. Shares are equal in bytes, not in time: a rank done early
+// would otherwise poll in the next collective on a core the ranks still working may need
+// (Open MPI's progress loop only yields). Millisecond sleeps cost nothing against seconds of work.
+void wait_for_all(MPI_Comm comm) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  FSDP_MPI_CHECK(MPI_Ibarrier(comm, &req));
+  for (int done = 0;;) {
+    FSDP_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 std::uint64_t sum(MPI_Comm comm, std::uint64_t v) {
   std::uint64_t s = 0;
@@ -58,13 +73,14 @@ int run_prepare(MPI_Comm comm, const PrepareOptions& o) {
   const InputList in = list_inputs(comm, o.inputs);
   const ByteRange share = byte_share(in.total, nranks, rank);
   DocumentEncoder encoder(*tok, o.tokenizer_dir, eos);
-  ProgressLine progress(rank == 0 && ::isatty(STDERR_FILENO), in.total, share.end - share.begin,
+  ProgressLine progress(rank == 0 && (o.progress || ::isatty(STDERR_FILENO)), in.total, share.end - share.begin,
                         nranks);
   ShareOutput out = tokenize_share(in, share, rank == nranks - 1, encoder,
                                    [&](std::uint64_t done, const ShareOutput& s) {
                                      progress.update(done, s.documents, s.tokens.size());
                                    });
   progress.clear();
+  wait_for_all(comm);
   FoundError mine = out.error;
   if (in.problem.found() && (!mine.found() || in.problem.before(mine))) mine = in.problem;
   const FoundError first = agree_on_first_error(comm, mine);

