@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: MIT
 # A short fuzz pass: builds the libFuzzer targets (clang++, ASan+UBSan) in a build dir of their
 # own, $FSDP_FUZZ_BUILD_DIR or <build>/fuzz, reused when present, then runs each target for
-# FUZZ_SECONDS (default 10: the suite's time budget; longer by hand) over a scratch copy of its
+# FUZZ_SECONDS (default 6: the suite's time budget; longer by hand) over a scratch copy of its
 # committed seed corpus. Fails on any crash, sanitizer report, leak, timeout or out-of-memory. Skipped (exit 77) without clang++.
 source "$(dirname "$0")/lib.sh"
 FB=${FSDP_FUZZ_BUILD_DIR:-$BUILD/fuzz}
-SECONDS_EACH=${FUZZ_SECONDS:-10}
+SECONDS_EACH=${FUZZ_SECONDS:-6}
 CXX_FUZZ=$(command -v clang++ || command -v clang++-14 || true)
 CC_FUZZ=$(command -v clang || command -v clang-14 || true)
 if [ -z "$CXX_FUZZ" ] || [ -z "$CC_FUZZ" ]; then
