@@ -105,6 +105,17 @@ if [ $? -eq 0 ] && [ "$(grep -c 'warning' "$WORK/qout")" -eq 1 ] &&
    grep -q "split at every turn.*--eos '<|endoftext|>'" "$WORK/qout"; then ok "qwen3: $(grep warning "$WORK/qout")"
 else bad "qwen3's warning: $(cat "$WORK/qout")"; fi
 
+# Qwen3's template with the document end named: ids, mask and info against the reference.
+run 2 "$DATA" prepare --tokenizer "$MODELS/tokenizer-qwen3/models" --eos '<|endoftext|>' \
+  --out "$WORK/q2.bin" "$IN/chat.jsonl" "$IN/pc.jsonl" >"$WORK/qout2" 2>&1 || bad "qwen3 prepare: $(tail -2 "$WORK/qout2")"
+"$DATA" info "$WORK/q2.bin" --json >"$WORK/qinfo.json"
+python3 "$CHECK" docs "$MODELS/tokenizer-qwen3/models" "$WORK/qdocs.json" "$IN/chat.jsonl" "$IN/pc.jsonl" &&
+  node "$REF" run "$MODELS/tokenizer-qwen3/models" "$WORK/qdocs.json" - "$WORK/qref.json" &&
+  python3 "$CHECK" check "$MODELS/tokenizer-qwen3/models" "$WORK/q2.bin" "$WORK/qref.json" 151643 \
+    "$WORK/qinfo.json" "$IN/chat.jsonl" "$IN/pc.jsonl" >"$WORK/qcmp" 2>&1
+if grep -q '^ok:' "$WORK/qcmp"; then ok "qwen3: $(sed 's/^ok: //' "$WORK/qcmp")"
+else bad "qwen3 against the reference: $(tail -3 "$WORK/qcmp")"; fi
+
 # The file is training data: a one-step run reads it as llm.c tokens of Llama 3's vocabulary.
 if "$TRAIN" --config inputs/default.toml --set model.n_layer=1 --set model.n_embd=16 \
     --set model.n_head=2 --set model.block_size=16 --set model.vocab_size=128256 \

@@ -10,35 +10,34 @@
 #                                  and `fsdp-data info --json`'s counts against these
 #   tiny DIR                       a byte-level tokenizer.json (256 byte tokens, no merges,
 #                                  <|endoftext|> = 256): loads at once, for the error cases
-# A chat is rendered here by python3-jinja2 as transformers renders it, and split by the rule of
-# docs/data.md found independently: an assistant turn's trained text is its content (as the
-# template writes it) through the end-of-turn string that follows (END_OF_TURN below).
+# A chat is rendered by python3-jinja2 as transformers renders it and split by the rule of
+# docs/data.md, found independently (tests/reference/chat_render.py): an assistant turn's
+# trained text runs from its own first character through the end-of-turn string that follows.
 import json
 import os
 import struct
 import sys
 
 
-END_OF_TURN = {'<|begin_of_text|>': '<|eot_id|>', None: '<|im_end|>'}
+# The end of an assistant turn as each template writes it (what the rule trains through).
+END_OF_TURN = {'<|begin_of_text|>': '<|eot_id|>', None: '<|im_end|>\n'}
 
 
 def chat_parts(model_dir, messages):
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    """The chat as python3-jinja2 renders it, cut into (text, False, trained) by the trained
+    flags tests/reference/chat_render.py derives on its own (marked strings)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'reference'))
+    import chat_render
     cfg = json.load(open(os.path.join(model_dir, 'tokenizer_config.json')))
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    text = env.from_string(cfg['chat_template']).render(
-        messages=messages, bos_token=cfg.get('bos_token') or '', eos_token=cfg.get('eos_token') or '',
-        add_generation_prompt=False)
-    end = END_OF_TURN[cfg.get('bos_token')]
+    case = {'messages': messages, 'add_generation_prompt': False,
+            'bos_token': cfg.get('bos_token') or '', 'eos_token': cfg.get('eos_token') or ''}
+    text, trained = chat_render.reference(chat_render.load_template(model_dir), case,
+                                          END_OF_TURN[cfg.get('bos_token')])
     parts, at = [], 0
-    for m in messages:
-        if m['role'] != 'assistant':
-            continue
-        own = m['content'].strip()
-        start = text.index(own + end, at)
-        parts += [(text[at:start], False, False), (text[start:start + len(own) + len(end)], False, True)]
-        at = start + len(own) + len(end)
-    parts.append((text[at:], False, False))
+    for i in range(1, len(text) + 1):
+        if i == len(text) or trained[i] != trained[at]:
+            parts.append((text[at:i], False, trained[at]))
+            at = i
     return [p for p in parts if p[0]]
 
 

@@ -28,7 +28,9 @@ fi
 # 2. numpy-written Llama directories: fsdp's eval loss against the float64 PyTorch Llama's.
 $PY "$REF" random-model "$WORK/rnd" || bad "random-model"
 $PY -c "import random; random.seed(1); print(''.join(random.choice('abcdefgh ijklmnop') for _ in range(64 * 65)))" >"$WORK/val.txt"
-for spec in "1 hf" "3 hf" "3 hf_bf16" "2 hf_sharded" "1 hf_ropeparams"; do
+# The BF16 and sharded-index readers are the same code for Qwen3, whose e2e runs them at np 3
+# and 2; here the Llama 3.1 frequency blend at np 3 and the newer config layout at np 1.
+for spec in "3 hf" "1 hf_ropeparams"; do
   set -- $spec
   ref=$($PY "$REF" eval-loss "$WORK/rnd/$2" "$WORK/val.txt" 64 12)
   st=$(eval_loss "$1" "$WORK/rnd/$2")
