@@ -164,17 +164,21 @@ struct Fused {
   std::vector<float> out, lse, dqkv;
 };
 
+// Packed documents' starts on the device (empty: none).
+Kokkos::View<int*, DeviceSpace> device_starts(const std::vector<int>& starts) {
+  Kokkos::View<int*, DeviceSpace> d("test::starts", starts.size());
+  auto h = Kokkos::create_mirror_view(d);
+  for (std::size_t i = 0; i < starts.size(); ++i) h(i) = starts[i];
+  Kokkos::deep_copy(d, h);
+  return d;
+}
+
 template <class In>
 Fused run_fused(const Problem& pb, const In* x, const std::vector<float>& dout, bool own_dq) {
   const std::int64_t W = pb.width(), C = std::int64_t(pb.H) * pb.D;
-  Kokkos::View<int*, DeviceSpace> starts_i("test::starts_i", pb.starts.size());
-  {
-    auto h = Kokkos::create_mirror_view(starts_i);
-    for (std::size_t i = 0; i < pb.starts.size(); ++i) h(i) = pb.starts[i];
-    Kokkos::deep_copy(starts_i, h);
-  }
+  const auto starts = device_starts(pb.starts);
   const k::AttnDims dims{pb.B, pb.T, pb.H, pb.KV, pb.D,
-                         pb.starts.empty() ? nullptr : starts_i.data()};
+                         pb.starts.empty() ? nullptr : starts.data()};
   const k::QkvRows<In> rows{x + pb.qcol(0), x + pb.kcol(0), x + pb.vcol(0), W, W, W};
   FlatView out("test::out", pb.rows() * C), lse("test::lse", std::int64_t(pb.B) * pb.H * pb.T);
   FlatView dq("test::dqkv", pb.rows() * W);
@@ -189,6 +193,23 @@ Fused run_fused(const Problem& pb, const In* x, const std::vector<float>& dout, 
                               plan);
   Kokkos::fence();
   return {host(out), host(lse), host(dq)};
+}
+
+// Both copies of the CPU kernels where the build has two (flash_isa: AVX-512 where this CPU has
+// it, and the build's own target), each with both backward schedules, against the reference.
+void check_every_copy(const Problem& pb, const FlatView& xd, const std::vector<float>& dout,
+                      const Grads& ref, double eps) {
+  for (const char* isa : {"auto", "base"}) {
+    ::setenv("FSDP_FLASH_ISA", isa, 1);
+    CAPTURE(k::flash_isa());
+    for (bool own_dq : {true, false}) {
+      CAPTURE(own_dq);
+      const Fused f = run_fused(pb, xd.data(), dout, own_dq);
+      within(f.out, ref.o, ref.o_abs, eps, "output");
+      within(f.dqkv, ref.dqkv, ref.dqkv_abs, eps, "dq|dk|dv");
+    }
+  }
+  ::unsetenv("FSDP_FLASH_ISA");
 }
 
 }  // namespace
@@ -206,19 +227,7 @@ TEST_CASE("fused attention matches float64 and the materialised path", "[attenti
   const double eps = bound_scale(pb, ref);
   FlatView xd = device(x);
 
-  // Both copies of the CPU kernels where the build has two (flash_isa: AVX-512 where this CPU
-  // has it, and the build's own target).
-  for (const char* isa : {"auto", "base"}) {
-    ::setenv("FSDP_FLASH_ISA", isa, 1);
-    CAPTURE(k::flash_isa());
-    for (bool own_dq : {true, false}) {
-      CAPTURE(own_dq);
-      const Fused f = run_fused(pb, xd.data(), dout, own_dq);
-      within(f.out, ref.o, ref.o_abs, eps, "output");
-      within(f.dqkv, ref.dqkv, ref.dqkv_abs, eps, "dq|dk|dv");
-    }
-  }
-  ::unsetenv("FSDP_FLASH_ISA");
+  check_every_copy(pb, xd, dout, ref, eps);
 
   if (KV == H) {  // the materialised path takes GPT-2's packed qkv
     const std::int64_t C = std::int64_t(H) * D, BT = pb.rows();
@@ -262,23 +271,10 @@ TEST_CASE("fused attention with packed documents matches float64", "[attention][
   const Grads ref = reference(pb, x, dout);
   const double eps = bound_scale(pb, ref);
   FlatView xd = device(x);
-  for (const char* isa : {"auto", "base"}) {
-    ::setenv("FSDP_FLASH_ISA", isa, 1);
-    CAPTURE(k::flash_isa());
-    for (bool own_dq : {true, false}) {
-      CAPTURE(own_dq);
-      const Fused f = run_fused(pb, xd.data(), dout, own_dq);
-      within(f.out, ref.o, ref.o_abs, eps, "output");
-      within(f.dqkv, ref.dqkv, ref.dqkv_abs, eps, "dq|dk|dv");
-    }
-  }
-  ::unsetenv("FSDP_FLASH_ISA");
+  check_every_copy(pb, xd, dout, ref, eps);
   if (KV == H) {
     const std::int64_t C = std::int64_t(H) * D, BT = pb.rows();
-    Kokkos::View<int*, DeviceSpace> st("test::starts", pb.starts.size());
-    auto h = Kokkos::create_mirror_view(st);
-    for (std::size_t i = 0; i < pb.starts.size(); ++i) h(i) = pb.starts[i];
-    Kokkos::deep_copy(st, h);
+    const auto st = device_starts(pb.starts);
     FlatView out("out", BT * C), att("att", BT * H * T), dq("dq", BT * 3 * C), work("w", k::attention_work_size(T, H));
     k::attention_forward(Mat(out.data(), BT, C), Att3(att.data(), B * H, T, T),
                          ConstMat(xd.data(), BT, 3 * C), B, T, H, H, st.data());
