@@ -36,7 +36,7 @@ int ranks_per_node(MPI_Comm comm) {
 }
 
 ProcessGroups make_process_groups(MPI_Comm world, int shard_group_size, LinkEmulation link,
-                                  MpiOptions base) {
+                                  MpiOptions base, const std::vector<int>& splits) {
   int rank = 0, n = 0;
   FSDP_MPI_CHECK(MPI_Comm_rank(world, &rank));
   FSDP_MPI_CHECK(MPI_Comm_size(world, &n));
@@ -56,6 +56,15 @@ ProcessGroups make_process_groups(MPI_Comm world, int shard_group_size, LinkEmul
   g.world = make_communicator(world, named("world"));
   g.shard = split(world, rank / s, rank, named("shard"));
   g.replicate = split(world, rank % s, rank, named("replicate"));
+  for (int k : splits) {
+    if (k <= 1 || g.splits.count(k)) continue;
+    if (s % k != 0) fatal("comm::make_process_groups: a part split " + std::to_string(k) +
+                          " of shard groups of " + std::to_string(s) + " ranks");
+    const auto [shard_color, replicate_color] = split_colors(rank, s, k);
+    SplitGroups& sg = g.splits[k];
+    sg.shard = split(world, shard_color, rank, named("part shard"));
+    sg.replicate = split(world, replicate_color, rank, named("part replicate"));
+  }
   return g;
 }
 

@@ -30,7 +30,7 @@ std::vector<std::string> plan_host_groups(const std::string& backend, int world_
 
 TrainingGroups make_training_groups(MPI_Comm world, int shard_group_size,
                                     const std::string& backend, LinkEmulation link,
-                                    const MpiOptions& mpi) {
+                                    const MpiOptions& mpi, const std::vector<int>& splits) {
   TrainingGroups t;
 #if defined(FSDP_ENABLE_CUDA)
   // Kokkos made its GPU current at initialisation (one per node-local rank, or as the
@@ -40,14 +40,15 @@ TrainingGroups make_training_groups(MPI_Comm world, int shard_group_size,
   options.mpi = mpi;
   std::string description;
   t.groups =
-      make_device_process_groups(world, shard_group_size, backend, link, description, options);
+      make_device_process_groups(world, shard_group_size, backend, link, description, options,
+                                 splits);
   std::istringstream lines(description);
   for (std::string line; std::getline(lines, line);) t.paths.push_back(line);
 #else
   int n = 0;
   FSDP_MPI_CHECK(MPI_Comm_size(world, &n));
   t.paths = plan_host_groups(backend, n, shard_group_size);
-  t.groups = make_process_groups(world, shard_group_size, link, mpi);
+  t.groups = make_process_groups(world, shard_group_size, link, mpi, splits);
   const Communicator* made[] = {t.groups.world.get(), t.groups.shard.get(),
                                 t.groups.replicate.get()};
   for (int i = 0; i < 3; ++i)

@@ -25,10 +25,10 @@ struct TrainingGroups {
   std::vector<std::string> paths;  // world, shard, replicate: "<group> (<n> ranks): <path>: <why>"
 };
 
-// Collective over world. shard_group_size as in make_process_groups.
+// Collective over world. shard_group_size and splits as in make_process_groups.
 TrainingGroups make_training_groups(MPI_Comm world, int shard_group_size,
                                     const std::string& backend, LinkEmulation link,
-                                    const MpiOptions& mpi);
+                                    const MpiOptions& mpi, const std::vector<int>& splits = {});
 
 // The CPU build's plans for the three groups, in that order (no MPI): BackendError when
 // comm.backend cannot be honoured on host memory.

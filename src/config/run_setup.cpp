@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "config/run_setup.hpp"
 
+#include "model/architecture.hpp"
+#include "model/registry.hpp"
+
 #include <algorithm>
 #include <numeric>
 
@@ -66,18 +69,30 @@ int RunSetup::micro_batches() const {
   return int(global_batch() / ranks / std::max(1, micro_batch));
 }
 
-std::int64_t RunSetup::padding_quantum() const {
-  // Deterministic mode: whole norm blocks per shard, and a unit that splits into one slice per
+int RunSetup::part_split(int p) const {
+  const int k = std::max(1, placements[std::size_t(p)].shard_split), s = shard_group();
+  if (s % k == 0) return k;
+  return k % s == 0 ? s : 0;
+}
+
+bool RunSetup::has_split_parts() const {
+  for (int p = 0; p < int(placements.size()); ++p)
+    if (part_shard_group(p) != shard_group()) return true;
+  return false;
+}
+
+std::int64_t RunSetup::padding_quantum(int p) const {
+  // Deterministic mode: whole norm blocks per shard, and a part that splits into one slice per
   // rank for the exchange (fsdp/deterministic.cpp).
-  std::int64_t q = shard_group();
+  std::int64_t q = part_shard_group(p);
   if (deterministic) q = std::lcm(q * kNormBlock, std::int64_t(std::max(1, ranks)));
   if (precision == Precision::BF16 || reduce_bf16) q *= 2;
-  if (reduce_bf16) q *= replicate_group();
+  if (reduce_bf16) q *= part_replicate_group(p);
   return q;
 }
 
-std::int64_t RunSetup::padded_numel(std::int64_t numel) const {
-  const std::int64_t q = padding_quantum();
+std::int64_t RunSetup::padded_numel(std::int64_t numel, int p) const {
+  const std::int64_t q = padding_quantum(p);
   return (numel + q - 1) / q * q;
 }
 
@@ -131,6 +146,16 @@ void RunSetup::validate() const {
   if (s < 1 || ranks % s != 0)
     fail("fsdp.shard_group_size: " + std::to_string(s) + " does not divide the number of ranks (" +
          std::to_string(ranks) + ")");
+  for (const Placement& pl : placements)
+    if (s % std::max(1, pl.shard_split) != 0 && std::max(1, pl.shard_split) % s != 0)
+      fail("model.arch = " + model.arch + ": its '" + pl.name + "' tensors are sharded over 1/" +
+           std::to_string(pl.shard_split) + " of the shard group, which a shard group of " +
+           std::to_string(s) + " ranks cannot split (use a multiple or a divisor of " +
+           std::to_string(pl.shard_split) + ")");
+  if (has_split_parts() && (strategy == Strategy::Zero1 || strategy == Strategy::Zero2))
+    fail("fsdp.strategy = " + std::string(strategy_name(strategy)) + ": model.arch = " +
+         model.arch + " shards some tensors over part of the shard group, which needs the "
+         "parameters sharded too; use zero3 or hybrid (or ddp)");
   if (prefetch < 0) fail("fsdp.prefetch must be >= 0");
   if (bf16_gemms_asked && precision != Precision::BF16)
     fail("fsdp.gemm_dtype = bf16 needs fsdp.mixed_precision = bf16: with fp32 the parameters "
@@ -141,6 +166,7 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   RunSetup s;
   s.model = cfg.model;
   s.model.sublayer_units = cfg.fsdp.unit == "sublayer";
+  if (has_architecture(s.model.arch)) s.placements = architecture(s.model.arch).placements;
   s.train = cfg.train;
   s.strategy = parse_strategy(cfg.fsdp.strategy);
   s.ranks = ranks;

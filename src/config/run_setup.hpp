@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config/run_config.hpp"
+#include "model/placement.hpp"
 
 namespace fsdp {
 
@@ -74,6 +75,15 @@ struct RunSetup {
   int offload_regions() const { return offload != Offload::Nvme ? 0 : params_on_disk() ? 3 : 2; }
   int shard_group() const;      // ddp 1, zero1/2/3 all ranks, hybrid the configured size
   int replicate_group() const { return ranks / shard_group(); }
+  // The mesh's parts (model/placement.hpp): the architecture's placements, and for placement p
+  // the ranks one copy of its part is sharded over and the copies (0 from part_split: a split
+  // the shard group cannot take, which validate() refuses). Placement 0 of an architecture with
+  // one placement is the shard group itself.
+  std::vector<Placement> placements{{"dense", 1}};
+  int part_split(int p) const;
+  int part_shard_group(int p) const { return shard_group() / std::max(1, part_split(p)); }
+  int part_replicate_group(int p) const { return ranks / part_shard_group(p); }
+  bool has_split_parts() const;  // a placement other than the whole shard group
   int micro_batches() const;    // per rank per step
   std::int64_t global_batch() const {
     return batch_size > 0 ? batch_size : std::int64_t(ranks) * micro_batch;
@@ -81,8 +91,9 @@ struct RunSetup {
   // The padding rule of every sharded unit: a multiple of the shard group, of whole norm
   // blocks per shard in deterministic mode, of whole 4-byte words per bf16 shard, and of the
   // replicas under a bf16 reduction (its all-reduce splits each shard into even blocks).
-  std::int64_t padding_quantum() const;
-  std::int64_t padded_numel(std::int64_t numel) const;
+  // Placement p's part follows the rule over its own groups.
+  std::int64_t padding_quantum(int p = 0) const;
+  std::int64_t padded_numel(std::int64_t numel, int p = 0) const;
   // Throws std::invalid_argument with the one-line reason the trainer reports (exit code 2):
   // divisibility over the ranks, the modes deterministic training refuses, offload needing
   // sharded parameters.

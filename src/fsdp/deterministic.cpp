@@ -90,16 +90,18 @@ Engine::GradSet Engine::tree_accumulate(int lo, int hi, const LoadMicroBatch& lo
 void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
                                std::vector<double>& losses) {
   comm::Communicator& world = *groups_.world;
-  comm::Communicator& rep = state_->replicate_comm();
   std::vector<ShardedUnit>& units = state_->units();
   const int N = world.size(), w = world.rank();
   const int G = n_micro * N, first = w * n_micro;
-  const int S = state_->shard_group_size(), R = N / S;
-  // Rank q keeps slice (q % S) * R + q / S of every unit: the R slices of its shard position are
-  // then held by its replicate group in replicate-rank order, so one all-gather there assembles
-  // the shard (ddp: S = 1, the world; zero1/2/3: R = 1, the slice is the shard).
-  const auto kept_slice = [&](int q) { return std::int64_t((q % S) * R + q / S); };
-
+  // Each part is cut into N slices of padded / N. Rank q keeps slice position * R + replica of
+  // every part, its place in the part's groups (fsdp/part_layout.hpp): the R slices of its
+  // position are then held by the part's replicate group in replicate-rank order, so one
+  // all-gather there assembles its shard of the part (ddp: S = 1, the world; zero1/2/3 with one
+  // part: R = 1, the slice is the shard). A unit's block for rank q is its parts' slices in order.
+  const auto kept_slice = [&](const PartShard& ps, int q) {
+    const PartRank r = part_rank(setup_, ps.part.placement, q);
+    return std::int64_t(r.position) * ps.part.replicate_group + r.replica;
+  };
   std::vector<std::vector<TreeNode>> covers;
   for (int p = 0; p < N; ++p) covers.push_back(canonical_cover(G, p * n_micro, (p + 1) * n_micro));
   const int rounds = max_cover(G, N);
@@ -117,14 +119,20 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
     for (std::size_t u = 0; u < units.size(); ++u) {
       ShardedUnit& su = units[u];
       const std::int64_t slice = su.padded / N;
-      // Block q of what this rank sends is the slice rank q keeps.
+      // Block q of what this rank sends is the slices rank q keeps.
       TrackedBuffer send(tracker_, su.layout->name + "::tree_send", su.padded,
                          MemCategory::CommBuffers, MemSpace::Device, Dtype::F32,
                          real ? Fill::None : Fill::Zero);  // a round this rank has no node for
       if (real) {
-        for (int q = 0; q < N; ++q)
-          Kokkos::deep_copy(send.vec(std::int64_t(q) * slice, slice),
-                            node[u].vec(kept_slice(q) * slice, slice));
+        for (int q = 0; q < N; ++q) {
+          std::int64_t at = std::int64_t(q) * slice;
+          for (const PartShard& ps : su.parts) {
+            const std::int64_t part_slice = ps.part.padded / N;
+            Kokkos::deep_copy(send.vec(at, part_slice),
+                              node[u].vec(ps.part.base + kept_slice(ps, q) * part_slice, part_slice));
+            at += part_slice;
+          }
+        }
         node[u].reset();
       }
       got[u].emplace_back(tracker_, su.layout->name + "::tree_recv", su.padded,
@@ -165,14 +173,21 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
       assembled = TrackedBuffer(tracker_, su.layout->name + "::tree_shard", dst.size(),
                                 MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
     const Vec out = dst.in_host_memory() ? assembled.vec() : dst.device();
-    if (R == 1) {
-      divide_into(out, *sum, float(G));
-    } else {
-      TrackedBuffer mine(tracker_, su.layout->name + "::tree_slice", slice,
+    std::int64_t at = 0;  // the part's slice in the combined block
+    for (const PartShard& ps : su.parts) {
+      const std::int64_t part_slice = ps.part.padded / N;
+      const Vec part_out(out.data() + ps.shard_offset, ps.shard);
+      const ConstVec part_sum(sum->data() + at, part_slice);
+      at += part_slice;
+      if (ps.part.replicate_group == 1) {
+        divide_into(part_out, part_sum, float(G));
+        continue;
+      }
+      TrackedBuffer mine(tracker_, su.layout->name + "::tree_slice", part_slice,
                          MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
-      divide_into(mine.vec(), *sum, float(G));
+      divide_into(mine.vec(), part_sum, float(G));
       FSDP_COMM_SITE("deterministic all_gather " + su.layout->name);
-      rep.all_gather(mine.cvec(), out);
+      ps.replicate_comm->all_gather(mine.cvec(), part_out);
     }
     if (dst.in_host_memory()) {
       host_copy::to_host(dst.host(), assembled.cvec());
@@ -185,29 +200,54 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
 }
 
 double Engine::deterministic_norm2() {
-  // Block b of unit u covers flat elements [b*B, (b+1)*B); the count uses numel, not the
-  // (rank-count dependent) padding, and padding blocks would only add zeros anyway.
-  std::vector<std::int64_t> first_block;
-  std::int64_t nblocks = 0;
+  // Block b of a unit's part covers its flat elements [b*B, (b+1)*B); the count uses numel, not
+  // the (rank-count dependent) padding, and padding blocks would only add zeros anyway. Blocks
+  // are listed unit by unit, part by part.
   const std::vector<ShardedUnit>& units = state_->units();
-  for (const auto& su : units) {
-    first_block.push_back(nblocks);
-    nblocks += (su.numel + kNormBlock - 1) / kNormBlock;
-  }
+  std::int64_t nblocks = 0;
+  for (const auto& su : units)
+    for (const PartShard& ps : su.parts) nblocks += (ps.part.numel + kNormBlock - 1) / kNormBlock;
   std::vector<double> partial(nblocks, 0.0);
+  // Per placement: its blocks' positions in `partial`, and the shard group that holds them once.
+  std::vector<std::vector<std::int64_t>> at;
+  std::vector<comm::Communicator*> comms;
+  std::int64_t first_block = 0;
   for (std::size_t u = 0; u < units.size(); ++u) {
-    const auto& su = units[u];
-    const std::int64_t b0 = su.shard_begin / kNormBlock;
-    const std::int64_t count = (su.numel + kNormBlock - 1) / kNormBlock;
-    const std::int64_t owned = std::max<std::int64_t>(0, std::min(su.shard / kNormBlock, count - b0));
     const ShardVec g = state_->grad_shard(int(u));
-    double* out = partial.data() + first_block[u] + b0;
-    if (g.in_host_memory()) block_sums<HostExecSpace, PinnedSpace>(ConstPinnedVec(g.host()), owned, out);
-    else block_sums<ExecSpace, DeviceSpace>(ConstVec(g.device()), owned, out);
+    for (const PartShard& ps : units[u].parts) {
+      const std::int64_t count = (ps.part.numel + kNormBlock - 1) / kNormBlock;
+      const std::int64_t b0 = ps.shard_begin / kNormBlock;
+      const std::int64_t owned =
+          std::max<std::int64_t>(0, std::min(ps.shard / kNormBlock, count - b0));
+      const std::size_t p = std::size_t(ps.part.placement);
+      if (at.size() <= p) {
+        at.resize(p + 1);
+        comms.resize(p + 1, nullptr);
+      }
+      comms[p] = ps.shard_comm;
+      for (std::int64_t b = 0; b < count; ++b) at[p].push_back(first_block + b);
+      double* out = partial.data() + first_block + b0;
+      first_block += count;
+      const ShardVec mine = g.sub(ps.shard_offset, ps.shard);
+      if (mine.in_host_memory())
+        block_sums<HostExecSpace, PinnedSpace>(ConstPinnedVec(mine.host()), owned, out);
+      else
+        block_sums<ExecSpace, DeviceSpace>(ConstVec(mine.device()), owned, out);
+    }
   }
-  // Every block has one owner and zeros elsewhere: the rank-ordered sum is exact.
-  if (state_->shard_group_size() > 1)
-    state_->shard_comm().all_reduce_sum(partial.data(), int(partial.size()));
+  // Every block has one owner in its placement's shard group and zeros elsewhere there: the
+  // rank-ordered sum is exact.
+  for (std::size_t p = 0; p < comms.size(); ++p) {
+    if (!comms[p] || comms[p]->size() == 1) continue;
+    if (at[p].size() == partial.size()) {  // one placement: the blocks as they are
+      comms[p]->all_reduce_sum(partial.data(), int(partial.size()));
+      continue;
+    }
+    std::vector<double> mine;
+    for (std::int64_t i : at[p]) mine.push_back(partial[std::size_t(i)]);
+    comms[p]->all_reduce_sum(mine.data(), int(mine.size()));
+    for (std::size_t i = 0; i < mine.size(); ++i) partial[std::size_t(at[p][i])] = mine[i];
+  }
   double total = 0.0;
   for (double p : partial) total += p;
   return total;

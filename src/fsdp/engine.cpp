@@ -10,18 +10,24 @@ Engine::Engine(const RunSetup& setup, comm::ProcessGroups& groups, MemoryTracker
       groups_(groups),
       tracker_(tracker),
       trace_(trace) {
+  // The mesh's layout, resolved once: every unit's parts over their groups. The model reads its
+  // tensors where this places them and may use the groups for collectives of its own.
+  layout_ = place_units(setup_, arch_.units(setup_.model));
+  parallel_.groups = &groups;
+  parallel_.units = &layout_.units;
   DecoderOptions o;
   o.micro_batch = setup_.micro_batch;
   o.bf16_attention = setup_.precision == Precision::BF16;
+  o.parallel = &parallel_;
   model_ = arch_.build(setup_.model, o, tracker);
-  state_ = std::make_unique<ShardedState>(setup_, model_->units(), *groups.shard,
-                                          *groups.replicate, tracker, setup_.train.seed, offload);
+  state_ = std::make_unique<ShardedState>(setup_, layout_, groups, tracker, setup_.train.seed,
+                                          offload);
   if (setup_.precision == Precision::BF16)
     widener_ = std::make_unique<ParamWidener>(tracker, model_->units());
   if (setup_.bf16_gemms) model_->use_bf16_gemms(tracker);
-  gather_ = std::make_unique<GatherPipeline>(state_->units(), *groups.shard, tracker, trace,
-                                             setup_.prefetch, shards_params(setup_.strategy),
-                                             comm_times_, widener_.get());
+  gather_ = std::make_unique<GatherPipeline>(state_->units(), tracker, trace, setup_.prefetch,
+                                             shards_params(setup_.strategy), comm_times_,
+                                             widener_.get());
   reduce_ = std::make_unique<ReducePipeline>(*state_, tracker, trace, setup_.prefetch, comm_times_);
   optimizer_ = std::make_unique<ShardedOptimizer>(*state_, setup_.train, tracker_);
   const int U = int(state_->units().size());

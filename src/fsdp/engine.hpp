@@ -73,7 +73,6 @@ class Engine {
   ShardVec param_shard(int u) { return state_->param_shard(u); }
   ShardVec exp_avg_shard(int u) { return state_->exp_avg_shard(u); }
   ShardVec exp_avg_sq_shard(int u) { return state_->exp_avg_sq_shard(u); }
-  bool writes_shard() const { return state_->writes_shard(); }
   void sync_full_params() { state_->sync_full_params(); }
   int optimizer_steps() const { return state_->optimizer_steps(); }
   void set_optimizer_steps(int n) { state_->set_optimizer_steps(n); }
@@ -106,6 +105,8 @@ class Engine {
   int n_forward_ = 0;
   std::vector<bool> reduce_after_;
   comm::ProcessGroups& groups_;
+  RunLayout layout_;          // the units' parts over the mesh (fsdp/part_layout.hpp)
+  ParallelContext parallel_;  // what the model was built with
   MemoryTracker& tracker_;
   Trace& trace_;
   std::unique_ptr<Decoder> model_;

@@ -21,11 +21,10 @@ std::vector<std::int64_t> padded_sizes(const std::vector<ShardedUnit>& units) {
 
 }  // namespace
 
-GatherPipeline::GatherPipeline(std::vector<ShardedUnit>& units, comm::Communicator& shard_comm,
-                               MemoryTracker& tracker, Trace& trace, int depth, bool sharded,
-                               CommTimes& times, ParamWidener* widener)
+GatherPipeline::GatherPipeline(std::vector<ShardedUnit>& units, MemoryTracker& tracker,
+                               Trace& trace, int depth, bool sharded, CommTimes& times,
+                               ParamWidener* widener)
     : units_(units),
-      comm_(shard_comm),
       tracker_(tracker),
       trace_(trace),
       depth_(depth),
@@ -118,40 +117,49 @@ void GatherPipeline::issue(int u) {
                               bf16 ? Dtype::BF16 : Dtype::F32, Fill::None);
   if (faults::skip_gather(su.layout->name, world_rank())) return;
   FSDP_COMM_SITE("all_gather " + su.layout->name);
-  // bf16: the cast of this rank's shard goes straight into its block, gathered in place. An
+  // One all-gather per part, over the part's shard group, into its region of `gathered`.
+  // bf16: the cast of this rank's slice goes straight into its block, gathered in place. An
   // offloaded shard (fsdp.offload = params) comes up into that block, cast on the host first
   // under bf16 (half the bytes over PCIe), and is gathered in place too.
-  const Bf16Vec own(su.gathered.bf16().data() + su.shard_begin, bf16 ? su.shard : 0);
-  const Vec own_f32(su.gathered.data() + su.shard_begin, bf16 ? 0 : su.shard);
   const ShardVec shard = su.params.view();
   // On disk (fsdp.offload = nvme): the shard read into a slot stands in for the host buffer.
   const bool offloaded = shard.in_host_memory() || shard.on_disk();
+  PinnedVec host;
   if (offloaded) {
-    const PinnedVec host =
-        shard.on_disk() ? slot_for(u).buf.vec(0, su.shard) : shard.host();
+    host = shard.on_disk() ? slot_for(u).buf.vec(0, su.shard) : shard.host();
     if (bf16) {
       // Kept until the gather is waited for: by then the copy out of it is done.
       su.upload = HostBuffer(tracker_, su.layout->name + "::param_upload_bf16", su.shard,
                              MemCategory::CommBuffers, Dtype::BF16, Fill::None);
       cast_to_bf16_on_host(host, su.upload.bf16());
-      host_copy::to_device(own, ConstPinnedBf16Vec(su.upload.bf16().data(), su.shard));
-    } else {
-      host_copy::to_device(own_f32, host);
     }
-  } else if (bf16) {
-    cast_to_bf16(shard.device(), own);
   }
-  // A CPU transport may move the data inside the issue call (and wait there for late peers):
-  // that time is communication the compute did not overlap.
-  const double t0 = now_s();
-  if (bf16)
-    su.gather = comm_.iall_gather(ConstBf16Vec(own.data(), su.shard), su.gathered.bf16());
-  else if (offloaded)
-    su.gather = comm_.iall_gather(ConstVec(own_f32.data(), su.shard), su.gathered.vec());
-  else
-    su.gather = comm_.iall_gather(ConstVec(shard.device()), su.gathered.vec());
-  times_.exposed_s += now_s() - t0;
-  times_.gather_bytes += double(su.gather.bytes());
+  for (PartShard& ps : su.parts) {
+    const Bf16Vec own(su.gathered.bf16().data() + ps.flat_begin(), bf16 ? ps.shard : 0);
+    const Vec own_f32(su.gathered.data() + ps.flat_begin(), bf16 ? 0 : ps.shard);
+    if (offloaded) {
+      if (bf16)
+        host_copy::to_device(
+            own, ConstPinnedBf16Vec(su.upload.bf16().data() + ps.shard_offset, ps.shard));
+      else
+        host_copy::to_device(own_f32, PinnedVec(host.data() + ps.shard_offset, ps.shard));
+    } else if (bf16) {
+      cast_to_bf16(ConstVec(shard.device().data() + ps.shard_offset, ps.shard), own);
+    }
+    // A CPU transport may move the data inside the issue call (and wait there for late peers):
+    // that time is communication the compute did not overlap.
+    const double t0 = now_s();
+    comm::Communicator& c = *ps.shard_comm;
+    if (bf16)
+      ps.gather = c.iall_gather(ConstBf16Vec(own.data(), ps.shard),
+                                Bf16Vec(su.gathered.bf16().data() + ps.part.base, ps.part.padded));
+    else
+      ps.gather = c.iall_gather(
+          ConstVec(offloaded ? own_f32.data() : shard.device().data() + ps.shard_offset, ps.shard),
+          Vec(su.gathered.data() + ps.part.base, ps.part.padded));
+    times_.exposed_s += now_s() - t0;
+    times_.gather_bytes += double(ps.gather.bytes());
+  }
   su.gather_in_flight = true;
 }
 
@@ -166,17 +174,19 @@ UnitParams GatherPipeline::all_gather(int stage) {
   if (window_.claim(stage)) issue(u);
   if (su.gather_in_flight) {
     const double t0 = now_s();
-    su.gather.wait();
+    for (PartShard& ps : su.parts) ps.gather.wait();
     const double t1 = now_s();
     su.gather_in_flight = false;
     su.upload.reset();
     release_slot(u);
     times_.exposed_s += t1 - t0;
-    times_.total_s += su.gather.completion_time() - su.gather.issue_time();
+    for (const PartShard& ps : su.parts)
+      times_.total_s += ps.gather.completion_time() - ps.gather.issue_time();
     if (trace_.enabled()) trace_.add("wait all_gather " + su.layout->name, "wait", t0, t1, 0);
     if (trace_.enabled())
-      trace_.add("all_gather " + su.layout->name, "comm", su.gather.issue_time(),
-                 su.gather.completion_time(), 1);
+      for (const PartShard& ps : su.parts)
+        trace_.add("all_gather " + su.layout->name, "comm", ps.gather.issue_time(),
+                   ps.gather.completion_time(), 1);
   }
   window_.prefetch(
       stage, [&](int v) { return units_[std::size_t(v)].gathered.allocated(); },
@@ -194,7 +204,7 @@ void GatherPipeline::release(int stage, bool keep) {
 void GatherPipeline::finish() {
   for (auto& su : units_) {
     if (su.gather_in_flight) {
-      su.gather.wait();
+      for (PartShard& ps : su.parts) ps.gather.wait();
       su.gather_in_flight = false;
     }
     su.upload.reset();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The all-gather prefetch pipeline: the window policy of fsdp/gather_window.hpp run on the
-// units' buffers and the shard group's communicator. A schedule lists, stage by stage, which
+// units' buffers, one all-gather per part over the part's shard group (sharded_unit.hpp). A schedule lists, stage by stage, which
 // unit the compute needs; all_gather(i) waits for stage i's unit and issues the next gathers;
 // release(i) frees it unless an already issued later stage needs it. The window never exceeds
 // k+1 largest units (the prefetch depth is also the rate limiter).
@@ -29,9 +29,8 @@ class GatherPipeline {
  public:
   // widener: non-null under fsdp.mixed_precision = bf16. Sharded units are then gathered as
   // bf16 (a cast of the float shard) and every unit is handed out as bf16 values.
-  GatherPipeline(std::vector<ShardedUnit>& units, comm::Communicator& shard_comm,
-                 MemoryTracker& tracker, Trace& trace, int depth, bool sharded, CommTimes& times,
-                 ParamWidener* widener = nullptr);
+  GatherPipeline(std::vector<ShardedUnit>& units, MemoryTracker& tracker, Trace& trace,
+                 int depth, bool sharded, CommTimes& times, ParamWidener* widener = nullptr);
   ~GatherPipeline();  // waits for the disk reads still in flight into its buffers
 
   void begin(std::vector<int> schedule);
@@ -68,7 +67,6 @@ class GatherPipeline {
   void drain_reads();
 
   std::vector<ShardedUnit>& units_;
-  comm::Communicator& comm_;
   MemoryTracker& tracker_;
   Trace& trace_;
   int depth_;

@@ -65,20 +65,51 @@ ShardedOptimizer::~ShardedOptimizer() {
     for (const IoSet& io : io_) f->wait(std::max(io.read, io.write));
 }
 
+std::vector<comm::Communicator*> ShardedOptimizer::placement_comms() {
+  // Placement p's parts are held once by each of its shard groups: their sums go over that.
+  std::vector<comm::Communicator*> c;
+  for (const ShardedUnit& su : state_.units())
+    for (const PartShard& ps : su.parts) {
+      if (int(c.size()) <= ps.part.placement) c.resize(std::size_t(ps.part.placement) + 1, nullptr);
+      c[std::size_t(ps.part.placement)] = ps.shard_comm;
+    }
+  return c;
+}
+
 double ShardedOptimizer::norm2() {
-  double n2 = 0.0;
-  for (int u = 0; u < int(state_.units().size()); ++u) n2 += shard_sum_squares(state_.grad_shard(u));
-  return state_.shard_comm().all_reduce_sum(n2);
+  const std::vector<comm::Communicator*> comms = placement_comms();
+  std::vector<double> n2(comms.size(), 0.0);
+  for (int u = 0; u < int(state_.units().size()); ++u) {
+    const ShardedUnit& su = state_.units()[std::size_t(u)];
+    const ShardVec g = state_.grad_shard(u);
+    if (su.parts.size() == 1) {
+      n2[std::size_t(su.parts[0].part.placement)] += shard_sum_squares(g);
+      continue;
+    }
+    for (const PartShard& ps : su.parts)
+      n2[std::size_t(ps.part.placement)] += shard_sum_squares(g.sub(ps.shard_offset, ps.shard));
+  }
+  double total = 0.0;
+  for (std::size_t p = 0; p < comms.size(); ++p)
+    if (comms[p]) total += comms[p]->all_reduce_sum(n2[p]);
+  return total;
 }
 
 std::string ShardedOptimizer::first_nonfinite_unit() {
   std::vector<ShardedUnit>& units = state_.units();
-  std::vector<double> bad(units.size(), 0.0);
+  const std::vector<comm::Communicator*> comms = placement_comms();
+  std::vector<std::vector<double>> bad(comms.size(), std::vector<double>(units.size(), 0.0));
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    const ShardVec g = state_.grad_shard(int(u));
+    for (const PartShard& ps : units[u].parts)
+      if (!std::isfinite(shard_sum_squares(g.sub(ps.shard_offset, ps.shard))))
+        bad[std::size_t(ps.part.placement)][u] = 1.0;
+  }
+  for (std::size_t p = 0; p < comms.size(); ++p)
+    if (comms[p]) comms[p]->all_reduce_sum(bad[p].data(), int(units.size()));
   for (std::size_t u = 0; u < units.size(); ++u)
-    bad[u] = std::isfinite(shard_sum_squares(state_.grad_shard(int(u)))) ? 0.0 : 1.0;
-  state_.shard_comm().all_reduce_sum(bad.data(), int(bad.size()));
-  for (std::size_t u = 0; u < units.size(); ++u)
-    if (bad[u] > 0.0) return units[u].layout->name;
+    for (std::size_t p = 0; p < comms.size(); ++p)
+      if (bad[p][u] > 0.0) return units[u].layout->name;
   return "";
 }
 

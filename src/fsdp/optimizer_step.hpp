@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The optimizer half of the step on a sharded state: the global gradient norm (each rank's
-// shard norms summed in rank order), the non-finite check naming the first bad unit, clipping
+// shard norms summed in rank order over each placement's shard group), the non-finite check naming the first bad unit, clipping
 // and AdamW (optim/adamw.hpp) on this rank's shard of every tensor.
 #pragma once
 #include <functional>
@@ -52,6 +52,7 @@ class ShardedOptimizer {
 
  private:
   std::string first_nonfinite_unit();
+  std::vector<comm::Communicator*> placement_comms();  // by placement (null: none uses it)
   // Where AdamW runs, by fsdp.offload: none, params (everything is on the host already),
   // optimizer (the device's shards go through host staging).
   void step_on_device(const optim::AdamWStep& s, bool zero_grads,

@@ -63,6 +63,8 @@ ReducePipeline::Pending ReducePipeline::cast_for_send(int u) {
   return pr;
 }
 
+// ddp: every part is whole on every rank, replicated over the one replicate group, so the unit
+// is all-reduced in one collective.
 void ReducePipeline::all_reduce(int u) {
   ShardedUnit& su = units_[std::size_t(u)];
   const double t0 = now_s();  // time blocked inside the issue is exposed communication
@@ -73,12 +75,12 @@ void ReducePipeline::all_reduce(int u) {
     // A bf16 all-reduce: this reduce-scatter, then finish_bf16_all_reduce when it lands.
     pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.padded / rep.size(),
                             MemCategory::CommBuffers);
-    pr.handle = rep.ireduce_scatter(pr.send.cbf16(), pr.recv.vec(), comm::ReduceOp::Avg);
+    pr.handles.push_back(rep.ireduce_scatter(pr.send.cbf16(), pr.recv.vec(), comm::ReduceOp::Avg));
   } else {
-    pr.handle = rep.iall_reduce(su.grad_full.vec(), comm::ReduceOp::Avg);
+    pr.handles.push_back(rep.iall_reduce(su.grad_full.vec(), comm::ReduceOp::Avg));
   }
   times_.exposed_s += now_s() - t0;
-  times_.reduce_bytes += double(pr.handle.bytes());
+  times_.reduce_bytes += double(pr.handles.back().bytes());
   pending_.push_back(std::move(pr));
   drain(std::size_t(std::max(1, depth_)));  // the newest overlap the next units' backward
 }
@@ -97,13 +99,20 @@ void ReducePipeline::reduce_scatter(int u) {
     pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.shard,
                             MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
   const Vec recv = pr.direct ? su.grad_shard.device() : pr.recv.vec();
-  comm::Communicator& shard = state_.shard_comm();
-  if (bf16_)
-    pr.handle = shard.ireduce_scatter(pr.send.cbf16(), recv, comm::ReduceOp::Avg);
-  else
-    pr.handle = shard.ireduce_scatter(su.grad_full.cvec(), recv, comm::ReduceOp::Avg);
+  // One reduce-scatter per part, over the part's shard group, into its slice of the shard.
+  for (const PartShard& ps : su.parts) {
+    const Vec into(recv.data() + ps.shard_offset, ps.shard);
+    comm::Communicator& shard = *ps.shard_comm;
+    if (bf16_)
+      pr.handles.push_back(shard.ireduce_scatter(
+          ConstBf16Vec(pr.send.bf16().data() + ps.part.base, ps.part.padded), into,
+          comm::ReduceOp::Avg));
+    else
+      pr.handles.push_back(shard.ireduce_scatter(
+          ConstVec(su.grad_full.data() + ps.part.base, ps.part.padded), into, comm::ReduceOp::Avg));
+    times_.reduce_bytes += double(pr.handles.back().bytes());
+  }
   times_.exposed_s += now_s() - t0;
-  times_.reduce_bytes += double(pr.handle.bytes());
   pending_.push_back(std::move(pr));
   drain(std::size_t(std::max(1, depth_)));
 }
@@ -120,26 +129,30 @@ void ReducePipeline::land(Pending& pr) {
   ShardedUnit& su = units_[std::size_t(pr.unit)];
   const bool ddp = state_.strategy() == Strategy::DDP;
   const double t0 = now_s();
-  pr.handle.wait();
+  for (comm::Handle& h : pr.handles) h.wait();
   const double t1 = now_s();
   times_.exposed_s += t1 - t0;
-  times_.total_s += pr.handle.completion_time() - pr.handle.issue_time();
+  for (const comm::Handle& h : pr.handles) times_.total_s += h.completion_time() - h.issue_time();
   if (trace_.enabled()) trace_.add("wait reduce " + su.layout->name, "wait", t0, t1, 0);
   if (trace_.enabled())
-    trace_.add(std::string(ddp ? "all_reduce " : "reduce_scatter ") + su.layout->name, "comm",
-               pr.handle.issue_time(), pr.handle.completion_time(), 1);
+    for (const comm::Handle& h : pr.handles)
+      trace_.add(std::string(ddp ? "all_reduce " : "reduce_scatter ") + su.layout->name, "comm",
+                 h.issue_time(), h.completion_time(), 1);
   if (ddp) {
     if (bf16_) finish_bf16_all_reduce(state_.replicate_comm(), pr.send, pr.recv, su.grad_full.vec());
     return;
   }
   pr.send.reset();
   const Vec reduced = pr.direct ? su.grad_shard.device() : pr.recv.vec();
-  comm::Communicator& rep = state_.replicate_comm();
-  if (rep.size() > 1) {  // hybrid: the replicas' shards are averaged too
+  for (const PartShard& ps : su.parts) {
+    comm::Communicator& rep = *ps.replicate_comm;
+    if (rep.size() == 1) continue;
+    // hybrid, or a part on part of the shard group: the replicas' slices are averaged too
+    const Vec mine(reduced.data() + ps.shard_offset, ps.shard);
     if (bf16_)
-      all_reduce_bf16(rep, reduced);
+      all_reduce_bf16(rep, mine);
     else
-      rep.all_reduce(reduced, comm::ReduceOp::Avg);
+      rep.all_reduce(mine, comm::ReduceOp::Avg);
   }
   if (pr.direct) {
     su.grad_full.reset();

@@ -2,8 +2,10 @@
 // The gradient side of the step, the mirror of the all-gather prefetch pipeline: after a unit's
 // last backward use its full gradient is reduce-scattered into the rank's gradient shard (or,
 // under ddp, all-reduced in place), non-blocking, while the next units' backward runs; at most
-// `depth` reductions stay in flight. Under fsdp.reduce_dtype = bf16 the gradient travels as a
-// bf16 cast and is summed in fp32; hybrid then all-reduces the reduced shard across replicas.
+// `depth` reductions stay in flight, one collective per part over the part's own shard group.
+// Under fsdp.reduce_dtype = bf16 the gradient travels as a bf16 cast and is summed in fp32;
+// hybrid (or a part on part of the shard group) then all-reduces each part's reduced slice
+// across its replicas.
 #pragma once
 #include <vector>
 
@@ -34,7 +36,7 @@ class ReducePipeline {
  private:
   struct Pending {
     int unit;
-    comm::Handle handle;
+    std::vector<comm::Handle> handles;  // one per part (ddp: one for the unit)
     TrackedBuffer recv;
     TrackedBuffer send;   // fsdp.reduce_dtype = bf16: the cast of the unit's gradients
     bool direct = false;  // reduced straight into the gradient shard (recv unused)

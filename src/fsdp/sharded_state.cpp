@@ -9,12 +9,15 @@
 #include "model/architecture.hpp"
 
 namespace fsdp {
-ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>& layouts,
-                           comm::Communicator& shard, comm::Communicator& replicate,
+ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::ProcessGroups& groups,
                            MemoryTracker& tracker, std::uint64_t seed, OffloadFile* offload)
-    : setup_(setup), shard_(shard), replicate_(replicate), tracker_(tracker), offload_(offload) {
+    : setup_(setup),
+      layout_(std::move(layout)),
+      shard_(*groups.shard),
+      replicate_(*groups.replicate),
+      tracker_(tracker),
+      offload_(offload) {
   const Strategy strategy = setup.strategy;
-  const int nshard = shard.size(), r = shard.rank();
   // Offload keeps what the optimizer owns in (pinned) host memory; the optimizer step runs
   // there (fsdp/optimizer_step.cpp). On a CPU build both spaces are the one RAM, and the copies
   // between them are real all the same, so the path a GPU takes is the path tested here.
@@ -26,26 +29,46 @@ ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>&
   const MemSpace optim_space = setup.offload == Offload::None ? MemSpace::Device : MemSpace::Host;
   const MemSpace param_space = setup.offloads_params() ? MemSpace::Host : MemSpace::Device;
   const Architecture& arch = architecture_of(setup.model);
-  units_.resize(layouts.size());
+  units_.resize(layout_.units.size());
   for (std::size_t u = 0; u < units_.size(); ++u) {
     ShardedUnit& su = units_[u];
-    su.layout = &layouts[u];
+    su.layout = &layout_.units[u];
     su.numel = su.layout->numel;
-    su.padded = setup.padded_numel(su.numel);
-    su.shard = su.padded / nshard;
-    su.shard_begin = std::int64_t(r) * su.shard;
+    su.padded = layout_.padded(int(u));
+    for (std::size_t i = 0; i < layout_.parts[u].size(); ++i) {
+      PartShard ps;
+      ps.part = layout_.parts[u][i];
+      ps.layout = &layout_.part_units[u][i];
+      const int k = setup.part_split(ps.part.placement);
+      ps.shard_comm = &groups.part_shard(k);
+      ps.replicate_comm = &groups.part_replicate(k);
+      if (ps.shard_comm->size() != ps.part.shard_group)
+        fatal("unit " + su.layout->name + ": a part planned over " +
+              std::to_string(ps.part.shard_group) + " ranks has a shard group of " +
+              std::to_string(ps.shard_comm->size()));
+      ps.shard = ps.part.padded / ps.part.shard_group;
+      ps.shard_begin = std::int64_t(ps.shard_comm->rank()) * ps.shard;
+      ps.shard_offset = su.shard;
+      su.shard += ps.shard;
+      su.parts.push_back(std::move(ps));
+    }
+    su.shard_begin = su.parts.size() == 1 ? su.parts[0].shard_begin : 0;
     const std::string& name = su.layout->name;
 
     // Every rank initialises the full unit the same way and keeps what it owns.
     std::vector<float> full(su.padded, 0.f);
     arch.init_unit(setup.model, *su.layout, full.data(), seed);
+    const auto keep_own = [&](const ShardVec& shard) {
+      for (const PartShard& ps : su.parts)
+        shard.sub(ps.shard_offset, ps.shard).copy_from(full.data() + ps.flat_begin());
+    };
     if (setup.params_on_disk()) {
       su.params = ShardBuffer(*offload, su.shard);
-      su.params.view().copy_from(full.data() + su.shard_begin);
+      keep_own(su.params.view());
     } else if (shards_params(strategy)) {
       su.params = ShardBuffer(tracker, name + "::param_shard", su.shard, MemCategory::ParamShard,
                               param_space);
-      su.params.view().copy_from(full.data() + su.shard_begin);
+      keep_own(su.params.view());
     } else {
       su.params = ShardBuffer(tracker, name + "::params", su.padded, MemCategory::ParamShard,
                               MemSpace::Device);
@@ -68,10 +91,9 @@ ShardedState::ShardedState(const RunSetup& setup, const std::vector<UnitLayout>&
   }
 }
 
-std::int64_t ShardedState::offload_bytes(const RunSetup& setup,
-                                         const std::vector<UnitLayout>& layouts) {
+std::int64_t ShardedState::offload_bytes(const RunSetup& setup, const RunLayout& layout) {
   std::vector<std::int64_t> shards;
-  for (const UnitLayout& l : layouts) shards.push_back(setup.padded_numel(l.numel) / setup.shard_group());
+  for (int u = 0; u < int(layout.units.size()); ++u) shards.push_back(layout.shard(u));
   return offload_file_bytes(shards, setup.offload_regions());
 }
 
@@ -103,8 +125,12 @@ std::vector<UnitShard> ShardedState::unit_shards() {
   std::vector<UnitShard> out;
   for (int u = 0; u < int(units_.size()); ++u) {
     const ShardedUnit& su = units_[std::size_t(u)];
-    out.push_back({su.layout, su.shard_begin, su.shard, param_shard(u), exp_avg_shard(u),
-                   exp_avg_sq_shard(u)});
+    const ShardVec p = param_shard(u), m = exp_avg_shard(u), v = exp_avg_sq_shard(u);
+    for (const PartShard& ps : su.parts) {
+      const auto in = [&](const ShardVec& x) { return x.sub(ps.shard_offset, ps.shard); };
+      out.push_back({ps.layout, ps.shard_begin, ps.shard, in(p), in(m), in(v),
+                     ps.part.placement, ps.writes()});
+    }
   }
   return out;
 }
@@ -114,22 +140,28 @@ std::vector<float> ShardedState::full_params(int u) {
   std::vector<float> out(su.padded);
   if (shards_params(setup_.strategy)) {
     FlatView full("sharded_state::full_params", su.padded);
-    const Vec own(full.data() + su.shard_begin, su.shard);
-    const ShardVec p = su.params.view();
-    if (p.on_disk()) {
-      const std::vector<float> v = p.values();
-      Kokkos::deep_copy(own, HostConstVec(v.data(), v.size()));
-    } else if (p.in_host_memory()) {
-      host_copy::to_device(own, p.host());
-    } else {
-      Kokkos::deep_copy(own, p.device());
+    const ShardVec shard = su.params.view();
+    for (const PartShard& ps : su.parts) {
+      const Vec own(full.data() + ps.flat_begin(), ps.shard);
+      const ShardVec p = shard.sub(ps.shard_offset, ps.shard);
+      if (p.on_disk()) {
+        const std::vector<float> v = p.values();
+        Kokkos::deep_copy(own, HostConstVec(v.data(), v.size()));
+      } else if (p.in_host_memory()) {
+        host_copy::to_device(own, p.host());
+      } else {
+        Kokkos::deep_copy(own, p.device());
+      }
+      ps.shard_comm->all_gather(ConstVec(own.data(), ps.shard),
+                                Vec(full.data() + ps.part.base, ps.part.padded));
     }
-    shard_.all_gather(ConstVec(own.data(), su.shard), Vec(full.data(), su.padded));
     Kokkos::deep_copy(HostVec(out.data(), su.padded), full);
   } else {
     su.params.view().copy_to(out.data());
   }
-  out.resize(su.numel);
+  std::int64_t end = 0;
+  for (const TensorSpec& t : su.layout->tensors) end = std::max(end, t.offset + t.numel);
+  out.resize(std::size_t(end));
   return out;
 }
 

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// What one rank holds of the model: every unit's flat, padded buffers (sharded_unit.hpp) under
-// the one padding rule of config/run_setup.hpp, initialised the same way on every rank, and
-// the optimizer's step count. The step (fsdp/step.cpp), the optimizer (optim/) and checkpoints
+// What one rank holds of the model: every unit's flat, padded buffers (sharded_unit.hpp), part
+// by part as the run's layout places them (fsdp/part_layout.hpp), initialised the same way on
+// every rank, and the optimizer's step count. The step (fsdp/step.cpp), the optimizer (optim/) and checkpoints
 // (io/checkpoint.hpp) all read and write this, never each other.
 #pragma once
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "comm/process_groups.hpp"
 #include "config/run_setup.hpp"
 #include "core/memory.hpp"
 #include "core/offload_file.hpp"
@@ -18,16 +19,16 @@ namespace fsdp {
 
 class ShardedState : public CheckpointedState {
  public:
-  // Allocates and initialises (GPT-2's init from `seed`) the units of `layouts` for this rank's
-  // position in `shard`; `replicate` holds the ranks with the same shard.
+  // Allocates and initialises (the architecture's init from `seed`) the units of `layout`, each
+  // part for this rank's position in its groups (groups.part_shard / part_replicate).
   // offload: the rank's open offload file under fsdp.offload = nvme (else null), with room
-  // for offload_bytes(setup, layouts).
-  ShardedState(const RunSetup& setup, const std::vector<UnitLayout>& layouts,
-               comm::Communicator& shard, comm::Communicator& replicate, MemoryTracker& tracker,
-               std::uint64_t seed, OffloadFile* offload = nullptr);
+  // for offload_bytes(setup, layout).
+  ShardedState(const RunSetup& setup, RunLayout layout, comm::ProcessGroups& groups,
+               MemoryTracker& tracker, std::uint64_t seed, OffloadFile* offload = nullptr);
   // Bytes of one rank's offload file: every unit's moments, and its parameter shard with
   // offload.params, each region whole disk blocks.
-  static std::int64_t offload_bytes(const RunSetup& setup, const std::vector<UnitLayout>& layouts);
+  static std::int64_t offload_bytes(const RunSetup& setup, const RunLayout& layout);
+  const RunLayout& layout() const { return layout_; }
   OffloadFile* offload_file() { return offload_; }
 
   const RunSetup& setup() const { return setup_; }
@@ -40,16 +41,14 @@ class ShardedState : public CheckpointedState {
   std::int64_t padded_params() const;
   std::int64_t largest_unit() const;  // padded elements: the gathered window's unit of account
 
-  // What this rank owns of unit u: flat elements [shard_begin, shard_begin + shard) of the
-  // padded unit (a view into the full buffer where the strategy keeps one), its gradient and
-  // AdamW's two moments.
+  // What this rank owns of unit u: its slice of every part, one after the other (a view into the
+  // full buffer where the strategy keeps one), its gradient and AdamW's two moments.
   ShardVec param_shard(int u);
   ShardVec grad_shard(int u);
   ShardVec exp_avg_shard(int u) { return units_[std::size_t(u)].exp_avg.view(); }
   ShardVec exp_avg_sq_shard(int u) { return units_[std::size_t(u)].exp_avg_sq.view(); }
-  // Whether this rank is the one copy of its shard that writes it (replicas hold the same bytes).
-  bool writes_shard() const override { return replicate_.rank() == 0; }
-  // Copies of the full (unpadded) parameters of unit u, gathered (tests and checkpoints).
+  // Copies of the full parameters of unit u, gathered, at the offsets of the unit's placed layout
+  // (layout().units; a unit of one part: the architecture's), the trailing padding dropped.
   std::vector<float> full_params(int u);
   // After the shards changed (the optimizer, a resume): rebuild the full parameters that zero1
   // and zero2 keep, from every rank's shard. Under bf16 the other ranks' parts travel as bf16.
@@ -64,6 +63,7 @@ class ShardedState : public CheckpointedState {
 
  private:
   RunSetup setup_;
+  RunLayout layout_;  // never resized: the units point into it
   comm::Communicator& shard_;
   comm::Communicator& replicate_;
   MemoryTracker& tracker_;

@@ -1,23 +1,51 @@
 // SPDX-License-Identifier: MIT
-// One sharding unit's buffers on one rank. The unit's flat parameters are padded to a multiple
-// of the shard-group size S; the rank at position r in its shard group owns elements
-// [r * shard, (r + 1) * shard). Which buffers exist depends on the strategy (strategy.hpp).
+// One sharding unit's buffers on one rank. The unit is one or more parts (fsdp/part_layout.hpp)
+// one after the other in its flat buffers, each padded to a multiple of its own shard group's
+// size S_p; the rank at position r in that group owns part elements [r * shard_p, (r + 1) *
+// shard_p), kept one part after the other in the rank's shard buffers. Which buffers exist
+// depends on the strategy (strategy.hpp).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "comm/communicator.hpp"
 #include "core/memory.hpp"
 #include "core/shard_buffer.hpp"
+#include "fsdp/part_layout.hpp"
 #include "model/unit_layout.hpp"
 
 namespace fsdp {
 
+// One part of a unit as this rank holds it.
+struct PartShard {
+  UnitPart part;                     // its place in the unit's flat buffer, its groups' sizes
+  const UnitLayout* layout = nullptr;  // its tensors, at offsets within the part
+  std::int64_t shard = 0;            // part.padded / its shard group's size
+  std::int64_t shard_begin = 0;      // first element of the part this rank owns
+  std::int64_t shard_offset = 0;     // where that slice sits in the unit's shard buffers
+  comm::Communicator* shard_comm = nullptr;
+  comm::Communicator* replicate_comm = nullptr;
+  comm::Handle gather;  // the in-flight all-gather into its region of `gathered`
+  // Elements [begin, begin + shard) of the unit's flat buffer: this rank's slice.
+  std::int64_t flat_begin() const { return part.base + shard_begin; }
+  bool writes() const { return replicate_comm->rank() == 0; }  // the copy a checkpoint writes
+};
+
 struct ShardedUnit {
-  const UnitLayout* layout = nullptr;
+  const UnitLayout* layout = nullptr;  // every tensor at its offset in the flat buffer
+  std::vector<PartShard> parts;
   std::int64_t numel = 0;        // real parameters
-  std::int64_t padded = 0;       // numel rounded up to a multiple of the shard-group size
-  std::int64_t shard = 0;        // padded / shard-group size (= padded without sharding)
-  std::int64_t shard_begin = 0;  // first flat element this rank owns
+  std::int64_t padded = 0;       // the flat buffer: every part, padded
+  std::int64_t shard = 0;        // this rank's slices of every part (= padded without sharding)
+  // The first flat element this rank owns where that is one range: a unit of one part, or a
+  // strategy that does not shard (the whole buffer). 0 otherwise.
+  std::int64_t shard_begin = 0;
+  // Element i of the rank's shard buffers as an element of the unit's flat buffer.
+  std::int64_t flat_of(std::int64_t i) const {
+    for (const PartShard& p : parts)
+      if (i < p.shard_offset + p.shard) return p.flat_begin() + (i - p.shard_offset);
+    return shard_begin + i;
+  }
 
   // In host memory where fsdp.offload puts them (core/shard_buffer.hpp): the moments with any
   // offload, the parameter and gradient shards with offload = params.
@@ -27,7 +55,6 @@ struct ShardedUnit {
   ShardBuffer grad_shard;    // zero2/zero3/hybrid: the reduced gradient shard
   ShardBuffer exp_avg, exp_avg_sq;
 
-  comm::Handle gather;  // the in-flight all-gather into `gathered`
   HostBuffer upload;    // offload = params under bf16: the shard's cast, until the gather lands
   bool gather_in_flight = false;
 };

@@ -176,9 +176,9 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
   MPI_Comm comm = comm_.get();
   const std::vector<UnitShard> shards = state.unit_shards();
   ExecSpace().fence();  // the shards are final before they are read on the host
-  const ShardMap map = shard_map(comm, shards, state.writes_shard());
-  const bool writer = map.writer[std::size_t(rank_)];
-  const int pos = map.pos[std::size_t(rank_)];
+  const ShardMap map = shard_map(comm, shards);
+  bool writer = false;  // of some part's slices (a replica of all of them writes nothing)
+  for (const UnitShard& su : shards) writer = writer || map.writes(su, rank_);
   const char* stall_hint = " (a full disk or quota, a stalled file system or a stopped rank)";
   h5::File file;
   {
@@ -226,8 +226,9 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
       for (const UnitShard& su : shards) {
         copies.emplace_back();
         const float* host = host_of(part_shard(su, p), copies.back());
+        const bool writes = map.writes(su, rank_);
         for (const TensorSpec& t : su.layout->tensors) {
-          const FlatRange mine = writer ? slice(su, pos, t) : FlatRange{};
+          const FlatRange mine = writes ? slice(su, map.pos_of(su, rank_), t) : FlatRange{};
           const float* local =
               mine.empty() ? nullptr : host + (t.offset + mine.begin - su.shard_begin);
           arrays.push_back({hash_ranges(map, su, t), local, t.numel});
@@ -278,10 +279,14 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
   std::size_t k = 0;
   for (Part p : ckpt::kParts)
     for (const UnitShard& su : shards) {
+      if (!map.writes(su, rank_)) {
+        k += su.layout->tensors.size();
+        continue;
+      }
       std::vector<float> copy;
       const float* host = host_of(part_shard(su, p), copy);
       for (const TensorSpec& t : su.layout->tensors) {
-        const FlatRange mine = slice(su, pos, t);
+        const FlatRange mine = slice(su, map.pos_of(su, rank_), t);
         const haddr_t at = offsets[k++];
         if (!mine.empty())
           data.write(at + 4 * std::uint64_t(mine.begin),

@@ -38,9 +38,7 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
     if (!err.empty()) throw CheckpointError(path + ": " + err);
   };
   const std::vector<UnitShard> shards = state.unit_shards();
-  const ShardMap map = shard_map(comm, shards, state.writes_shard());
-  const bool writer = map.writer[std::size_t(rank_)];
-  const int pos = map.pos[std::size_t(rank_)];
+  const ShardMap map = shard_map(comm, shards);
 
   // Phase 1: every header, shape and checksum table. Metadata reads are collective (rank 0
   // reads, all receive), so every rank meets the same problem at the same place.
@@ -101,8 +99,9 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
       const ShardVec shard = part_shard(su, p);
       std::vector<float> host(std::size_t(shard.size()), 0.f);  // the padding stays 0
       std::vector<DistributedArray> arrays;
+      const bool writer = map.writes(su, rank_);
       for (const TensorSpec& t : su.layout->tensors) {
-        const FlatRange mine = slice(su, pos, t);
+        const FlatRange mine = slice(su, map.pos_of(su, rank_), t);
         float* local =
             mine.empty() ? nullptr : host.data() + (t.offset + mine.begin - su.shard_begin);
         try {

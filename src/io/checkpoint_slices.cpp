@@ -9,18 +9,27 @@ namespace fsdp::ckpt_slices {
 using ckpt::Part;
 using h5::FlatRange;
 
-ShardMap shard_map(MPI_Comm comm, const std::vector<UnitShard>& shards, bool writes) {
+ShardMap shard_map(MPI_Comm comm, const std::vector<UnitShard>& shards) {
   int size = 1;
   FSDP_MPI_CHECK(MPI_Comm_size(comm, &size));
-  const UnitShard& su = shards.front();
-  const int mine[2] = {int(su.shard_begin / su.shard), writes ? 1 : 0};
-  std::vector<int> all(2 * std::size_t(size));
-  FSDP_MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, comm));
-  ShardMap m;
-  for (int q = 0; q < size; ++q) {
-    m.pos.push_back(all[2 * q]);
-    m.writer.push_back(all[2 * q + 1]);
+  int P = 0;  // the same units, so the same placements, on every rank
+  for (const UnitShard& su : shards) P = std::max(P, su.placement + 1);
+  std::vector<int> mine(2 * std::size_t(P), 0);
+  for (const UnitShard& su : shards) {
+    mine[2 * std::size_t(su.placement)] = su.shard > 0 ? int(su.shard_begin / su.shard) : 0;
+    mine[2 * std::size_t(su.placement) + 1] = su.writes ? 1 : 0;
   }
+  std::vector<int> all(2 * std::size_t(P) * std::size_t(size));
+  FSDP_MPI_CHECK(
+      MPI_Allgather(mine.data(), 2 * P, MPI_INT, all.data(), 2 * P, MPI_INT, comm));
+  ShardMap m;
+  m.pos.assign(std::size_t(P), std::vector<int>(std::size_t(size)));
+  m.writer = m.pos;
+  for (int q = 0; q < size; ++q)
+    for (int p = 0; p < P; ++p) {
+      m.pos[std::size_t(p)][std::size_t(q)] = all[std::size_t(2 * (q * P + p))];
+      m.writer[std::size_t(p)][std::size_t(q)] = all[std::size_t(2 * (q * P + p) + 1)];
+    }
   return m;
 }
 
@@ -34,9 +43,11 @@ FlatRange slice(const UnitShard& su, int pos, const TensorSpec& t) {
 
 // Each rank's part in hashing tensor t: writers their slice, replicas nothing.
 std::vector<FlatRange> hash_ranges(const ShardMap& m, const UnitShard& su, const TensorSpec& t) {
-  std::vector<FlatRange> r(m.pos.size());
+  const std::vector<int>& pos = m.pos[std::size_t(su.placement)];
+  const std::vector<int>& writer = m.writer[std::size_t(su.placement)];
+  std::vector<FlatRange> r(pos.size());
   for (std::size_t q = 0; q < r.size(); ++q)
-    if (m.writer[q]) r[q] = slice(su, m.pos[q], t);
+    if (writer[q]) r[q] = slice(su, pos[q], t);
   return r;
 }
 

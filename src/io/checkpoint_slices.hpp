@@ -15,13 +15,20 @@
 
 namespace fsdp::ckpt_slices {
 
-// Where every rank's shard lies: its position in its shard group (unit u's shard is flat
-// elements [pos * shard, (pos + 1) * shard)) and whether it is the copy that writes and hashes.
+// Where every rank's shards lie, per placement (UnitShard::placement) and rank: its position in
+// the placement's shard group (a part's shard is flat elements [pos * shard, (pos + 1) * shard))
+// and whether it is the copy that writes and hashes.
 struct ShardMap {
-  std::vector<int> pos;
-  std::vector<int> writer;
+  std::vector<std::vector<int>> pos;
+  std::vector<std::vector<int>> writer;
+  int pos_of(const UnitShard& su, int rank) const {
+    return pos[std::size_t(su.placement)][std::size_t(rank)];
+  }
+  bool writes(const UnitShard& su, int rank) const {
+    return writer[std::size_t(su.placement)][std::size_t(rank)] != 0;
+  }
 };
-ShardMap shard_map(MPI_Comm comm, const std::vector<UnitShard>& shards, bool writes);
+ShardMap shard_map(MPI_Comm comm, const std::vector<UnitShard>& shards);
 // The elements of tensor t (in its own flat coordinates) inside shard position `pos` of su.
 h5::FlatRange slice(const UnitShard& su, int pos, const TensorSpec& t);
 // Each rank's part in hashing tensor t: writers their slice, replicas nothing.

@@ -7,11 +7,10 @@ namespace fsdp {
 
 void StagedState::allocate(CheckpointedState& live) {
   if (!units_.empty()) return;
-  writes_ = live.writes_shard();
   for (const UnitShard& s : live.unit_shards()) {
     Unit u;
-    u.meta = {s.layout, s.shard_begin, s.shard, {}, {}, {}};
-    if (writes_) {
+    u.meta = {s.layout, s.shard_begin, s.shard, {}, {}, {}, s.placement, s.writes};
+    if (s.writes) {
       const std::string tag = "checkpoint_staging::" + s.layout->name;
       const auto buffer = [&](const ShardVec& v, const char* part) {
         return ShardBuffer(tracker_, tag + part, v.size(), MemCategory::CheckpointStaging,
@@ -29,13 +28,12 @@ void StagedState::allocate(CheckpointedState& live) {
 void StagedState::stage(CheckpointedState& live) {
   allocate(live);
   const std::vector<UnitShard> shards = live.unit_shards();
-  writes_ = live.writes_shard();
   shard_group_size_ = live.shard_group_size();
   optimizer_steps_ = live.optimizer_steps();
   if (units_.size() != shards.size()) fatal("checkpoint staging: the state's units changed");
-  if (!writes_) return;
   ExecSpace().fence();  // the shards are final before they are copied
   for (std::size_t i = 0; i < shards.size(); ++i) {
+    if (!shards[i].writes) continue;
     shards[i].params.copy_to(units_[i].params.host().data());
     shards[i].exp_avg.copy_to(units_[i].exp_avg.host().data());
     shards[i].exp_avg_sq.copy_to(units_[i].exp_avg_sq.host().data());

@@ -27,7 +27,6 @@ class StagedState final : public CheckpointedState {
   std::int64_t bytes() const;
 
   std::vector<UnitShard> unit_shards() override;
-  bool writes_shard() const override { return writes_; }
   int shard_group_size() const override { return shard_group_size_; }
   int optimizer_steps() const override { return optimizer_steps_; }
   // A staged copy is only ever written, never read into.
@@ -41,7 +40,6 @@ class StagedState final : public CheckpointedState {
   };
   MemoryTracker& tracker_;
   std::vector<Unit> units_;
-  bool writes_ = false;
   int shard_group_size_ = 1, optimizer_steps_ = 0;
 };
 

@@ -17,6 +17,8 @@
 #include "model/attention_path.hpp"
 #include "model/decoder.hpp"
 #include "model/model_config.hpp"
+#include "model/parallel_context.hpp"
+#include "model/placement.hpp"
 #include "model/unit_layout.hpp"
 
 namespace fsdp {
@@ -32,6 +34,12 @@ struct DecoderOptions {
   int micro_batch = 1;
   // fsdp.mixed_precision = bf16: attention may take bf16 inputs (an architecture may ignore it).
   bool bf16_attention = false;
+  // The process groups, placed units and execution space of the run (null: a model alone).
+  const ParallelContext* parallel = nullptr;
+  // The units the model computes with: the run's placed layout, or else `own`.
+  const std::vector<UnitLayout>& units_or(const std::vector<UnitLayout>& own) const {
+    return parallel && parallel->units ? *parallel->units : own;
+  }
 };
 
 // A safetensors file's tensor shapes by name (null: the file has no such tensor).
@@ -121,6 +129,8 @@ struct Architecture {
   HfAdapter hf;
   LlmcAdapter llmc;  // empty (no functions) where llm.c writes no such model
   std::vector<ArchCheck> checks;
+  // Placement p of its tensors' TensorSpec::part; most models keep everything in one.
+  std::vector<Placement> placements{{"dense", 1}};
   // The model keys beyond the shape (model/model_keys.hpp) this architecture computes with:
   // what `fsdp-ckpt info` prints and --init-from takes from a file.
   std::vector<std::string> keys;

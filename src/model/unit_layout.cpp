@@ -16,7 +16,7 @@ const TensorSpec& UnitLayout::tensor(const std::string& suffix) const {
 }
 
 void add_tensor(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape,
-                bool decay, bool gemm) {
+                bool decay, bool gemm, int part) {
   TensorSpec t;
   t.name = name;
   t.shape = std::move(shape);
@@ -25,6 +25,7 @@ void add_tensor(UnitLayout& u, const std::string& name, std::vector<std::int64_t
   t.offset = u.numel;
   t.decay = decay;
   t.gemm = gemm;
+  t.part = part;
   u.numel += t.numel;
   u.tensors.push_back(std::move(t));
 }

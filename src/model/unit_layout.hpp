@@ -16,6 +16,10 @@ struct TensorSpec {
   std::int64_t numel = 0;
   bool decay = false;  // AdamW weight decay applies
   bool gemm = false;   // a GEMM operand: bf16 runs widen or cast it one weight at a time
+  // Which of the architecture's placements (Architecture::placements) holds it: the tensors of
+  // a unit that share one form one *part*, a flat buffer with its own shard and replicate
+  // groups (fsdp/part_layout.hpp).
+  int part = 0;
 };
 
 struct UnitLayout {
@@ -28,9 +32,9 @@ struct UnitLayout {
   const TensorSpec& tensor(const std::string& suffix) const;
 };
 
-// Appends a tensor at the end of u's flat buffer.
+// Appends a tensor at the end of u's flat buffer, in placement `part`.
 void add_tensor(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape,
-                bool decay, bool gemm);
+                bool decay, bool gemm, int part = 0);
 
 // fsdp.unit: a block is one unit, or two (its attention and its MLP sub-layers).
 enum class UnitCut { Block, Sublayer };

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "fsdp/canonical_tree.hpp"
+#include "fsdp/part_layout.hpp"
 #include "model/architecture.hpp"
 #include "plan/step_replay.hpp"
 
@@ -62,12 +63,13 @@ MemoryPlan plan_memory(const Setup& s) {
   MemoryPlan mp;
   mp.shard_group = s.shard_group();
   std::vector<std::int64_t> shards;  // nvme: the offload file holds regions of these
-  for (std::int64_t n : unit_numels(s.model)) {
-    const std::int64_t padded = s.padded_numel(n);
-    mp.params += n;
+  const RunLayout layout = place_units(s, model_units(s.model));  // each unit's parts
+  for (int u = 0; u < int(layout.units.size()); ++u) {
+    const std::int64_t padded = layout.padded(u);
+    mp.params += layout.units[std::size_t(u)].numel;
     mp.padded_params += padded;
     mp.largest_unit = std::max(mp.largest_unit, padded);
-    shards.push_back(padded / s.shard_group());
+    shards.push_back(layout.shard(u));
   }
   mp.disk_bytes = offload_file_bytes(shards, s.offload_regions());
   // MemoryTracker::on_alloc / on_free: per (space, category) and per-space totals. Deterministic

@@ -7,6 +7,7 @@
 #include "core/offload_file.hpp"
 #include "fsdp/canonical_tree.hpp"
 #include "fsdp/gather_window.hpp"
+#include "fsdp/part_layout.hpp"
 #include "fsdp/schedule.hpp"
 #include "model/architecture.hpp"
 
@@ -20,9 +21,9 @@ constexpr MemSpace kDev = MemSpace::Device;
 constexpr MemSpace kHost = MemSpace::Host;
 
 
-std::vector<std::int64_t> padded_units(const Setup& s) {
+std::vector<std::int64_t> padded_units(const RunLayout& layout) {
   std::vector<std::int64_t> p;
-  for (std::int64_t n : unit_numels(s.model)) p.push_back(s.padded_numel(n));
+  for (int u = 0; u < int(layout.units.size()); ++u) p.push_back(layout.padded(u));
   return p;
 }
 
@@ -30,6 +31,7 @@ class Replay {
  public:
   Replay(const Setup& s, int max_micro, int rank)
       : s_(s),
+        layout_(place_units(s, model_units(s.model))),
         rank_(rank),
         n_micro_(max_micro > 0 ? std::min(max_micro, s.micro_batches()) : s.micro_batches()),
         b_(element_bytes(s)),
@@ -40,22 +42,20 @@ class Replay {
         offload_(s.offload != Offload::None),
         nvme_(s.offload == Offload::Nvme),
         params_disk_(s.params_on_disk()),
-        window_(padded_units(s), s.prefetch),
+        window_(padded_units(layout_), s.prefetch),
         head_unit_(architecture_of(s.model).head_unit(s.model)),
         flops_(architecture_of(s.model).unit_flops(s.model, s.micro_batch,
                                                    s.activation_checkpointing)),
         head_flops_(architecture_of(s.model).head_flops(s.model, s.micro_batch)) {
-    const std::vector<std::int64_t> numel = unit_numels(s.model);
-    for (std::int64_t n : numel) {
-      const std::int64_t padded = s.padded_numel(n);
-      numel_.push_back(n);
-      padded_.push_back(padded);
-      shard_.push_back(padded / nshard_);
+    for (int u = 0; u < int(layout_.units.size()); ++u) {
+      numel_.push_back(layout_.units[std::size_t(u)].numel);
+      padded_.push_back(layout_.padded(u));
+      shard_.push_back(layout_.shard(u));
     }
-    const std::size_t U = numel.size();
+    const std::size_t U = numel_.size();
     gathered_.assign(U, false);
     in_flight_.assign(U, false);
-    gather_handle_.assign(U, -1);
+    gather_handle_.assign(U, {});
     staging_.assign(U, 0.0);
     upload_.assign(U, 0.0);
     grad_full_.assign(U, false);
@@ -88,10 +88,11 @@ class Replay {
     e.unit = unit;
     ev_.push_back(e);
   }
-  int issue(Coll op, Group g, double bytes, int unit, int after = -1) {
+  int issue(Coll op, Group g, double bytes, int unit, int after = -1, int placement = 0) {
     StepEvent e{StepEvent::Issue};
     e.op = op;
     e.group = g;
+    e.placement = placement;
     e.bytes = bytes;
     e.unit = unit;
     e.handle = next_handle_++;
@@ -105,7 +106,9 @@ class Replay {
     e.unit = unit;
     ev_.push_back(e);
   }
-  void blocking(Coll op, Group g, double bytes, int unit) { wait(issue(op, g, bytes, unit), unit); }
+  void blocking(Coll op, Group g, double bytes, int unit, int placement = 0) {
+    wait(issue(op, g, bytes, unit, -1, placement), unit);
+  }
   void compute(double flops, double recompute, int unit) {
     StepEvent e{StepEvent::Compute};
     e.flops = flops;
@@ -171,9 +174,11 @@ class Replay {
     }
     // AsyncCheckpointer's staging (io/checkpoint_staging.hpp): the writer rank's shards of the
     // parameters and both moments in host memory, from the first save on.
-    if (s_.checkpoint_staging) {
+    if (s_.checkpoint_staging) {  // the parts whose slices this rank writes
       double elems = 0.0;
-      for (std::int64_t n : shard_) elems += double(n);
+      for (const std::vector<UnitPart>& parts : layout_.parts)
+        for (const UnitPart& part : parts)
+          if (part_rank(s_, part.placement, rank_).replica == 0) elems += double(part.shard());
       allocate(C::CheckpointStaging, kHost, 3 * 4 * elems, -1);
     }
     // ShardedOptimizer: offload = optimizer stages fp32 parameter and gradient shards through
@@ -211,8 +216,14 @@ class Replay {
       staging_[u] = b_.param * S;
       allocate(C::CommBuffers, kDev, staging_[u], u);
     }
-    gather_handle_[u] = issue(Coll::AllGather, Group::Shard, b_.param * P, u, after);
-    ev_.back().carried_lead = lead;
+    // One all-gather per part, over the part's shard group.
+    gather_handle_[u].clear();
+    for (const UnitPart& part : layout_.parts[std::size_t(u)]) {
+      gather_handle_[u].push_back(issue(Coll::AllGather, Group::Shard,
+                                        b_.param * double(part.padded), u, after, part.placement));
+      ev_.back().carried_lead = lead;
+    }
+    (void)P;
     gathered_[u] = true;
     in_flight_[u] = true;
   }
@@ -274,7 +285,7 @@ class Replay {
     if (!sharded_) return;
     if (window_.claim(stage)) issue_gather(u);
     if (in_flight_[u]) {
-      wait(gather_handle_[u], u);
+      for (int h : gather_handle_[u]) wait(h, u);
       in_flight_[u] = false;
       if (staging_[u] > 0) deallocate(C::CommBuffers, kDev, staging_[u], u);
       staging_[u] = 0;
@@ -302,7 +313,7 @@ class Replay {
   void finish_pipeline() {
     for (std::size_t u = 0; u < gathered_.size(); ++u) {
       if (in_flight_[u]) {
-        wait(gather_handle_[u], int(u));
+        for (int h : gather_handle_[u]) wait(h, int(u));
         in_flight_[u] = false;
         if (staging_[u] > 0) deallocate(C::CommBuffers, kDev, staging_[u], int(u));
         staging_[u] = 0;
@@ -324,7 +335,7 @@ class Replay {
   // ---- Engine: gradients and reductions -----------------------------------------------------
   struct Pending {
     int unit;
-    int handle;
+    std::vector<int> handles;  // one per part (ddp: one for the unit)
     double recv_bytes;
     bool first = false;  // the step's first reduction into the unit's gradient shard
   };
@@ -344,9 +355,9 @@ class Replay {
   void finish_unit_backward(int u, bool reduce_now) {
     if (!reduce_now) return;
     const double wire = wire_bytes() * double(padded_[u]);
-    Pending p{u, -1, 0.0};
+    Pending p{u, {}, 0.0};
     if (strategy_ == Strategy::DDP) {
-      p.handle = issue(Coll::AllReduce, Group::Replicate, wire, u);
+      p.handles.push_back(issue(Coll::AllReduce, Group::Replicate, wire, u));
     } else {
       // The step's first reduction into a gradient shard lands in it directly (no buffer),
       // unless the shard is in host memory (offload = params).
@@ -355,7 +366,9 @@ class Replay {
       fresh_[u] = false;
       p.recv_bytes = direct ? 0.0 : b_.grad * double(shard_[u]);
       if (!direct) allocate(C::CommBuffers, kDev, p.recv_bytes, u);
-      p.handle = issue(Coll::ReduceScatter, Group::Shard, wire, u);
+      for (const UnitPart& part : layout_.parts[std::size_t(u)])
+        p.handles.push_back(issue(Coll::ReduceScatter, Group::Shard,
+                                  wire_bytes() * double(part.padded), u, -1, part.placement));
     }
     pending_.push_back(p);
     drain(std::size_t(std::max(1, k_)));
@@ -365,11 +378,13 @@ class Replay {
     while (pending_.size() > keep) {
       const Pending p = pending_.front();
       pending_.erase(pending_.begin());
-      wait(p.handle, p.unit);
+      for (int h : p.handles) wait(h, p.unit);
       if (strategy_ == Strategy::DDP) continue;
       const double S = double(shard_[p.unit]);
-      if (s_.replicate_group() > 1)
-        blocking(Coll::AllReduce, Group::Replicate, wire_bytes() * S, p.unit);
+      for (const UnitPart& part : layout_.parts[std::size_t(p.unit)])
+        if (part.replicate_group > 1)
+          blocking(Coll::AllReduce, Group::Replicate, wire_bytes() * double(part.shard()), p.unit,
+                   part.placement);
       // offload = params: the reduced shard goes down into the gradient shard on the host;
       // a later one of the step through a host buffer, added there.
       if (s_.offloads_params() && shards_grads(strategy_)) {
@@ -473,7 +488,6 @@ class Replay {
   // replicas, the all-gather of the slice over the replicate group.
   void tree_reduce_grads() {
     const int N = s_.ranks, G = n_micro_ * N;
-    const int S = nshard_, R = N / S;
     const std::vector<TreeNode> mine = canonical_cover(G, rank_ * n_micro_, (rank_ + 1) * n_micro_);
     for (const TreeNode& t : mine) {
       tree_accumulate(t.lo, t.hi);
@@ -499,10 +513,13 @@ class Replay {
       const bool down = s_.offloads_params() && shards_grads(strategy_);
       const double assembled = 4.0 * double(shard_[u]);
       if (down) allocate(C::CommBuffers, kDev, assembled, int(u));
-      if (R > 1) {
-        allocate(C::CommBuffers, kDev, P / N, int(u));
-        blocking(Coll::AllGather, Group::Replicate, P / S, int(u));
-        deallocate(C::CommBuffers, kDev, P / N, int(u));
+      for (const UnitPart& part : layout_.parts[u]) {  // a part with replicas: its slice
+        if (part.replicate_group == 1) continue;
+        const double slice = 4.0 * double(part.padded) / N;
+        allocate(C::CommBuffers, kDev, slice, int(u));
+        blocking(Coll::AllGather, Group::Replicate, 4.0 * double(part.shard()), int(u),
+                 part.placement);
+        deallocate(C::CommBuffers, kDev, slice, int(u));
       }
       if (down) blocking(Coll::DeviceToHost, Group::Pcie, assembled, int(u));
       deallocate(C::CommBuffers, kDev, P * rounds, int(u));
@@ -516,13 +533,20 @@ class Replay {
     if (nvme_) prefetch_state();
     double elems = 0.0;
     for (std::int64_t n : shard_) elems += double(n);
-    // The global gradient norm: one double, or (deterministic) one per 1024-element block.
-    if (!s_.deterministic) {
-      blocking(Coll::AllReduce, Group::Shard, 8.0, -1);
-    } else if (nshard_ > 1) {
-      double blocks = 0.0;
-      for (std::int64_t n : numel_) blocks += double((n + kNormBlock - 1) / kNormBlock);
-      blocking(Coll::AllReduce, Group::Shard, 8.0 * blocks, -1);
+    // The global gradient norm: one double per placement over its shard group, or
+    // (deterministic) one per 1024-element block of the placement's parts.
+    std::vector<double> blocks(s_.placements.size(), -1.0);  // -1: no part of this placement
+    for (const std::vector<UnitPart>& parts : layout_.parts)
+      for (const UnitPart& part : parts)
+        blocks[std::size_t(part.placement)] =
+            std::max(0.0, blocks[std::size_t(part.placement)]) +
+            double((part.numel + kNormBlock - 1) / kNormBlock);
+    for (int p = 0; p < int(blocks.size()); ++p) {
+      if (blocks[std::size_t(p)] < 0) continue;
+      if (!s_.deterministic)
+        blocking(Coll::AllReduce, Group::Shard, 8.0, -1, p);
+      else if (s_.part_shard_group(p) > 1)
+        blocking(Coll::AllReduce, Group::Shard, 8.0 * blocks[std::size_t(p)], -1, p);
     }
     if (nvme_) {
       streamed_optimizer();
@@ -625,6 +649,7 @@ class Replay {
   }
 
   const Setup& s_;
+  RunLayout layout_;  // the units' parts, as the engine places them (fsdp/part_layout.hpp)
   int rank_;  // deterministic mode: whose micro-batches (their tree nodes differ by rank)
   int n_micro_;
   ElementBytes b_;
@@ -641,7 +666,7 @@ class Replay {
   std::vector<std::int64_t> numel_, padded_, shard_;
   std::vector<bool> gathered_, in_flight_, grad_full_;
   std::vector<bool> fresh_;  // per unit: no reduction has reached its gradient shard this step
-  std::vector<int> gather_handle_;
+  std::vector<std::vector<int>> gather_handle_;  // per unit, one per part
   std::vector<double> staging_;
   std::vector<double> upload_;  // offload = params under bf16: the host cast, per unit
   std::vector<int> sched_;

@@ -32,6 +32,7 @@ struct StepEvent {
   double recompute_flops = 0.0;  // Compute: activation-checkpointing recompute
   Coll op = Coll::AllGather;     // Issue
   Group group = Group::Shard;    // Issue
+  int placement = 0;             // Issue over Shard or Replicate: whose part's groups
   bool on_host = false;          // Optimizer: runs on the host (offload)
   int handle = -1;               // Issue/Wait
   int after = -1;                // Issue: starts only once this handle's transfer is done

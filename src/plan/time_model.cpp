@@ -17,9 +17,10 @@ struct GroupShape {
 };
 
 // Ranks are placed in blocks of ranks_per_node; shard groups are consecutive ranks and
-// replicate groups take every shard_group-th rank (comm/process_groups.hpp).
-GroupShape group_shape(const Setup& s, Group g) {
-  const int rpn = s.ranks_per_node(), S = s.shard_group();
+// replicate groups take every shard_group-th rank (comm/process_groups.hpp). A part on 1/k of
+// the shard group (placement p) has groups of the same shape over its own sizes.
+GroupShape group_shape(const Setup& s, Group g, int placement) {
+  const int rpn = s.ranks_per_node(), S = s.part_shard_group(placement);
   GroupShape gs;
   switch (g) {
     case Group::Shard:
@@ -27,7 +28,7 @@ GroupShape group_shape(const Setup& s, Group g) {
       gs.per_node = std::min(S, rpn);
       break;
     case Group::Replicate:
-      gs.n = s.replicate_group();
+      gs.n = s.part_replicate_group(placement);
       gs.per_node = S >= rpn ? 1 : std::min(gs.n, rpn / S);
       break;
     case Group::World:
@@ -58,7 +59,8 @@ double intra_busbw(const Machine& m, Coll op) {
 
 }  // namespace
 
-double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes) {
+double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes,
+                          int placement) {
   if (op == Coll::HostToDevice || op == Coll::DeviceToHost)  // no PCIe: one shared memory
     return m.pcie_bandwidth > 0 ? bytes / m.pcie_bandwidth : 0.0;
   if (op == Coll::DiskRead || op == Coll::DiskWrite) {
@@ -70,7 +72,7 @@ double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, do
                                "_bandwidth: fsdp-bench machine --offload-path DIR measures it");
     return bytes * double(s.ranks_per_node()) / node;
   }
-  const GroupShape gs = group_shape(s, g);
+  const GroupShape gs = group_shape(s, g, placement);
   if (gs.n == 1) {
     // SingleCommunicator: an all-gather or reduce-scatter is a local copy; an all-reduce is
     // nothing at all.
@@ -93,11 +95,12 @@ double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, do
   return latency + bus_factor(op, gs.n) * bytes / bw;
 }
 
-double emulated_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes) {
+double emulated_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes,
+                        int placement) {
   if (!m.emulated() || op == Coll::HostToDevice || op == Coll::DeviceToHost ||
       op == Coll::DiskRead || op == Coll::DiskWrite)
     return 0.0;
-  const int n = group_shape(s, g).n;
+  const int n = group_shape(s, g, placement).n;
   const double bus = n == 1 ? bytes : bus_factor(op, n) * bytes;  // comm/communicator.cpp
   return m.emulate_latency_s + (m.emulate_busbw > 0 ? bus / m.emulate_busbw : 0.0);
 }
@@ -147,9 +150,9 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
         // PCIe copies and disk requests: queues of their own beside the network, one at a time.
         const bool off_network = e.group == Group::Pcie || disk;
         const int ch = disk ? 2 : off_network ? 1 : 0;
-        double real = collective_seconds(s, m, e.op, e.group, e.bytes);
+        double real = collective_seconds(s, m, e.op, e.group, e.bytes, e.placement);
         if (!m.comm_overlaps_compute) real *= slice;  // the copies run on the sliced cores
-        const double emu = emulated_seconds(s, m, e.op, e.group, e.bytes);
+        const double emu = emulated_seconds(s, m, e.op, e.group, e.bytes, e.placement);
         const double lead = e.carried_lead >= 0 ? e.carried_lead * optimizer_s : 0.0;
         double end;
         if (!off_network && !m.comm_overlaps_compute) {

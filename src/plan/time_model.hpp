@@ -60,9 +60,13 @@ TimePlan plan_time(const Setup& s, const Machine& m);
 // node. A group of one rank copies locally. Host<->device copies (Group::Pcie) take
 // bytes / pcie_bandwidth; disk reads and writes (Group::Disk) bytes over the rank's share of the
 // node's disk bandwidth. Excludes link emulation.
-double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes);
+// placement: for Group::Shard and Group::Replicate, the part whose groups they are
+// (RunSetup::part_shard_group).
+double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes,
+                          int placement = 0);
 // The emulated link's delay for the same collective (0 when not emulated).
-double emulated_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes);
+double emulated_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes,
+                        int placement = 0);
 
 // The assumptions behind a prediction, one line each, for the CLI and the docs.
 std::vector<std::string> time_assumptions(const Setup& s, const Machine& m);

@@ -140,14 +140,17 @@ void load_weights(const std::string& path, Engine& engine, Checkpointer& checkpo
     const ShardedUnit& su = engine.units()[std::size_t(u)];
     const ShardVec shard = engine.param_shard(u);
     std::vector<float> host(std::size_t(shard.size()), 0.f);  // the padding stays 0
-    const h5::FlatRange mine{su.shard_begin, su.shard_begin + su.shard};
-    for (const TensorSpec& t : su.layout->tensors) {
-      const h5::FlatRange r = h5::intersect(mine, {t.offset, t.offset + t.numel});
-      if (r.empty() || !err.empty()) continue;
-      try {
-        src->read(t, r.begin - t.offset, r.end - t.offset, host.data() + (r.begin - su.shard_begin));
-      } catch (const std::exception& e) {
-        err = e.what();
+    for (const PartShard& ps : su.parts) {  // this rank's slice of each part
+      const h5::FlatRange mine{ps.flat_begin(), ps.flat_begin() + ps.shard};
+      for (const TensorSpec& t : su.layout->tensors) {
+        const h5::FlatRange r = h5::intersect(mine, {t.offset, t.offset + t.numel});
+        if (r.empty() || !err.empty()) continue;
+        try {
+          src->read(t, r.begin - t.offset, r.end - t.offset,
+                    host.data() + ps.shard_offset + (r.begin - mine.begin));
+        } catch (const std::exception& e) {
+          err = e.what();
+        }
       }
     }
     shard.copy_from(host.data());

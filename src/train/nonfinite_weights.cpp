@@ -22,7 +22,7 @@ std::string first_nonfinite_param(Engine& engine, MPI_Comm world) {
     const std::vector<float> v = engine.param_shard(u).values();
     for (std::size_t i = 0; i < v.size(); ++i)
       if (!std::isfinite(v[i])) {
-        mine = std::int64_t(u) * kUnitStride + su.shard_begin + std::int64_t(i);
+        mine = std::int64_t(u) * kUnitStride + su.flat_of(std::int64_t(i));
         value = v[i];
         break;
       }

@@ -130,9 +130,12 @@ void Trainer::make_groups(MPI_Comm world) {
   comm::MpiOptions mpi_options;
   mpi_options.progress_thread = cfg_.comm.progress_thread;
   comm::TrainingGroups made;
+  std::vector<int> splits;  // the mesh's parts on groups of their own (fsdp/part_layout.hpp)
+  for (int p = 0; p < int(setup_.placements.size()); ++p)
+    if (setup_.part_split(p) > 1) splits.push_back(setup_.part_split(p));
   try {
     made = comm::make_training_groups(world, setup_.shard_group(), cfg_.comm.backend, link,
-                                      mpi_options);
+                                      mpi_options, splits);
   } catch (const comm::BackendError& e) {
     throw SetupError(e.what(), true);
   }
@@ -141,6 +144,9 @@ void Trainer::make_groups(MPI_Comm world) {
     for (const std::string& path : made.paths) std::printf("fsdp-train: comm %s\n", path.c_str());
   for (comm::Communicator* c : {groups_.world.get(), groups_.shard.get(), groups_.replicate.get()})
     c->set_check_collectives(cfg_.debug.check_collectives);
+  for (auto& [k, g] : groups_.splits)
+    for (comm::Communicator* c : {g.shard.get(), g.replicate.get()})
+      c->set_check_collectives(cfg_.debug.check_collectives);
   if (!opts_.trace_path.empty() || opts_.trace_in_memory) trace_.enable(opts_.trace_path, rank_);
 }
 

@@ -105,7 +105,8 @@ std::unique_ptr<Communicator> make_device_communicator(MPI_Comm comm, const std:
 ProcessGroups make_device_process_groups(MPI_Comm world, int shard_group_size,
                                          const std::string& backend, LinkEmulation link,
                                          std::string& description,
-                                         const DeviceCommOptions& options) {
+                                         const DeviceCommOptions& options,
+                                         const std::vector<int>& splits) {
   int rank = 0, n = 0;
   FSDP_MPI_CHECK(MPI_Comm_rank(world, &rank));
   FSDP_MPI_CHECK(MPI_Comm_size(world, &n));
@@ -125,6 +126,18 @@ ProcessGroups make_device_process_groups(MPI_Comm world, int shard_group_size,
   description += "\n" + line;
   g.replicate = device_split(world, rank % s, rank, backend, link, line, options, "replicate");
   description += "\n" + line;
+  for (int k : splits) {
+    if (k <= 1 || g.splits.count(k)) continue;
+    if (s % k != 0) fatal("comm::make_device_process_groups: a part split " + std::to_string(k) +
+                          " of shard groups of " + std::to_string(s) + " ranks");
+    const auto [shard_color, replicate_color] = split_colors(rank, s, k);
+    SplitGroups& sg = g.splits[k];
+    sg.shard = device_split(world, shard_color, rank, backend, link, line, options, "part shard");
+    description += "\n" + line;
+    sg.replicate =
+        device_split(world, replicate_color, rank, backend, link, line, options, "part replicate");
+    description += "\n" + line;
+  }
   return g;
 }
 

@@ -38,7 +38,8 @@ std::unique_ptr<Communicator> make_device_communicator(MPI_Comm comm, const std:
 ProcessGroups make_device_process_groups(MPI_Comm world, int shard_group_size,
                                          const std::string& backend, LinkEmulation link,
                                          std::string& description,
-                                         const DeviceCommOptions& options = {});
+                                         const DeviceCommOptions& options = {},
+                                         const std::vector<int>& splits = {});
 
 // Collective over comm: makes GPU (node-local rank mod GPUs on this rank) current and returns
 // it; -1 when this rank sees no GPU.

@@ -286,6 +286,9 @@ std::unique_ptr<Decoder> build_skeleton(const ModelConfig& m, const BlockSpec& s
                                         std::vector<UnitLayout> units, int head_unit,
                                         AttentionPath attention, const DecoderOptions& o,
                                         MemoryTracker& tracker) {
+  // The run's placed layout where there is one: its offsets are where the engine puts each
+  // tensor of the gathered unit.
+  if (o.parallel && o.parallel->units) units = *o.parallel->units;
   return std::make_unique<DecoderSkeleton>(m, s, std::move(units), head_unit, attention,
                                            o.micro_batch, tracker, o.bf16_attention);
 }

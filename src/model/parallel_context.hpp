@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+// What a model is given beyond its parameters when it is built (Architecture::build): the run's
+// process groups, so that it can issue collectives of its own (an expert token exchange, a
+// tensor-parallel sum) ordered like the engine's; its units as the run placed them (each part's
+// tensors together, every part padded: fsdp/part_layout.hpp), whose offsets its kernels must
+// read; and the execution-space instance its kernels run on.
+#pragma once
+#include <vector>
+
+#include "comm/process_groups.hpp"
+#include "core/types.hpp"
+#include "model/unit_layout.hpp"
+
+namespace fsdp {
+
+struct ParallelContext {
+  comm::ProcessGroups* groups = nullptr;           // null: a model on its own (tests, benches)
+  const std::vector<UnitLayout>* units = nullptr;  // null: the architecture's own layout
+  ExecSpace exec{};
+};
+
+}  // namespace fsdp
