@@ -23,8 +23,9 @@ foreach(np 1 2 3 4)
   set_property(TEST test_golden_np${np} APPEND PROPERTY ENVIRONMENT "OPENBLAS_CORETYPE=Haswell")
   set_property(TEST test_golden_np${np} PROPERTY SKIP_REGULAR_EXPRESSION "SKIPPED: ")
 endforeach()
-# A second architecture registered inside the test: the model seam, at np 1..3.
-set(FSDP_MPI_TEST_NPS 1 2 3)
+# A second architecture registered inside the test: the model seam, at np 1..3; its two-part
+# form at np 4 too (one part over 4 ranks, one over 2 with a replica of 2).
+set(FSDP_MPI_TEST_NPS 1 2 3 4)
 fsdp_add_mpi_test(test_toy_architecture ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_toy_architecture.cpp)
 unset(FSDP_MPI_TEST_NPS)
 # fsdp.offload = nvme against the run in memory (the issue's np 1-3; files under /tmp).

@@ -8,6 +8,13 @@
 // The toy is a residual tanh MLP over token embeddings with an untied LM head that is a unit of
 // its own (as torchtitan groups [norm, output]): units [tok, mix.0 .. mix.{L-1}, head]. It
 // exercises what GPT-2 does not: a head unit other than unit 0, whose body stages do nothing.
+//
+// Its second form (toy_parts) has units made of two parts on different groups: each mix unit
+// adds an output matrix, x + tanh(x W) V, and V and the head are in a placement sharded over half
+// the shard group (at np 4 zero3: W over all 4 ranks, V over 2 with a replica of 2). It trains
+// with zero3 and hybrid in deterministic mode to the same bits as one rank, checkpoints, resumes
+// at np 2 bitwise, is planned byte for byte, offloads to host memory and to a file, and a rank
+// count the split cannot divide is refused.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -35,8 +42,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kToy = "toy_mlp";
+constexpr const char* kToyParts = "toy_parts";  // the two-part form
+constexpr int kHalf = 1;                         // its placement over half the shard group
 
-std::vector<UnitLayout> toy_units(const ModelConfig& m) {
+std::vector<UnitLayout> toy_units(const ModelConfig& m, bool parts) {
   const std::int64_t C = m.n_embd, V = m.vocab_size;
   std::vector<UnitLayout> units(std::size_t(m.n_layer) + 2);
   units[0].name = "tok";
@@ -45,10 +54,11 @@ std::vector<UnitLayout> toy_units(const ModelConfig& m) {
     UnitLayout& u = units[std::size_t(l) + 1];
     u.name = "mix." + std::to_string(l);
     u.layer = l;
+    if (parts) add_tensor(u, u.name + ".out", {C, C}, true, true, kHalf);  // listed first on purpose
     add_tensor(u, u.name + ".weight", {C, C}, true, true);
   }
   units.back().name = "head";
-  add_tensor(units.back(), "head.weight", {C, V}, true, true);
+  add_tensor(units.back(), "head.weight", {C, V}, true, true, parts ? kHalf : 0);
   return units;
 }
 
@@ -61,9 +71,11 @@ std::int64_t toy_activations(const ModelConfig& m, int B, bool) {
 
 class ToyModel final : public Decoder {
  public:
-  ToyModel(const ModelConfig& m, int B, MemoryTracker& tracker)
-      : cfg_(m), units_(toy_units(m)), B_(B), T_(m.block_size), C_(m.n_embd), V_(m.vocab_size),
-        L_(m.n_layer) {
+  // units: where the engine placed the tensors (the two-part form's offsets move).
+  ToyModel(const ModelConfig& m, std::vector<UnitLayout> units, bool parts, int B,
+           MemoryTracker& tracker)
+      : cfg_(m), units_(std::move(units)), parts_(parts), B_(B), T_(m.block_size), C_(m.n_embd),
+        V_(m.vocab_size), L_(m.n_layer) {
     const std::int64_t BT = std::int64_t(B_) * T_, BTC = BT * C_;
     inputs_ = TokenView("toy::inputs", BT);
     targets_ = TokenView("toy::targets", BT);
@@ -97,25 +109,27 @@ class ToyModel final : public Decoder {
           "toy::embed", Kokkos::RangePolicy<ExecSpace>(0, BT), KOKKOS_LAMBDA(const int bt) {
             for (int c = 0; c < C; ++c) x(bt, c) = tok(in(bt), c);
           });
-    } else if (u <= L_) {  // x_{l+1} = x_l + tanh(x_l W)
+    } else if (u <= L_) {  // x_{l+1} = x_l + tanh(x_l W) (two parts: x_l + tanh(x_l W) V)
       const int l = u - 1;
       const Mat t = mat(t_[std::size_t(l)]), next = mat(x_[std::size_t(l) + 1]);
       const ConstMat x = mat(x_[std::size_t(l)]);
-      kernels::gemm("N", "N", 1.f, x, p.weight(0, C, C), 0.f, t);
+      kernels::gemm("N", "N", 1.f, x, p.weight(off(u, ".weight"), C, C), 0.f, t);
+      const bool plain = !parts_;
       Kokkos::parallel_for(
           "toy::mix", Kokkos::RangePolicy<ExecSpace>(0, BT), KOKKOS_LAMBDA(const int bt) {
             for (int c = 0; c < C; ++c) {
               t(bt, c) = std::tanh(t(bt, c));
-              next(bt, c) = x(bt, c) + t(bt, c);
+              next(bt, c) = x(bt, c) + (plain ? t(bt, c) : 0.f);
             }
           });
+      if (parts_) kernels::gemm("N", "N", 1.f, t, p.weight(off(u, ".out"), C, C), 1.f, next);
     }  // the head unit's body: nothing (its tensor is the head's)
   }
 
   double head_forward(const UnitParams& p) override {
     const int BT = B_ * T_;
-    kernels::gemm("N", "N", 1.f, mat(x_[std::size_t(L_)]), p.weight(0, C_, V_), 0.f,
-                  Mat(logits_.data(), BT, V_));
+    kernels::gemm("N", "N", 1.f, mat(x_[std::size_t(L_)]), p.weight(off(L_ + 1, "head.weight"), C_, V_),
+                  0.f, Mat(logits_.data(), BT, V_));
     kernels::cross_entropy_forward(losses_.vec(), ConstMat(logits_.data(), BT, V_), targets_);
     auto host = Kokkos::create_mirror_view_and_copy(HostSpace(), losses_.vec());
     seq_.assign(std::size_t(B_), 0.0);
@@ -133,9 +147,10 @@ class ToyModel final : public Decoder {
     const int BT = B_ * T_;
     const Mat dlogits(logits_.data(), BT, V_);
     kernels::cross_entropy_backward(dlogits, targets_, dloss / BT);
+    const std::int64_t h = off(L_ + 1, "head.weight");
     kernels::gemm("T", "N", 1.f, mat(x_[std::size_t(L_)]), dlogits, 1.f,
-                  Mat(grad.data(), C_, V_));
-    kernels::gemm("N", "T", 1.f, dlogits, p.weight(0, C_, V_), 0.f, mat(dx_));
+                  Mat(grad.data() + h, C_, V_));
+    kernels::gemm("N", "T", 1.f, dlogits, p.weight(h, C_, V_), 0.f, mat(dx_));
   }
 
   void backward_unit(int u, const UnitParams& p, Vec grad) override {
@@ -149,15 +164,24 @@ class ToyModel final : public Decoder {
             for (int bt = 0; bt < BT; ++bt) dtok(in(bt), c) += dx(bt, c);
           });
     } else if (u <= L_) {  // dt = dx (1 - t^2); dW += x^T dt; dx += dt W^T
+      // Two parts: dV += t^T dx and the tanh's gradient is dx V^T (1 - t^2).
       const int l = u - 1;
       const ConstMat t = mat(t_[std::size_t(l)]);
       const Mat dx = mat(dx_), dt = mat(dt_);
+      const bool plain = !parts_;
+      if (parts_) {
+        const std::int64_t v = off(u, ".out");
+        kernels::gemm("T", "N", 1.f, t, dx, 1.f, Mat(grad.data() + v, C, C));
+        kernels::gemm("N", "T", 1.f, dx, p.weight(v, C, C), 0.f, dt);
+      }
       Kokkos::parallel_for(
           "toy::mix_backward", Kokkos::RangePolicy<ExecSpace>(0, BT), KOKKOS_LAMBDA(const int bt) {
-            for (int c = 0; c < C; ++c) dt(bt, c) = dx(bt, c) * (1.f - t(bt, c) * t(bt, c));
+            for (int c = 0; c < C; ++c)
+              dt(bt, c) = (plain ? dx(bt, c) : dt(bt, c)) * (1.f - t(bt, c) * t(bt, c));
           });
-      kernels::gemm("T", "N", 1.f, mat(x_[std::size_t(l)]), dt, 1.f, Mat(grad.data(), C, C));
-      kernels::gemm("N", "T", 1.f, dt, p.weight(0, C, C), 1.f, dx);
+      const std::int64_t w = off(u, ".weight");
+      kernels::gemm("T", "N", 1.f, mat(x_[std::size_t(l)]), dt, 1.f, Mat(grad.data() + w, C, C));
+      kernels::gemm("N", "T", 1.f, dt, p.weight(w, C, C), 1.f, dx);
     }
   }
 
@@ -174,9 +198,13 @@ class ToyModel final : public Decoder {
 
  private:
   Mat mat(const TrackedBuffer& b) const { return Mat(b.data(), std::int64_t(B_) * T_, C_); }
+  std::int64_t off(int u, const std::string& suffix) const {
+    return units_[std::size_t(u)].tensor(suffix).offset;
+  }
 
   ModelConfig cfg_;
   std::vector<UnitLayout> units_;
+  bool parts_;
   int B_, T_, C_, V_, L_;
   TokenView inputs_, targets_;
   std::vector<TrackedBuffer> x_, t_;
@@ -184,11 +212,12 @@ class ToyModel final : public Decoder {
   std::vector<double> seq_;
 };
 
-Architecture toy_architecture() {
+Architecture toy_architecture(bool parts = false) {
   Architecture a;
-  a.name = kToy;
+  a.name = parts ? kToyParts : kToy;
   a.family = "toy MLP";
-  a.units = toy_units;
+  a.units = [parts](const ModelConfig& m) { return toy_units(m, parts); };
+  if (parts) a.placements = {{"dense", 1}, {"half", 2}};
   a.init_unit = [](const ModelConfig&, const UnitLayout& u, float* full, std::uint64_t seed) {
     for (const TensorSpec& t : u.tensors) {
       const std::uint64_t s = tensor_stream(seed, t.name);
@@ -197,23 +226,27 @@ Architecture toy_architecture() {
     }
   };
   a.head_unit = [](const ModelConfig& m) { return m.n_layer + 1; };
-  a.build = [](const ModelConfig& m, const DecoderOptions& o, MemoryTracker& tracker) {
-    return std::unique_ptr<Decoder>(std::make_unique<ToyModel>(m, o.micro_batch, tracker));
+  a.build = [parts](const ModelConfig& m, const DecoderOptions& o, MemoryTracker& tracker) {
+    return std::unique_ptr<Decoder>(std::make_unique<ToyModel>(
+        m, o.units_or(toy_units(m, parts)), parts, o.micro_batch, tracker));
   };
   a.activation_elements = toy_activations;
   a.bf16_scratch_elements = [](const ModelConfig&, int) { return std::int64_t(0); };
-  a.unit_flops = [](const ModelConfig& m, int B, bool) {
+  a.unit_flops = [parts](const ModelConfig& m, int B, bool) {
     const double tok = double(B) * m.block_size, C = m.n_embd;
     std::vector<UnitFlops> f(std::size_t(m.n_layer) + 2);
-    for (int l = 1; l <= m.n_layer; ++l) f[std::size_t(l)] = {2 * C * C * tok, 4 * C * C * tok, 0};
+    const double k = parts ? 2 : 1;  // matrices per mix unit
+    for (int l = 1; l <= m.n_layer; ++l)
+      f[std::size_t(l)] = {k * 2 * C * C * tok, k * 4 * C * C * tok, 0};
     return f;
   };
   a.head_flops = [](const ModelConfig& m, int B) {
     const double x = 2.0 * m.n_embd * m.vocab_size * double(B) * m.block_size;
     return UnitFlops{x, 2 * x, 0};
   };
-  a.flops_per_token = [](const ModelConfig& m) {
-    return 6.0 * (double(m.n_layer) * m.n_embd * m.n_embd + double(m.n_embd) * m.vocab_size);
+  a.flops_per_token = [parts](const ModelConfig& m) {
+    return 6.0 * ((parts ? 2.0 : 1.0) * m.n_layer * m.n_embd * m.n_embd +
+                  double(m.n_embd) * m.vocab_size);
   };
   a.flops_formula = "6 (L C^2 + C V)";
   a.recompute_formula = "nothing";
@@ -227,13 +260,15 @@ Architecture toy_architecture() {
                                   {"torch_dtype", dtype}}
                .dump(2);
   };
-  a.hf.recognizes = [](const TensorShapes& t) { return t("tok.weight") != nullptr; };
-  a.hf.read_shape = [](const TensorShapes& t, const std::string& file, const nlohmann::json*,
-                       const std::string&) {
+  a.hf.recognizes = [parts](const TensorShapes& t) {
+    return t("tok.weight") != nullptr && (t("mix.0.out") != nullptr) == parts;
+  };
+  a.hf.read_shape = [parts](const TensorShapes& t, const std::string& file,
+                            const nlohmann::json*, const std::string&) {
     const auto* tok = t("tok.weight");
     if (!tok || tok->size() != 2) throw std::invalid_argument(file + ": tok.weight: missing");
     ModelConfig m;
-    m.arch = kToy;
+    m.arch = parts ? kToyParts : kToy;
     m.n_head = 0;
     m.vocab_size = int((*tok)[0]);
     m.n_embd = int((*tok)[1]);
@@ -379,4 +414,120 @@ TEST_CASE("a second architecture trains, checkpoints, resumes and plans through 
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank_of(MPI_COMM_WORLD) == 0) fs::remove_all(tmp);
+}
+
+TEST_CASE("units of two parts on different groups train, checkpoint, resume at np 2 and plan",
+          "[arch][parts]") {
+  register_architecture(toy_architecture(/*parts=*/true));
+  const int N = test::world_size(), me = rank_of(MPI_COMM_WORLD);
+  const std::string tmp = shared_tmp_dir();
+  const auto config = [&](const std::string& strategy, const std::string& dir) {
+    RunConfig c = toy_config(strategy, dir);
+    c.model.arch = kToyParts;
+    c.train.deterministic = true;  // the same bits at any N: one rank is the reference
+    c.fsdp.shard_group_size = strategy == "hybrid" ? std::max(1, N / 2) : 0;
+    return c;
+  };
+
+  if (N == 3) {  // half of a shard group of 3: refused with the placement named, before a step
+    std::string error;
+    try {
+      Trainer t(config("zero3", tmp + "/three"), MPI_COMM_WORLD, test::quiet());
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    INFO(error);
+    CHECK(error.find("its 'half' tensors are sharded over 1/2 of the shard group") !=
+          std::string::npos);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 0) fs::remove_all(tmp);
+    return;
+  }
+
+  std::vector<double> single;
+  {
+    Trainer t(config("zero3", tmp + "/self" + std::to_string(me)), MPI_COMM_SELF, test::quiet());
+    single = t.run().losses;
+  }
+  REQUIRE(single.size() == 6);
+  CHECK(single.back() < single.front() - 0.1);  // it learns
+
+  for (const char* strategy : {"zero3", "hybrid"}) {
+    INFO(strategy << " on " << N << " rank(s)");
+    const std::string dir = tmp + "/" + strategy;
+    RunConfig cfg = config(strategy, dir + "/straight");
+    std::vector<double> straight;
+    {
+      Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+      // Each mix unit: W over the whole shard group, V over half of it with twice the replicas.
+      const ShardedUnit& mix = t.engine().units()[1];
+      const int S = t.engine().shard_group_size();
+      REQUIRE(mix.parts.size() == 2);
+      CHECK(mix.parts[0].shard_comm->size() == S);
+      CHECK(mix.parts[0].replicate_comm->size() == N / S);
+      CHECK(mix.parts[1].shard_comm->size() == std::max(1, S / 2));
+      CHECK(mix.parts[1].replicate_comm->size() == N / std::max(1, S / 2));
+      CHECK(mix.layout->tensor(".weight").offset == 0);  // the dense part first, then V's
+      CHECK(mix.layout->tensor(".out").offset == mix.parts[1].part.base);
+      straight = t.run().losses;
+      const plan::MemoryPlan p = plan::plan_memory(
+          plan::setup_from_config(cfg, N, 1, kernels::gemm_bf16_computes()));
+      const MemoryTracker& m = t.tracker();
+      REQUIRE(p.padded_params == t.engine().padded_params());
+      for (int ci = 0; ci < kNumMemCategories; ++ci) {
+        INFO("category " << to_string(MemCategory(ci)));
+        CHECK(p.device(MemCategory(ci)) == m.peak(MemCategory(ci), MemSpace::Device));
+        CHECK(p.host(MemCategory(ci)) == m.peak(MemCategory(ci), MemSpace::Host));
+      }
+    }
+    CHECK(straight == single);  // deterministic mode: one rank's bits
+
+    // 3 steps and a checkpoint at N, then the rest on the first two ranks: the same bits.
+    cfg.checkpoint.dir = dir + "/split";
+    cfg.checkpoint.every = 3;
+    cfg.train.steps = 3;
+    { Trainer(cfg, MPI_COMM_WORLD, test::quiet()).run(); }
+    MPI_Comm two = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, me < 2 ? 0 : MPI_UNDEFINED, me, &two);
+    if (two != MPI_COMM_NULL) {
+      RunConfig again = cfg;
+      again.train.steps = 6;
+      again.fsdp.shard_group_size = std::string(strategy) == "hybrid" ? 1 : 0;
+      TrainOptions o = test::quiet();
+      o.resume = "auto";
+      std::vector<double> rest;
+      {
+        Trainer resumed(again, two, o);
+        REQUIRE(resumed.start_step() == 3);
+        rest = resumed.run().losses;
+      }
+      CHECK(rest == std::vector<double>(straight.begin() + 3, straight.end()));
+      MPI_Comm_free(&two);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+
+  // Offloaded to host memory and to a file: each part's slices travel through them alike.
+  for (const char* offload : {"params", "nvme"}) {
+    INFO("fsdp.offload = " << offload << " on " << N << " rank(s)");
+    RunConfig cfg = config("zero3", tmp + "/offload_" + offload);
+    cfg.fsdp.offload = offload;
+    if (std::string(offload) == "nvme") {
+      cfg.offload.path = tmp + "/nvme";
+      cfg.offload.params = true;
+      if (me == 0) fs::create_directories(cfg.offload.path);
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+    Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+    CHECK(t.run().losses == single);
+    const plan::MemoryPlan p =
+        plan::plan_memory(plan::setup_from_config(cfg, N, 1, kernels::gemm_bf16_computes()));
+    for (int ci = 0; ci < kNumMemCategories; ++ci) {
+      INFO("category " << to_string(MemCategory(ci)));
+      CHECK(p.device(MemCategory(ci)) == t.tracker().peak(MemCategory(ci), MemSpace::Device));
+      CHECK(p.host(MemCategory(ci)) == t.tracker().peak(MemCategory(ci), MemSpace::Host));
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me == 0) fs::remove_all(tmp);
 }
