@@ -81,6 +81,17 @@ bool RunSetup::has_split_parts() const {
   return false;
 }
 
+std::string RunSetup::describe_mesh() const {
+  std::string d = "replicate " + std::to_string(replicate_group()) + " x shard " +
+                  std::to_string(shard_group());
+  for (int p = 0; p < int(placements.size()); ++p)
+    if (part_shard_group(p) != shard_group())
+      d += "; '" + placements[std::size_t(p)].name + "' parts: shard " +
+           std::to_string(part_shard_group(p)) + " x replicate " +
+           std::to_string(part_replicate_group(p));
+  return d;
+}
+
 std::int64_t RunSetup::padding_quantum(int p) const {
   // Deterministic mode: whole norm blocks per shard, and a part that splits into one slice per
   // rank for the exchange (fsdp/deterministic.cpp).

@@ -84,6 +84,9 @@ struct RunSetup {
   int part_shard_group(int p) const { return shard_group() / std::max(1, part_split(p)); }
   int part_replicate_group(int p) const { return ranks / part_shard_group(p); }
   bool has_split_parts() const;  // a placement other than the whole shard group
+  // The mesh in words, outermost dimension first, e.g. "replicate 2 x shard 2; 'half' parts:
+  // shard 1 x replicate 4" (what fsdp-train logs).
+  std::string describe_mesh() const;
   int micro_batches() const;    // per rank per step
   std::int64_t global_batch() const {
     return batch_size > 0 ? batch_size : std::int64_t(ranks) * micro_batch;

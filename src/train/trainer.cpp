@@ -140,8 +140,10 @@ void Trainer::make_groups(MPI_Comm world) {
     throw SetupError(e.what(), true);
   }
   groups_ = std::move(made.groups);
-  if (rank_ == 0 && opts_.log)
+  if (rank_ == 0 && opts_.log) {
+    std::printf("fsdp-train: mesh %s\n", setup_.describe_mesh().c_str());
     for (const std::string& path : made.paths) std::printf("fsdp-train: comm %s\n", path.c_str());
+  }
   for (comm::Communicator* c : {groups_.world.get(), groups_.shard.get(), groups_.replicate.get()})
     c->set_check_collectives(cfg_.debug.check_collectives);
   for (auto& [k, g] : groups_.splits)

@@ -73,9 +73,9 @@ class ToyModel final : public Decoder {
  public:
   // units: where the engine placed the tensors (the two-part form's offsets move).
   ToyModel(const ModelConfig& m, std::vector<UnitLayout> units, bool parts, int B,
-           MemoryTracker& tracker)
+           MemoryTracker& tracker, const ParallelContext* parallel)
       : cfg_(m), units_(std::move(units)), parts_(parts), B_(B), T_(m.block_size), C_(m.n_embd),
-        V_(m.vocab_size), L_(m.n_layer) {
+        V_(m.vocab_size), L_(m.n_layer), parallel_(parallel) {
     const std::int64_t BT = std::int64_t(B_) * T_, BTC = BT * C_;
     inputs_ = TokenView("toy::inputs", BT);
     targets_ = TokenView("toy::targets", BT);
@@ -92,6 +92,7 @@ class ToyModel final : public Decoder {
   const ModelConfig& config() const override { return cfg_; }
   const std::vector<UnitLayout>& units() const override { return units_; }
   int micro_batch() const override { return B_; }
+  const ParallelContext* parallel() const { return parallel_; }
 
   void set_batch(const std::int32_t* inputs, const std::int32_t* targets) override {
     const std::size_t BT = std::size_t(B_) * T_;
@@ -206,6 +207,7 @@ class ToyModel final : public Decoder {
   std::vector<UnitLayout> units_;
   bool parts_;
   int B_, T_, C_, V_, L_;
+  const ParallelContext* parallel_;  // what the engine built it with
   TokenView inputs_, targets_;
   std::vector<TrackedBuffer> x_, t_;
   TrackedBuffer logits_, losses_, dx_, dt_;
@@ -228,7 +230,7 @@ Architecture toy_architecture(bool parts = false) {
   a.head_unit = [](const ModelConfig& m) { return m.n_layer + 1; };
   a.build = [parts](const ModelConfig& m, const DecoderOptions& o, MemoryTracker& tracker) {
     return std::unique_ptr<Decoder>(std::make_unique<ToyModel>(
-        m, o.units_or(toy_units(m, parts)), parts, o.micro_batch, tracker));
+        m, o.units_or(toy_units(m, parts)), parts, o.micro_batch, tracker, o.parallel));
   };
   a.activation_elements = toy_activations;
   a.bf16_scratch_elements = [](const ModelConfig&, int) { return std::int64_t(0); };
@@ -469,6 +471,12 @@ TEST_CASE("units of two parts on different groups train, checkpoint, resume at n
       CHECK(mix.parts[1].replicate_comm->size() == N / std::max(1, S / 2));
       CHECK(mix.layout->tensor(".weight").offset == 0);  // the dense part first, then V's
       CHECK(mix.layout->tensor(".out").offset == mix.parts[1].part.base);
+      // The model was built with the run's groups: a collective of its own lines up with them.
+      const auto& model = dynamic_cast<const ToyModel&>(t.engine().model());
+      REQUIRE(model.parallel());
+      CHECK(model.parallel()->groups->world->all_reduce_sum(1.0) == double(N));
+      CHECK(&model.parallel()->groups->part_shard(t.engine().setup().part_split(kHalf)) ==
+            mix.parts[1].shard_comm);
       straight = t.run().losses;
       const plan::MemoryPlan p = plan::plan_memory(
           plan::setup_from_config(cfg, N, 1, kernels::gemm_bf16_computes()));
