@@ -75,12 +75,6 @@ int RunSetup::part_split(int p) const {
   return k % s == 0 ? s : 0;
 }
 
-bool RunSetup::has_split_parts() const {
-  for (int p = 0; p < int(placements.size()); ++p)
-    if (part_shard_group(p) != shard_group()) return true;
-  return false;
-}
-
 std::string RunSetup::describe_mesh() const {
   std::string d = "replicate " + std::to_string(replicate_group()) + " x shard " +
                   std::to_string(shard_group());
@@ -157,16 +151,20 @@ void RunSetup::validate() const {
   if (s < 1 || ranks % s != 0)
     fail("fsdp.shard_group_size: " + std::to_string(s) + " does not divide the number of ranks (" +
          std::to_string(ranks) + ")");
+  // zero1 and zero2 keep full parameters and take the rank's shard of them as one range, which
+  // a unit of several parts does not have (even where the parts' groups coincide: the parts
+  // themselves never depend on N, so that deterministic mode's norm blocks do not).
+  if (placements.size() > 1 && (strategy == Strategy::Zero1 || strategy == Strategy::Zero2))
+    fail("fsdp.strategy = " + std::string(strategy_name(strategy)) + ": model.arch = " +
+         model.arch + " places its tensors in " + std::to_string(placements.size()) +
+         " parts with groups of their own, which zero1 and zero2 (full parameters kept) do not "
+         "support; use zero3 or hybrid (or ddp)");
   for (const Placement& pl : placements)
     if (s % std::max(1, pl.shard_split) != 0 && std::max(1, pl.shard_split) % s != 0)
       fail("model.arch = " + model.arch + ": its '" + pl.name + "' tensors are sharded over 1/" +
            std::to_string(pl.shard_split) + " of the shard group, which a shard group of " +
-           std::to_string(s) + " ranks cannot split (use a multiple or a divisor of " +
+           std::to_string(s) + " ranks cannot split (use a shard group whose size is a multiple or a divisor of " +
            std::to_string(pl.shard_split) + ")");
-  if (has_split_parts() && (strategy == Strategy::Zero1 || strategy == Strategy::Zero2))
-    fail("fsdp.strategy = " + std::string(strategy_name(strategy)) + ": model.arch = " +
-         model.arch + " shards some tensors over part of the shard group, which needs the "
-         "parameters sharded too; use zero3 or hybrid (or ddp)");
   if (prefetch < 0) fail("fsdp.prefetch must be >= 0");
   if (bf16_gemms_asked && precision != Precision::BF16)
     fail("fsdp.gemm_dtype = bf16 needs fsdp.mixed_precision = bf16: with fp32 the parameters "

@@ -312,6 +312,21 @@ std::string shared_tmp_dir() {
 
 double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
 
+// The planner, from the architecture's counts and the run's parts, byte for byte against the
+// tracker of a run of cfg on N ranks.
+void check_plan(const RunConfig& cfg, int N, Trainer& t) {
+  const plan::MemoryPlan p =
+      plan::plan_memory(plan::setup_from_config(cfg, N, 1, kernels::gemm_bf16_computes()));
+  const MemoryTracker& m = t.tracker();
+  REQUIRE(p.padded_params == t.engine().padded_params());
+  for (int ci = 0; ci < kNumMemCategories; ++ci) {
+    INFO("category " << to_string(MemCategory(ci)));
+    CHECK(p.device(MemCategory(ci)) == m.peak(MemCategory(ci), MemSpace::Device));
+    CHECK(p.host(MemCategory(ci)) == m.peak(MemCategory(ci), MemSpace::Host));
+  }
+  CHECK(p.device_total() == m.peak_total(MemSpace::Device));
+}
+
 }  // namespace
 
 TEST_CASE("a second architecture trains, checkpoints, resumes and plans through the seam",
@@ -338,16 +353,7 @@ TEST_CASE("a second architecture trains, checkpoints, resumes and plans through 
     {
       Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
       straight = t.run().losses;
-      // The planner, from the architecture's counts, byte for byte against the tracker.
-      const plan::MemoryPlan p = plan::plan_memory(plan::setup_from_config(cfg, N, 1, kernels::gemm_bf16_computes()));
-      const MemoryTracker& m = t.tracker();
-      REQUIRE(p.padded_params == t.engine().padded_params());
-      for (int ci = 0; ci < kNumMemCategories; ++ci) {
-        INFO("category " << to_string(MemCategory(ci)));
-        CHECK(p.device(MemCategory(ci)) == m.peak(MemCategory(ci), MemSpace::Device));
-        CHECK(p.host(MemCategory(ci)) == m.peak(MemCategory(ci), MemSpace::Host));
-      }
-      CHECK(p.device_total() == m.peak_total(MemSpace::Device));
+      check_plan(cfg, N, t);
     }
     REQUIRE(straight.size() == 6);
     for (std::size_t s = 0; s < straight.size(); ++s) {
@@ -431,6 +437,16 @@ TEST_CASE("units of two parts on different groups train, checkpoint, resume at n
     return c;
   };
 
+  {  // zero1 keeps full parameters, whose shard is one range: refused naming the parts
+    std::string error;
+    try {
+      Trainer t(config("zero1", tmp + "/zero1"), MPI_COMM_WORLD, test::quiet());
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    INFO(error);
+    CHECK(error.find("places its tensors in 2 parts") != std::string::npos);
+  }
   if (N == 3) {  // half of a shard group of 3: refused with the placement named, before a step
     std::string error;
     try {
@@ -478,15 +494,7 @@ TEST_CASE("units of two parts on different groups train, checkpoint, resume at n
       CHECK(&model.parallel()->groups->part_shard(t.engine().setup().part_split(kHalf)) ==
             mix.parts[1].shard_comm);
       straight = t.run().losses;
-      const plan::MemoryPlan p = plan::plan_memory(
-          plan::setup_from_config(cfg, N, 1, kernels::gemm_bf16_computes()));
-      const MemoryTracker& m = t.tracker();
-      REQUIRE(p.padded_params == t.engine().padded_params());
-      for (int ci = 0; ci < kNumMemCategories; ++ci) {
-        INFO("category " << to_string(MemCategory(ci)));
-        CHECK(p.device(MemCategory(ci)) == m.peak(MemCategory(ci), MemSpace::Device));
-        CHECK(p.host(MemCategory(ci)) == m.peak(MemCategory(ci), MemSpace::Host));
-      }
+      check_plan(cfg, N, t);
     }
     CHECK(straight == single);  // deterministic mode: one rank's bits
 
@@ -528,13 +536,7 @@ TEST_CASE("units of two parts on different groups train, checkpoint, resume at n
     }
     Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
     CHECK(t.run().losses == single);
-    const plan::MemoryPlan p =
-        plan::plan_memory(plan::setup_from_config(cfg, N, 1, kernels::gemm_bf16_computes()));
-    for (int ci = 0; ci < kNumMemCategories; ++ci) {
-      INFO("category " << to_string(MemCategory(ci)));
-      CHECK(p.device(MemCategory(ci)) == t.tracker().peak(MemCategory(ci), MemSpace::Device));
-      CHECK(p.host(MemCategory(ci)) == t.tracker().peak(MemCategory(ci), MemSpace::Host));
-    }
+    check_plan(cfg, N, t);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (me == 0) fs::remove_all(tmp);
