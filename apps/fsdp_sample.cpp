@@ -211,10 +211,10 @@ int main(int argc, char** argv) {
     try {
       fsdp::MemoryTracker tracker(cfg.memory.device_budget);
       fsdp::Trace trace;
-      fsdp::comm::ProcessGroups groups =
-          fsdp::comm::make_process_groups(MPI_COMM_WORLD, nranks > 1 ? nranks : 1);
       fsdp::RunSetup setup = fsdp::setup_from_config(cfg, nranks, 1, fsdp::kernels::gemm_bf16_computes());
-      if (setup.strategy == fsdp::Strategy::Hybrid) setup.shard_group_size = groups.shard->size();
+      if (setup.strategy == fsdp::Strategy::Hybrid) setup.shard_group_size = nranks;
+      fsdp::comm::ProcessGroups groups =
+          fsdp::comm::make_process_groups(MPI_COMM_WORLD, nranks, {}, {}, setup.part_splits());
       // Sampling keeps no optimizer state: a deck's NVMe offload has nothing to move to disk.
       if (setup.offload == fsdp::Offload::Nvme) {
         setup.offload = fsdp::Offload::None;

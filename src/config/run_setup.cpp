@@ -75,6 +75,13 @@ int RunSetup::part_split(int p) const {
   return k % s == 0 ? s : 0;
 }
 
+std::vector<int> RunSetup::part_splits() const {
+  std::vector<int> k;
+  for (int p = 0; p < int(placements.size()); ++p)
+    if (part_split(p) > 1) k.push_back(part_split(p));
+  return k;
+}
+
 std::string RunSetup::describe_mesh() const {
   std::string d = "replicate " + std::to_string(replicate_group()) + " x shard " +
                   std::to_string(shard_group());

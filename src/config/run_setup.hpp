@@ -83,6 +83,8 @@ struct RunSetup {
   int part_split(int p) const;
   int part_shard_group(int p) const { return shard_group() / std::max(1, part_split(p)); }
   int part_replicate_group(int p) const { return ranks / part_shard_group(p); }
+  // The splits k > 1 whose groups the run needs (comm::make_process_groups' `splits`).
+  std::vector<int> part_splits() const;
   // The mesh in words, outermost dimension first, e.g. "replicate 2 x shard 2; 'half' parts:
   // shard 1 x replicate 4" (what fsdp-train logs).
   std::string describe_mesh() const;

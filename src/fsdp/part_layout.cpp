@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "fsdp/part_layout.hpp"
 
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
 namespace fsdp {
 
 std::int64_t RunLayout::padded(int u) const {
@@ -15,16 +19,49 @@ std::int64_t RunLayout::shard(int u) const {
   return n;
 }
 
+namespace {
+
+UnitPart make_part(const RunSetup& s, int p, std::int64_t base, std::int64_t numel) {
+  UnitPart up;
+  up.placement = p;
+  up.base = base;
+  up.numel = numel;
+  up.padded = s.padded_numel(numel, p);
+  up.shard_group = s.part_shard_group(p);
+  up.replicate_group = s.part_replicate_group(p);
+  return up;
+}
+
+}  // namespace
+
 RunLayout place_units(const RunSetup& s, const std::vector<UnitLayout>& units) {
   RunLayout out;
   const int P = int(s.placements.size());
   for (const UnitLayout& unit : units) {
+    std::vector<bool> used(std::size_t(P), false);
+    for (const TensorSpec& t : unit.tensors) {
+      if (t.part < 0 || t.part >= P)
+        throw std::invalid_argument("tensor " + t.name + ": placement " + std::to_string(t.part) +
+                                    " of an architecture with " + std::to_string(P));
+      used[std::size_t(t.part)] = true;
+    }
+    const int n_used = int(std::count(used.begin(), used.end(), true));
+    if (n_used <= 1) {  // one part: the unit exactly as the architecture lists it
+      const int p = unit.tensors.empty() ? 0 : unit.tensors.front().part;
+      out.units.push_back(unit);
+      out.parts.push_back({make_part(s, p, 0, unit.numel)});
+      out.part_units.push_back({unit});
+      continue;
+    }
+    // Several: each placement's tensors side by side, in the order listed, parts in placement
+    // order, each padded for its own groups.
     UnitLayout placed = unit;
     placed.tensors.clear();
     std::vector<UnitPart> parts;
     std::vector<UnitLayout> part_units;
     std::int64_t base = 0;
     for (int p = 0; p < P; ++p) {
+      if (!used[std::size_t(p)]) continue;
       UnitLayout part = unit;
       part.tensors.clear();
       part.numel = 0;
@@ -37,23 +74,10 @@ RunLayout place_units(const RunSetup& s, const std::vector<UnitLayout>& units) {
         local.offset += base;
         placed.tensors.push_back(local);
       }
-      // A unit keeps its one part even when empty; other placements only where used.
-      if (part.tensors.empty() && !(p == 0 && parts.empty() && unit.tensors.empty())) continue;
-      UnitPart up;
-      up.placement = p;
-      up.base = base;
-      up.numel = part.numel;
-      up.padded = s.padded_numel(part.numel, p);
-      up.shard_group = s.part_shard_group(p);
-      up.replicate_group = s.part_replicate_group(p);
-      base += up.padded;
-      parts.push_back(up);
+      parts.push_back(make_part(s, p, base, part.numel));
+      base += parts.back().padded;
       part_units.push_back(std::move(part));
     }
-    for (const TensorSpec& t : unit.tensors)
-      if (t.part < 0 || t.part >= P)
-        throw std::invalid_argument("tensor " + t.name + ": placement " + std::to_string(t.part) +
-                                    " of an architecture with " + std::to_string(P));
     out.units.push_back(std::move(placed));
     out.parts.push_back(std::move(parts));
     out.part_units.push_back(std::move(part_units));

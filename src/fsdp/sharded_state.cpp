@@ -30,6 +30,9 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Proces
   const MemSpace param_space = setup.offloads_params() ? MemSpace::Host : MemSpace::Device;
   const Architecture& arch = architecture_of(setup.model);
   units_.resize(layout_.units.size());
+  // Every unit's parts first, then the buffers: the small allocations kept out of the sequence of
+  // large ones, whose pattern glibc's adaptive mmap threshold turns into resident memory (parts
+  // interleaved with them held 27 MiB more at GPT-2 124M's peak).
   for (std::size_t u = 0; u < units_.size(); ++u) {
     ShardedUnit& su = units_[u];
     su.layout = &layout_.units[u];
@@ -53,6 +56,9 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Proces
       su.parts.push_back(std::move(ps));
     }
     su.shard_begin = su.parts.size() == 1 ? su.parts[0].shard_begin : 0;
+  }
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    ShardedUnit& su = units_[u];
     const std::string& name = su.layout->name;
 
     // Every rank initialises the full unit the same way and keeps what it owns.

@@ -130,12 +130,9 @@ void Trainer::make_groups(MPI_Comm world) {
   comm::MpiOptions mpi_options;
   mpi_options.progress_thread = cfg_.comm.progress_thread;
   comm::TrainingGroups made;
-  std::vector<int> splits;  // the mesh's parts on groups of their own (fsdp/part_layout.hpp)
-  for (int p = 0; p < int(setup_.placements.size()); ++p)
-    if (setup_.part_split(p) > 1) splits.push_back(setup_.part_split(p));
-  try {
+  try {  // with the groups of the mesh's parts on 1/k of the shard group (fsdp/part_layout.hpp)
     made = comm::make_training_groups(world, setup_.shard_group(), cfg_.comm.backend, link,
-                                      mpi_options, splits);
+                                      mpi_options, setup_.part_splits());
   } catch (const comm::BackendError& e) {
     throw SetupError(e.what(), true);
   }

@@ -12,7 +12,7 @@
 // Its second form (toy_parts) has units made of two parts on different groups: each mix unit
 // adds an output matrix, x + tanh(x W) V, and V and the head are in a placement sharded over half
 // the shard group (at np 4 zero3: W over all 4 ranks, V over 2 with a replica of 2). It trains
-// with zero3 and hybrid in deterministic mode to the same bits as one rank, checkpoints, resumes
+// with zero3, hybrid and ddp in deterministic mode to the same bits as one rank, checkpoints, resumes
 // at np 2 bitwise, is planned byte for byte, offloads to host memory and to a file, and a rank
 // count the split cannot divide is refused.
 #include <catch2/catch.hpp>
@@ -470,7 +470,7 @@ TEST_CASE("units of two parts on different groups train, checkpoint, resume at n
   REQUIRE(single.size() == 6);
   CHECK(single.back() < single.front() - 0.1);  // it learns
 
-  for (const char* strategy : {"zero3", "hybrid"}) {
+  for (const char* strategy : {"zero3", "hybrid", "ddp"}) {
     INFO(strategy << " on " << N << " rank(s)");
     const std::string dir = tmp + "/" + strategy;
     RunConfig cfg = config(strategy, dir + "/straight");
