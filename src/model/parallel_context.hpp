@@ -7,11 +7,16 @@
 #pragma once
 #include <vector>
 
-#include "comm/process_groups.hpp"
 #include "core/types.hpp"
 #include "model/unit_layout.hpp"
 
 namespace fsdp {
+
+// Declared, not included: the model layer's headers stay free of MPI (the fuzz targets build
+// the layouts without it); a model that issues collectives includes comm/process_groups.hpp.
+namespace comm {
+struct ProcessGroups;
+}
 
 struct ParallelContext {
   comm::ProcessGroups* groups = nullptr;           // null: a model on its own (tests, benches)

@@ -13,8 +13,8 @@
 // adds an output matrix, x + tanh(x W) V, and V and the head are in a placement sharded over half
 // the shard group (at np 4 zero3: W over all 4 ranks, V over 2 with a replica of 2). It trains
 // with zero3, hybrid and ddp in deterministic mode to the same bits as one rank, checkpoints, resumes
-// at np 2 bitwise, is planned byte for byte, offloads to host memory and to a file, and a rank
-// count the split cannot divide is refused.
+// at np 2 bitwise, is planned byte for byte, offloads to host memory and to a file, gathers and
+// reduces in bf16, and a rank count the split cannot divide is refused.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -521,6 +521,27 @@ TEST_CASE("units of two parts on different groups train, checkpoint, resume at n
       MPI_Comm_free(&two);
     }
     MPI_Barrier(MPI_COMM_WORLD);
+  }
+
+  {  // bf16: each part's slice is cast and gathered as bf16, its gradients reduced as bf16
+    const auto bf16 = [&](RunConfig c) {
+      c.fsdp.mixed_precision = "bf16";
+      c.fsdp.reduce_dtype = "bf16";
+      c.fsdp.gemm_dtype = "fp32";  // the toy's GEMMs widen the weights
+      return c;
+    };
+    std::vector<double> alone;
+    {
+      Trainer t(bf16(config("zero3", tmp + "/bf16_self" + std::to_string(me))), MPI_COMM_SELF,
+                test::quiet());
+      alone = t.run().losses;
+    }
+    for (const char* strategy : {"zero3", "hybrid"}) {
+      INFO("bf16 " << strategy << " on " << N << " rank(s)");
+      RunConfig cfg = bf16(config(strategy, tmp + "/bf16_" + strategy));
+      Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+      CHECK(t.run().losses == alone);
+    }
   }
 
   // Offloaded to host memory and to a file: each part's slices travel through them alike.
