@@ -223,7 +223,6 @@ class Replay {
                                         b_.param * double(part.padded), u, after, part.placement));
       ev_.back().carried_lead = lead;
     }
-    (void)P;
     gathered_[u] = true;
     in_flight_[u] = true;
   }
