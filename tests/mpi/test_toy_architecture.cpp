@@ -312,6 +312,16 @@ std::string shared_tmp_dir() {
 
 double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
 
+// The one-line reason a run of cfg on every rank refuses to start ("" if it starts).
+std::string setup_error(const RunConfig& cfg, const TrainOptions& o) {
+  try {
+    Trainer t(cfg, MPI_COMM_WORLD, o);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // The planner, from the architecture's counts and the run's parts, byte for byte against the
 // tracker of a run of cfg on N ranks.
 void check_plan(const RunConfig& cfg, int N, Trainer& t) {
@@ -388,12 +398,7 @@ TEST_CASE("a second architecture trains, checkpoints, resumes and plans through 
     gpt.model.n_head = 1;
     TrainOptions o = test::quiet();
     o.resume = ckpt;
-    std::string error;
-    try {
-      Trainer t(gpt, MPI_COMM_WORLD, o);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
+    const std::string error = setup_error(gpt, o);
     INFO(error);
     CHECK(error.find("arch toy_mlp (this run: gpt2)") != std::string::npos);
   }
@@ -438,22 +443,12 @@ TEST_CASE("units of two parts on different groups train, checkpoint, resume at n
   };
 
   {  // zero1 keeps full parameters, whose shard is one range: refused naming the parts
-    std::string error;
-    try {
-      Trainer t(config("zero1", tmp + "/zero1"), MPI_COMM_WORLD, test::quiet());
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
+    const std::string error = setup_error(config("zero1", tmp + "/zero1"), test::quiet());
     INFO(error);
     CHECK(error.find("places its tensors in 2 parts") != std::string::npos);
   }
   if (N == 3) {  // half of a shard group of 3: refused with the placement named, before a step
-    std::string error;
-    try {
-      Trainer t(config("zero3", tmp + "/three"), MPI_COMM_WORLD, test::quiet());
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
+    const std::string error = setup_error(config("zero3", tmp + "/three"), test::quiet());
     INFO(error);
     CHECK(error.find("its 'half' tensors are sharded over 1/2 of the shard group") !=
           std::string::npos);
