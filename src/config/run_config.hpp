@@ -29,6 +29,16 @@ struct TrainConfig {
   bool allow_nonfinite_weights = false;  // else a NaN/Inf parameter at load is exit 5
   int log_every = 1;
   double peak_tflops = 0.0;  // per rank; 0 = measure the step's own GEMMs after step 1
+  std::string optimizer = "adamw";  // adamw | muon (the hidden matrices; AdamW the rest)
+};
+
+// train.optimizer = muon (optim/muon.hpp, docs/optimizers.md).
+struct MuonConfig {
+  double momentum = 0.95;
+  bool nesterov = true;
+  int ns_steps = 5;                   // Newton-Schulz iterations
+  std::string scale = "match_adamw";  // match_adamw | original
+  double lr = 0.02;                   // scale = original: Muon's own peak learning rate
 };
 
 struct DataConfig {
@@ -84,6 +94,7 @@ struct DebugConfig {
 struct RunConfig {
   ModelConfig model;
   TrainConfig train;
+  MuonConfig muon;
   DataConfig data;
   EvalConfig eval;
   FsdpConfig fsdp;
@@ -100,7 +111,7 @@ struct RunConfig {
 
 // What a checkpointer records of this run (io/checkpoint_config.hpp).
 inline CheckpointRun checkpoint_run(const RunConfig& cfg) {
-  return {cfg.checkpoint, cfg.model, cfg.resolved_toml, cfg.fsdp.strategy};
+  return {cfg.checkpoint, cfg.model, cfg.resolved_toml, cfg.fsdp.strategy, cfg.train.optimizer};
 }
 
 }  // namespace fsdp

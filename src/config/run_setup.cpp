@@ -184,6 +184,7 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   s.model.sublayer_units = cfg.fsdp.unit == "sublayer";
   if (has_architecture(s.model.arch)) s.placements = architecture(s.model.arch).placements;
   s.train = cfg.train;
+  s.muon = cfg.muon;
   s.strategy = parse_strategy(cfg.fsdp.strategy);
   s.ranks = ranks;
   s.nodes = nodes;

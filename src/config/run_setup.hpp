@@ -38,6 +38,8 @@ struct RunSetup {
   // model.*, with the run's cut (fsdp.unit) and the attention path resolved for this build.
   ModelConfig model;
   TrainConfig train;  // the optimizer, its schedule, the seed
+  MuonConfig muon;    // train.optimizer = muon
+  bool muon_optimizer() const { return train.optimizer == "muon"; }
   Strategy strategy = Strategy::Zero3;
   int ranks = 1;
   int nodes = 1;

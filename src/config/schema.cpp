@@ -180,6 +180,20 @@ std::vector<KeySpec> build_schema_rest() {
             "print a log line every this many steps"),
       entry("train", "peak_tflops", &R::train, &T::peak_tflops, at_least(0),
             "per-rank peak for MFU; 0 = the rate of the step's own GEMMs, measured after step 1"),
+      entry("train", "optimizer", &R::train, &T::optimizer, one_of({"adamw", "muon"}),
+            "muon: Muon for the hidden matrices (attention, MLP), AdamW for embeddings, head, "
+            "norms and biases (docs/optimizers.md)"),
+      entry("muon", "momentum", &R::muon, &MuonConfig::momentum, fraction(),
+            "Muon's momentum: buf = lerp(buf, grad, 1 - momentum)"),
+      entry("muon", "nesterov", &R::muon, &MuonConfig::nesterov, any(),
+            "orthogonalise lerp(grad, buf, momentum) rather than buf"),
+      entry("muon", "ns_steps", &R::muon, &MuonConfig::ns_steps, within(1, 100),
+            "Newton-Schulz iterations (coefficients 3.4445, -4.7750, 2.0315)"),
+      entry("muon", "scale", &R::muon, &MuonConfig::scale, one_of({"match_adamw", "original"}),
+            "match_adamw: update x 0.2 sqrt(max(out, in)) at train.lr; original: x sqrt(max(1, "
+            "out/in)) at muon.lr"),
+      entry("muon", "lr", &R::muon, &MuonConfig::lr, above(0),
+            "muon.scale = original: Muon's peak learning rate (train.lr's schedule, rescaled)"),
 
       entry("data", "train", &R::data, &D::train, any(),
             "training tokens: builtin:train or a path"),

@@ -6,7 +6,7 @@
 
 #include "core/faults.hpp"
 #include "core/host_copy.hpp"
-#include "fsdp/unit_update.hpp"
+#include "fsdp/update_rules.hpp"
 #include "optim/adamw.hpp"
 #include "optim/lr_schedule.hpp"
 
@@ -18,7 +18,7 @@ double shard_sum_squares(const ShardVec& g) {
   return optim::sum_squares(g.device());
 }
 
-std::int64_t largest_shard(const std::vector<ShardedUnit>& units) {
+std::int64_t largest_shard(const std::vector<ShardedUnit>& units) {  // (the stream's piece)
   std::int64_t n = 0;
   for (const ShardedUnit& su : units) n = std::max(n, su.shard);
   return n;
@@ -33,37 +33,12 @@ std::int64_t stream_piece(const std::vector<ShardedUnit>& units) {
 
 ShardedOptimizer::ShardedOptimizer(ShardedState& state, const TrainConfig& train,
                                    MemoryTracker& tracker)
-    : state_(state), train_(train) {
-  if (state.setup().offload == Offload::Nvme) {
-    const std::int64_t n = stream_piece(state.units());
-    const bool grads_on_device = !state.units().empty() && state.grad_shard(0).on_device();
-    for (int k = 0; k < 3; ++k) {
-      IoSet& io = io_[k];
-      const std::string set = "optimizer_io" + std::to_string(k);
-      io.p = IoBuffer(tracker, set + "::params", n);
-      io.m = IoBuffer(tracker, set + "::exp_avg", n);
-      io.v = IoBuffer(tracker, set + "::exp_avg_sq", n);
-      if (grads_on_device) io.g = IoBuffer(tracker, set + "::grads", n);
-    }
-    for (int u = 0; u < int(state.units().size()); ++u)
-      for (std::int64_t lo = 0; lo < state.units()[std::size_t(u)].shard; lo += n)
-        pieces_.push_back({u, lo, std::min(n, state.units()[std::size_t(u)].shard - lo)});
-    return;
-  }
-  // offload = optimizer: the device's parameter and gradient shards come down through two
-  // staging sets, so one unit's copies overlap the host's update of the one before.
-  if (state.setup().offload != Offload::Optimizer) return;
-  const std::int64_t n = largest_shard(state.units());
-  for (Staging& s : staging_) {
-    s.params = HostBuffer(tracker, "optimizer_staging::params", n, MemCategory::CommBuffers);
-    s.grads = HostBuffer(tracker, "optimizer_staging::grads", n, MemCategory::CommBuffers);
-  }
+    : state_(state), train_(train), tier_(make_state_tier(state, tracker)) {
+  if (train.optimizer == "muon")
+    muon_ = std::make_unique<MuonExchange>(state, tracker, state.setup().muon.ns_steps);
 }
 
-ShardedOptimizer::~ShardedOptimizer() {
-  if (OffloadFile* f = state_.offload_file())
-    for (const IoSet& io : io_) f->wait(std::max(io.read, io.write));
-}
+ShardedOptimizer::~ShardedOptimizer() = default;
 
 std::vector<comm::Communicator*> ShardedOptimizer::placement_comms() {
   // Placement p's parts are held once by each of its shard groups: their sums go over that.
@@ -139,73 +114,27 @@ OptimizerResult ShardedOptimizer::step(int step, double norm2, double loss, bool
   s.weight_decay = float(train_.weight_decay);
   s.t = state_.next_optimizer_step();
   s.grad_scale = (clip > 0.0 && r.grad_norm > clip) ? float(clip / (r.grad_norm + 1e-6)) : 1.f;
-  switch (state_.setup().offload) {
-    case Offload::None:
-      step_on_device(s, zero_full_grads, updated);
-      break;
-    case Offload::Params:
-      step_on_host(s, updated);
-      break;
-    case Offload::Optimizer:
-      step_staged(s, zero_full_grads, updated);
-      break;
-    case Offload::Nvme:
-      step_streamed(s, zero_full_grads, updated);
-      break;
+  if (!muon_) {
+    AdamWRule adamw(s);
+    tier_->sweep(adamw, zero_full_grads, updated);
+    return r;
   }
+  // Muon: the momentum pass (AdamW's tensors done there), the exchange and Newton-Schulz, and
+  // the matrices' update; only the last pass releases units to the next step's gathers.
+  const MuonConfig& mc = state_.setup().muon;
+  optim::MuonStep m;
+  m.momentum = float(mc.momentum);
+  m.nesterov = mc.nesterov;
+  m.grad_scale = s.grad_scale;
+  const bool match = mc.scale == "match_adamw";
+  m.lr = match ? s.lr : float(mc.lr * (r.lr / train_.lr));  // original: muon.lr on lr's schedule
+  m.weight_decay = s.weight_decay;
+  MuonMomentumRule momentum(s, m);
+  tier_->sweep(momentum, zero_full_grads, nullptr);
+  muon_->orthogonalise();
+  MuonApplyRule apply(m, match);
+  tier_->sweep(apply, zero_full_grads, updated);
   return r;
-}
-
-void ShardedOptimizer::step_on_device(const optim::AdamWStep& s, bool zero_grads,
-                                      const std::function<void(int)>& updated) {
-  for (int u = 0; u < int(state_.units().size()); ++u) {
-    const ShardedUnit& su = state_.units()[std::size_t(u)];
-    update_unit<ExecSpace, Vec>(su, state_.param_shard(u).device(), state_.grad_shard(u).device(),
-                                su.exp_avg.device(), su.exp_avg_sq.device(), s, zero_grads);
-    updated(u);
-  }
-}
-
-void ShardedOptimizer::step_on_host(const optim::AdamWStep& s,
-                                    const std::function<void(int)>& updated) {
-  // offload = params: shards, gradients and moments are all in host memory already.
-  for (int u = 0; u < int(state_.units().size()); ++u) {
-    const ShardedUnit& su = state_.units()[std::size_t(u)];
-    update_unit<HostExecSpace, PinnedVec>(su, state_.param_shard(u).host(),
-                                          state_.grad_shard(u).host(), su.exp_avg.host(),
-                                          su.exp_avg_sq.host(), s, false);
-    updated(u);
-  }
-}
-
-void ShardedOptimizer::step_staged(const optim::AdamWStep& s, bool zero_grads,
-                                   const std::function<void(int)>& updated) {
-  // offload = optimizer: unit u's parameter and gradient shards come down into staging set
-  // u % 2 while the host updates unit u - 1, and the updated parameters go back up. Each wait
-  // covers unit u's down copies and unit u - 1's up copy (one stream, in issue order), which
-  // frees set (u + 1) % 2 for unit u + 1 and lets unit u - 1's next gathers start.
-  const int U = int(state_.units().size());
-  const auto down = [&](int u) {
-    const ShardedUnit& su = state_.units()[std::size_t(u)];
-    const Staging& st = staging_[std::size_t(u % 2)];
-    host_copy::to_host(st.params.vec(0, su.shard), state_.param_shard(u).device());
-    host_copy::to_host(st.grads.vec(0, su.shard), state_.grad_shard(u).device());
-  };
-  if (U > 0) down(0);
-  for (int u = 0; u < U; ++u) {
-    host_copy::wait_copies();
-    if (u > 0) updated(u - 1);
-    if (u + 1 < U) down(u + 1);
-    const ShardedUnit& su = state_.units()[std::size_t(u)];
-    const Staging& st = staging_[std::size_t(u % 2)];
-    update_unit<HostExecSpace, PinnedVec>(su, st.params.vec(0, su.shard), st.grads.vec(0, su.shard),
-                                          su.exp_avg.host(), su.exp_avg_sq.host(), s, false);
-    const Vec p = state_.param_shard(u).device();
-    host_copy::to_device(p, ConstPinnedVec(st.params.vec(0, su.shard)));
-    if (zero_grads) Kokkos::deep_copy(ExecSpace(), state_.grad_shard(u).device(), 0.f);
-  }
-  host_copy::wait_copies();
-  if (U > 0) updated(U - 1);
 }
 
 }  // namespace fsdp

@@ -56,6 +56,9 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Proces
       su.parts.push_back(std::move(ps));
     }
     su.shard_begin = su.parts.size() == 1 ? su.parts[0].shard_begin : 0;
+    std::vector<int> positions;
+    for (const PartShard& ps : su.parts) positions.push_back(ps.shard_comm->rank());
+    su.optim = optimizer_layout(layout_, int(u), positions, setup.muon_optimizer(), !nvme);
   }
   for (std::size_t u = 0; u < units_.size(); ++u) {
     ShardedUnit& su = units_[u];
@@ -91,7 +94,7 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Proces
     } else {
       su.exp_avg = ShardBuffer(tracker, name + "::exp_avg", su.shard, MemCategory::OptimizerState,
                                optim_space);
-      su.exp_avg_sq = ShardBuffer(tracker, name + "::exp_avg_sq", su.shard,
+      su.exp_avg_sq = ShardBuffer(tracker, name + "::exp_avg_sq", su.optim.sq_size,
                                   MemCategory::OptimizerState, optim_space);
     }
   }
@@ -132,10 +135,25 @@ std::vector<UnitShard> ShardedState::unit_shards() {
   for (int u = 0; u < int(units_.size()); ++u) {
     const ShardedUnit& su = units_[std::size_t(u)];
     const ShardVec p = param_shard(u), m = exp_avg_shard(u), v = exp_avg_sq_shard(u);
-    for (const PartShard& ps : su.parts) {
+    for (std::size_t k = 0; k < su.parts.size(); ++k) {
+      const PartShard& ps = su.parts[k];
       const auto in = [&](const ShardVec& x) { return x.sub(ps.shard_offset, ps.shard); };
-      out.push_back({ps.layout, ps.shard_begin, ps.shard, in(p), in(m), in(v),
-                     ps.part.placement, ps.writes()});
+      UnitShard s{ps.layout, ps.shard_begin, ps.shard, in(p), in(m), in(v),
+                  ps.part.placement, ps.writes(), setup_.muon_optimizer(), {}};
+      if (su.optim.packed()) {
+        // The part's AdamW elements are one run of the packed second moments, in shard order.
+        std::int64_t sq_begin = -1, sq_n = 0;
+        s.sq_shift.assign(ps.layout->tensors.size(), 0);
+        for (const StateSegment& seg : su.optim.segments) {
+          if (seg.part != int(k) || seg.muon) continue;
+          if (sq_begin < 0) sq_begin = seg.sq_at;
+          sq_n += seg.n;
+          s.sq_shift[std::size_t(seg.tensor - ps.layout->tensors.data())] =
+              (seg.at - ps.shard_offset) - (seg.sq_at - sq_begin);
+        }
+        s.exp_avg_sq = v.sub(std::max<std::int64_t>(sq_begin, 0), sq_n);
+      }
+      out.push_back(std::move(s));
     }
   }
   return out;

@@ -11,6 +11,7 @@
 #include "comm/communicator.hpp"
 #include "core/memory.hpp"
 #include "core/shard_buffer.hpp"
+#include "fsdp/optimizer_layout.hpp"
 #include "fsdp/part_layout.hpp"
 #include "model/unit_layout.hpp"
 
@@ -53,7 +54,10 @@ struct ShardedUnit {
   TrackedBuffer gathered;    // zero3/hybrid: the transient full parameters
   TrackedBuffer grad_full;   // full gradients: persistent (ddp, zero1) or transient
   ShardBuffer grad_shard;    // zero2/zero3/hybrid: the reduced gradient shard
+  // AdamW's moments; under Muon exp_avg holds the matrices' momentum and exp_avg_sq only AdamW's
+  // elements, packed (optim: which rule owns which element, and where its state is).
   ShardBuffer exp_avg, exp_avg_sq;
+  UnitOptimizerLayout optim;
 
   HostBuffer upload;    // offload = params under bf16: the shard's cast, until the gather lands
   bool gather_in_flight = false;

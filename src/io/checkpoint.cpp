@@ -101,6 +101,7 @@ std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
   h.shard_group_size = state.shard_group_size();
   h.checksum_block_elems = kChecksumBlockElems;
   h.run_id = run_id_;
+  h.optimizer = run_.optimizer;
   // Everything that can be known before writing, agreed, so all ranks stop here together and
   // nothing is half-written. A name another run's file holds is left to it: this run's
   // checkpoint takes a name of its own (step_N.<run>.h5) instead.
@@ -124,7 +125,7 @@ std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
       err = in_the_way(name);
     }
     if (err.empty() && !faults::skip_space_check())
-      err = ckpt::space_problem(dir_, ckpt::checkpoint_bytes(run_.model));
+      err = ckpt::space_problem(dir_, ckpt::checkpoint_bytes(run_.model, run_.optimizer));
     if (!err.empty()) err = "cannot write checkpoint " + dir_ + "/" + name + ": " + err;
   }
   err = agree_on_error(comm, err);
@@ -227,10 +228,11 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
         copies.emplace_back();
         const float* host = host_of(part_shard(su, p), copies.back());
         const bool writes = map.writes(su, rank_);
-        for (const TensorSpec& t : su.layout->tensors) {
+        for (std::size_t i = 0; i < su.layout->tensors.size(); ++i) {
+          const TensorSpec& t = su.layout->tensors[i];
+          if (!stores(p, su, i)) continue;
           const FlatRange mine = writes ? slice(su, map.pos_of(su, rank_), t) : FlatRange{};
-          const float* local =
-              mine.empty() ? nullptr : host + (t.offset + mine.begin - su.shard_begin);
+          const float* local = mine.empty() ? nullptr : host + local_at(p, su, i, mine);
           arrays.push_back({hash_ranges(map, su, t), local, t.numel});
         }
         group_bytes += 4 * su.layout->numel;
@@ -247,7 +249,9 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
     h5::Group g{FSDP_H5_ID(
         H5Gcreate2(file.get(), ckpt::group_path(p), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT))};
     for (const UnitShard& su : shards)
-      for (const TensorSpec& t : su.layout->tensors) {
+      for (std::size_t i = 0; i < su.layout->tensors.size(); ++i) {
+        const TensorSpec& t = su.layout->tensors[i];
+        if (!stores(p, su, i)) continue;
         const std::vector<std::uint64_t>& table = tables[offsets.size()];
         const std::string where = dataset_path(p, t);
         fatal_context.set("writing checkpoint " + tmp + ": " + where);
@@ -280,17 +284,18 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
   for (Part p : ckpt::kParts)
     for (const UnitShard& su : shards) {
       if (!map.writes(su, rank_)) {
-        k += su.layout->tensors.size();
+        for (std::size_t i = 0; i < su.layout->tensors.size(); ++i) k += stores(p, su, i);
         continue;
       }
       std::vector<float> copy;
       const float* host = host_of(part_shard(su, p), copy);
-      for (const TensorSpec& t : su.layout->tensors) {
+      for (std::size_t i = 0; i < su.layout->tensors.size(); ++i) {
+        const TensorSpec& t = su.layout->tensors[i];
+        if (!stores(p, su, i)) continue;
         const FlatRange mine = slice(su, map.pos_of(su, rank_), t);
         const haddr_t at = offsets[k++];
         if (!mine.empty())
-          data.write(at + 4 * std::uint64_t(mine.begin),
-                     host + (t.offset + mine.begin - su.shard_begin),
+          data.write(at + 4 * std::uint64_t(mine.begin), host + local_at(p, su, i, mine),
                      4 * std::uint64_t(mine.size()));
       }
     }

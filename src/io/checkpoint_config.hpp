@@ -22,6 +22,7 @@ struct CheckpointRun {
   ModelConfig model;     // the deck's model.* (its shape; the run's cut is not stored)
   std::string run_toml;  // the resolved run deck, recorded in every file
   std::string strategy;  // fsdp.strategy, recorded for fsdp-ckpt info
+  std::string optimizer = "adamw";  // train.optimizer: which optimizer state the files hold
 };
 
 }  // namespace fsdp

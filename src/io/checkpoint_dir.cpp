@@ -154,17 +154,21 @@ std::string read_latest(const std::string& dir) {
   return parse_name(name, f) && f.kind == DirFile::Complete ? name : std::string();
 }
 
-std::int64_t checkpoint_bytes(const ModelConfig& m) {
-  std::int64_t data = 0, datasets = 0;
-  for (const UnitLayout& u : model_units(m))
-    for (const TensorSpec& t : u.tensors) {
-      data += t.numel;
-      ++datasets;
-    }
+std::int64_t checkpoint_bytes(const ModelConfig& m, const std::string& optimizer) {
   // Per dataset: its object header and attributes (~0.8 KiB measured; 2 KiB allowed) and its
   // checksum table (8 bytes per 2^18 elements); the superblock and groups in the 64 KiB.
-  const std::int64_t parts = std::size(kParts);
-  return parts * (4 * data + datasets * 2048 + 8 * (data / (1 << 18) + datasets)) + (64 << 10);
+  std::int64_t bytes = 64 << 10;
+  for (Part p : kParts) {
+    std::int64_t data = 0, datasets = 0;
+    for (const UnitLayout& u : model_units(m))
+      for (const TensorSpec& t : u.tensors)
+        if (stores(p, t, optimizer)) {
+          data += t.numel;
+          ++datasets;
+        }
+    bytes += 4 * data + datasets * 2048 + 8 * (data / (1 << 18) + datasets);
+  }
+  return bytes;
 }
 
 std::string space_problem(const std::string& dir, std::int64_t bytes) {

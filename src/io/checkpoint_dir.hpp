@@ -56,7 +56,7 @@ std::string read_run_id(const std::string& path);
 std::string read_latest(const std::string& dir);
 
 // Bytes a checkpoint of model m takes on disk, with a margin for HDF5's metadata.
-std::int64_t checkpoint_bytes(const ModelConfig& m);
+std::int64_t checkpoint_bytes(const ModelConfig& m, const std::string& optimizer = "adamw");
 
 // "" when dir's file system has room for `bytes`, else why not (free and needed, in words).
 std::string space_problem(const std::string& dir, std::int64_t bytes);

@@ -36,8 +36,24 @@ const char* group_path(Part p) {
       return "/optim/exp_avg";
     case Part::ExpAvgSq:
       return "/optim/exp_avg_sq";
+    case Part::Momentum:
+      return "/optim/momentum";
   }
   return "?";
+}
+
+bool stores(Part p, const TensorSpec& t, const std::string& optimizer) {
+  const bool muon = optimizer == "muon" && muon_matrix(t);
+  switch (p) {
+    case Part::Params:
+      return true;
+    case Part::ExpAvg:
+    case Part::ExpAvgSq:
+      return !muon;
+    case Part::Momentum:
+      return muon;
+  }
+  return false;
 }
 
 void write_header(hid_t f, const Header& h) {
@@ -50,6 +66,8 @@ void write_header(hid_t f, const Header& h) {
   write_attr_i64(f, "optimizer_steps", h.optimizer_steps);
   write_attr_i64(f, "lr_schedule_step", h.lr_step);
   write_attr_f64(f, "lr", h.lr);
+  // Only where it is not AdamW: AdamW's files stay what they always were, byte for byte.
+  if (h.optimizer != "adamw") write_attr_str(f, "optimizer", h.optimizer);
   write_attr_str(f, "model_arch", h.model.arch);
   write_attr_i64(f, "model_n_layer", h.model.n_layer);
   write_attr_i64(f, "model_n_head", h.model.n_head);
@@ -124,6 +142,9 @@ Header read_header(hid_t f) {
   h.optimizer_steps = read_attr_i64(f, "optimizer_steps");
   h.lr_step = read_attr_i64(f, "lr_schedule_step");
   h.lr = read_attr_f64(f, "lr");
+  h.optimizer = has_attr(f, "optimizer") ? read_attr_str(f, "optimizer") : "adamw";
+  if (h.optimizer != "adamw" && h.optimizer != "muon")
+    throw H5Error("optimizer '" + h.optimizer + "' is not adamw or muon");
   // The file is untrusted: every number must describe a model that can exist before anything
   // is sized from it (a lying n_layer would otherwise allocate without bound, a lying block
   // size overflow the checksum arithmetic).

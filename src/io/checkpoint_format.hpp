@@ -3,6 +3,9 @@
 //   /model/<name>               float32 parameter in its natural shape, Hugging Face GPT-2 name
 //   /optim/exp_avg/<name>       AdamW first moment, same shape
 //   /optim/exp_avg_sq/<name>    AdamW second moment, same shape
+//   /optim/momentum/<name>      train.optimizer = muon: the hidden matrices' Muon momentum,
+//                               in place of their two AdamW moments (the root's `optimizer`
+//                               attribute says which; a file without it is AdamW's)
 // Each dataset has `xxh3_blocks` (uint64[ceil(numel / checksum_block_elems)], the XXH3-64 of
 // each block of its row-major contents) and `xxh3` (uint64, XXH3-64 of that table). The root's
 // attributes are the Header below. The directory holds step_NNNNNN.h5 files (written as
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "model/model_config.hpp"
+#include "model/unit_layout.hpp"
 #include "io/h5_handles.hpp"
 
 namespace fsdp::ckpt {
@@ -29,9 +33,17 @@ struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Part { Params, ExpAvg, ExpAvgSq };
-inline constexpr Part kParts[] = {Part::Params, Part::ExpAvg, Part::ExpAvgSq};
-const char* group_path(Part p);  // "/model", "/optim/exp_avg", "/optim/exp_avg_sq"
+enum class Part { Params, ExpAvg, ExpAvgSq, Momentum };
+inline constexpr Part kParts[] = {Part::Params, Part::ExpAvg, Part::ExpAvgSq, Part::Momentum};
+// "/model", "/optim/exp_avg", "/optim/exp_avg_sq", "/optim/momentum"
+const char* group_path(Part p);
+// Whether a checkpoint of `optimizer` holds part p of tensor t: parameters always; a hidden
+// matrix (model/unit_layout.hpp's muon_matrix) Muon's momentum under muon, AdamW's moments else.
+bool stores(Part p, const TensorSpec& t, const std::string& optimizer);
+// A resume with the other optimizer's state: refused (exit 5), never skipped for an older file.
+struct OptimizerMismatch : CheckpointError {
+  using CheckpointError::CheckpointError;
+};
 
 // The root attributes.
 struct Header {
@@ -47,6 +59,7 @@ struct Header {
   std::string strategy;
   std::int64_t checksum_block_elems = 0;
   std::string run_id;  // the run that wrote it (io/checkpoint_dir.hpp); "" in older files
+  std::string optimizer = "adamw";  // train.optimizer of the run that wrote it
 };
 void write_header(hid_t file, const Header& h);  // collective in a parallel file
 // Throws h5::H5Error when the file is not an fsdp checkpoint of a version this code reads.

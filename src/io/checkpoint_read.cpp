@@ -23,7 +23,7 @@ using h5::FlatRange;
 using namespace ckpt_slices;
 
 ckpt::Header Checkpointer::load(const std::string& path, CheckpointedState& state) {
-  return read(path, state, {Part::Params, Part::ExpAvg, Part::ExpAvgSq});
+  return read(path, state, {Part::Params, Part::ExpAvg, Part::ExpAvgSq, Part::Momentum});
 }
 
 ckpt::Header Checkpointer::load_params(const std::string& path, CheckpointedState& state) {
@@ -60,10 +60,19 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
     h = ckpt::read_header(file.get());
     const std::string mismatch = ckpt::model_mismatch(h.model, run_.model);
     if (!mismatch.empty()) throw h5::H5Error("written for a different model: " + mismatch);
+    // The other optimizer's state cannot continue this run's: refused, not skipped for an older
+    // file (fsdp-train exits 5); --init-from reads the weights alone.
+    if (parts.size() > 1 && h.optimizer != run_.optimizer)
+      throw ckpt::OptimizerMismatch(
+          path + ": holds train.optimizer = " + h.optimizer + " state, but this run's is " +
+          run_.optimizer + "; resume with train.optimizer = " + h.optimizer +
+          ", or start from its weights alone with --init-from");
     const std::int64_t B = h.checksum_block_elems;
     for (Part p : parts)
       for (const UnitShard& su : shards)
-        for (const TensorSpec& t : su.layout->tensors) {
+        for (std::size_t i = 0; i < su.layout->tensors.size(); ++i) {
+          const TensorSpec& t = su.layout->tensors[i];
+          if (!stores(p, su, i)) continue;
           where = dataset_path(p, t);
           const htri_t exists = H5Lexists(file.get(), where.c_str(), H5P_DEFAULT);
           if (exists <= 0) throw h5::H5Error("missing");
@@ -83,6 +92,8 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
             throw h5::H5Error("xxh3 does not match xxh3_blocks: the checksums are damaged");
           stored.push_back(std::move(s));
         }
+  } catch (const ckpt::OptimizerMismatch&) {
+    throw;  // the header is read collectively: every rank throws it here
   } catch (const std::exception& e) {
     err = (where.empty() ? "" : where + ": ") + e.what();
   }
@@ -96,14 +107,23 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
     for (const UnitShard& su : shards) {
       watch.emplace("reading checkpoint " + path + ": " + ckpt::group_path(p) + "/" +
                     su.layout->name);
+      bool any = false;  // a part none of whose tensors the file holds (Muon's, under AdamW)
+      for (std::size_t i = 0; i < su.layout->tensors.size(); ++i) any = any || stores(p, su, i);
+      if (!any) continue;
       const ShardVec shard = part_shard(su, p);
-      std::vector<float> host(std::size_t(shard.size()), 0.f);  // the padding stays 0
+      // The padding stays 0. Under Muon, exp_avg holds AdamW's first moments and the matrices'
+      // momentum, read from two groups: each read keeps what the other put there.
+      const bool shared = su.muon && (p == Part::ExpAvg || p == Part::Momentum);
+      std::vector<float> host = shared ? shard.values() : std::vector<float>(std::size_t(shard.size()), 0.f);
       std::vector<DistributedArray> arrays;
       const bool writer = map.writes(su, rank_);
-      for (const TensorSpec& t : su.layout->tensors) {
+      std::vector<const TensorSpec*> read;  // the tensors this part stores, in order
+      for (std::size_t i = 0; i < su.layout->tensors.size(); ++i) {
+        const TensorSpec& t = su.layout->tensors[i];
+        if (!stores(p, su, i)) continue;
+        read.push_back(&t);
         const FlatRange mine = slice(su, map.pos_of(su, rank_), t);
-        float* local =
-            mine.empty() ? nullptr : host.data() + (t.offset + mine.begin - su.shard_begin);
+        float* local = mine.empty() ? nullptr : host.data() + local_at(p, su, i, mine);
         try {
           h5::read_flat(stored[k + arrays.size()].d.get(), mine, local, H5P_DEFAULT);
         } catch (const std::exception& e) {
@@ -113,7 +133,7 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
       }
       const auto tables = block_hashes(comm, arrays, h.checksum_block_elems);
       for (std::size_t i = 0; i < arrays.size(); ++i, ++k) {
-        const TensorSpec& t = su.layout->tensors[i];
+        const TensorSpec& t = *read[i];
         const std::string bad =
             compare_tables(stored[k].blocks, tables[i], t.numel, h.checksum_block_elems);
         if (err.empty() && !bad.empty()) err = dataset_path(p, t) + ": " + bad;
@@ -144,6 +164,8 @@ std::string Checkpointer::load_newest(CheckpointedState& state, ckpt::Header& he
     try {
       header = load(path, state);
       return path;
+    } catch (const ckpt::OptimizerMismatch&) {
+      throw;  // not a damaged file: a run that must not continue from it
     } catch (const CheckpointError& e) {
       warn(std::string(e.what()) + "; skipping it");
     }

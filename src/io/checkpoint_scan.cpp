@@ -15,12 +15,13 @@ Comm::Comm(MPI_Comm c) : comm(c) {
   FSDP_MPI_CHECK(MPI_Comm_size(c, &size));
 }
 
-std::vector<Expected> expected_datasets(const ModelConfig& m) {
+std::vector<Expected> expected_datasets(const ModelConfig& m, const std::string& optimizer) {
   std::vector<Expected> out;
   for (Part p : kParts)
     for (const UnitLayout& u : model_units(m))
       for (const TensorSpec& t : u.tensors)
-        out.push_back({std::string(group_path(p)) + "/" + t.name,
+        if (stores(p, t, optimizer))
+          out.push_back({std::string(group_path(p)) + "/" + t.name,
                        std::vector<hsize_t>(t.shape.begin(), t.shape.end())});
   return out;
 }

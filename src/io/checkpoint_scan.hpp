@@ -29,8 +29,9 @@ struct Expected {
   std::vector<hsize_t> dims;
 };
 
-// Every dataset a checkpoint of model m holds, in layout order.
-std::vector<Expected> expected_datasets(const ModelConfig& m);
+// Every dataset a checkpoint of model m holds (under train.optimizer = `optimizer`), in
+// layout order.
+std::vector<Expected> expected_datasets(const ModelConfig& m, const std::string& optimizer);
 
 // An open checkpoint and its header; the ranks agree on whether opening worked.
 struct Opened {

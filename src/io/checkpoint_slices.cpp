@@ -59,8 +59,19 @@ ShardVec part_shard(const UnitShard& su, Part p) {
       return su.exp_avg;
     case Part::ExpAvgSq:
       return su.exp_avg_sq;
+    case Part::Momentum:  // Muon's momentum sits where AdamW's first moment would
+      return su.exp_avg;
   }
   return {};
+}
+
+bool stores(Part p, const UnitShard& su, std::size_t i) {
+  return ckpt::stores(p, su.layout->tensors[i], su.muon ? "muon" : "adamw");
+}
+
+std::int64_t local_at(Part p, const UnitShard& su, std::size_t i, const FlatRange& mine) {
+  const std::int64_t at = su.layout->tensors[i].offset + mine.begin - su.shard_begin;
+  return p == Part::ExpAvgSq && i < su.sq_shift.size() ? at - su.sq_shift[i] : at;
 }
 
 std::string dataset_path(Part p, const TensorSpec& t) {

@@ -34,6 +34,10 @@ h5::FlatRange slice(const UnitShard& su, int pos, const TensorSpec& t);
 // Each rank's part in hashing tensor t: writers their slice, replicas nothing.
 std::vector<h5::FlatRange> hash_ranges(const ShardMap& m, const UnitShard& su, const TensorSpec& t);
 ShardVec part_shard(const UnitShard& su, ckpt::Part p);
+// Whether the file holds part p of su's tensor i (ckpt::stores, by the run's optimizer state).
+bool stores(ckpt::Part p, const UnitShard& su, std::size_t i);
+// Where slice `mine` of su's tensor i starts in part_shard(su, p).
+std::int64_t local_at(ckpt::Part p, const UnitShard& su, std::size_t i, const h5::FlatRange& mine);
 std::string dataset_path(ckpt::Part p, const TensorSpec& t);
 std::vector<hsize_t> dims_of(const TensorSpec& t);
 // The first block whose hash differs, as a message; "" when the tables agree.

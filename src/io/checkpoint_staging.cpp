@@ -9,7 +9,7 @@ void StagedState::allocate(CheckpointedState& live) {
   if (!units_.empty()) return;
   for (const UnitShard& s : live.unit_shards()) {
     Unit u;
-    u.meta = {s.layout, s.shard_begin, s.shard, {}, {}, {}, s.placement, s.writes};
+    u.meta = {s.layout, s.shard_begin, s.shard, {}, {}, {}, s.placement, s.writes, s.muon, s.sq_shift};
     if (s.writes) {
       const std::string tag = "checkpoint_staging::" + s.layout->name;
       const auto buffer = [&](const ShardVec& v, const char* part) {

@@ -97,11 +97,19 @@ int info(MPI_Comm comm, const std::string& path, bool datasets, bool deck) {
   if (!keys.empty()) std::printf("                   %s\n", keys.c_str());
   std::printf("saved by           %lld ranks, strategy %s, shard group %lld\n",
               (long long)h.saved_ranks, h.strategy.c_str(), (long long)h.shard_group_size);
-  const std::vector<Expected> all = expected_datasets(m);
-  const std::size_t per_part = all.size() / 3;
+  const std::vector<Expected> all = expected_datasets(m, h.optimizer);
+  std::printf("optimizer          %s\n", h.optimizer.c_str());
   for (Part p : kParts) {
-    std::printf("%-18s %zu datasets, %s\n", group_path(p), per_part,
-                format_bytes(4 * num_params(m)).c_str());
+    std::size_t n = 0;
+    std::int64_t elems = 0;
+    for (const UnitLayout& u : model_units(m))
+      for (const TensorSpec& t : u.tensors)
+        if (stores(p, t, h.optimizer)) {
+          ++n;
+          elems += t.numel;
+        }
+    if (n > 0)
+      std::printf("%-18s %zu datasets, %s\n", group_path(p), n, format_bytes(4 * elems).c_str());
   }
   if (datasets)
     for (const Expected& e : all)
@@ -119,7 +127,7 @@ int verify(MPI_Comm comm, const std::string& path) {
   }
   int bad = 0;
   std::int64_t elems = 0;
-  const std::vector<Expected> all = expected_datasets(o.header.model);
+  const std::vector<Expected> all = expected_datasets(o.header.model, o.header.optimizer);
   for (const Expected& e : all) {
     std::string why;
     try {
@@ -161,7 +169,16 @@ int diff(MPI_Comm comm, const std::string& pa, const std::string& pb) {
   const std::int64_t B = kChecksumBlockElems;
   double worst_abs = 0.0, worst_rel = 0.0;
   int differing = 0;
-  const std::vector<Expected> all = expected_datasets(a.header.model);
+  if (a.header.optimizer != b.header.optimizer) {
+    if (c.rank == 0)
+      std::printf("%s holds %s state, %s holds %s state: compared by their parameters and the "
+                  "state both hold\n", pa.c_str(), a.header.optimizer.c_str(), pb.c_str(),
+                  b.header.optimizer.c_str());
+  }
+  std::vector<Expected> all;
+  for (const Expected& e : expected_datasets(a.header.model, a.header.optimizer))
+    for (const Expected& f : expected_datasets(a.header.model, b.header.optimizer))
+      if (e.path == f.path) all.push_back(e);
   for (const Expected& e : all) {
     std::string why;
     double m[2] = {0.0, 0.0};  // max abs, max rel

@@ -22,6 +22,11 @@ struct UnitShard {
   ShardVec params, exp_avg, exp_avg_sq;  // in host memory where fsdp.offload put them
   int placement = 0;
   bool writes = true;  // this rank is the copy of the slice that writes it (replicas: the same)
+  // train.optimizer = muon: the hidden matrices hold Muon's momentum in exp_avg's place and no
+  // second moment (ckpt::stores); sq_shift, per tensor of layout, is how far exp_avg_sq's
+  // packing (fsdp/optimizer_layout.hpp) moved an AdamW tensor's slice back (empty: nowhere).
+  bool muon = false;
+  std::vector<std::int64_t> sq_shift;
 };
 
 class CheckpointedState {

@@ -16,11 +16,21 @@ struct TensorSpec {
   std::int64_t numel = 0;
   bool decay = false;  // AdamW weight decay applies
   bool gemm = false;   // a GEMM operand: bf16 runs widen or cast it one weight at a time
+  // A hidden matrix (attention, MLP, expert weights; not an embedding, a head, a norm or a bias):
+  // train.optimizer = muon orthogonalises its update (optim/muon.hpp).
+  bool hidden = false;
+  bool in_major = false;  // a 2-D weight stored [in, out] (GPT-2's Conv1D); else [out, in]
   // Which of the architecture's placements (Architecture::placements) holds it: the tensors of
   // a unit that share one form one *part*, a flat buffer with its own shard and replicate
   // groups (fsdp/part_layout.hpp).
   int part = 0;
 };
+
+// train.optimizer = muon takes this tensor (a hidden 2-D matrix); AdamW takes every other.
+inline bool muon_matrix(const TensorSpec& t) { return t.hidden && t.shape.size() == 2; }
+// Its (out, in) as a linear map, whichever way it is stored.
+inline std::int64_t fan_out(const TensorSpec& t) { return t.shape[t.in_major ? 1 : 0]; }
+inline std::int64_t fan_in(const TensorSpec& t) { return t.shape[t.in_major ? 0 : 1]; }
 
 struct UnitLayout {
   std::string name;  // e.g. "embedding", "h.3", "h.3.attn"

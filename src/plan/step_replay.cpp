@@ -7,9 +7,12 @@
 #include "core/offload_file.hpp"
 #include "fsdp/canonical_tree.hpp"
 #include "fsdp/gather_window.hpp"
+#include "fsdp/muon_owners.hpp"
+#include "fsdp/optimizer_layout.hpp"
 #include "fsdp/part_layout.hpp"
 #include "fsdp/schedule.hpp"
 #include "model/architecture.hpp"
+#include "optim/newton_schulz.hpp"
 
 #include <algorithm>
 
@@ -51,6 +54,22 @@ class Replay {
       numel_.push_back(layout_.units[std::size_t(u)].numel);
       padded_.push_back(layout_.padded(u));
       shard_.push_back(layout_.shard(u));
+    }
+    // The optimizer's state as this rank holds it (fsdp/optimizer_layout.hpp): under Muon the
+    // packed second moments, and the exchange's owners and buffers (fsdp/muon_owners.hpp).
+    std::vector<int> positions;  // by placement
+    for (std::size_t p = 0; p < s.placements.size(); ++p)
+      positions.push_back(part_rank(s, int(p), rank).position);
+    for (int u = 0; u < int(layout_.units.size()); ++u) {
+      std::vector<int> pos;
+      for (const UnitPart& part : layout_.parts[std::size_t(u)])
+        pos.push_back(positions[std::size_t(part.placement)]);
+      optim_.push_back(optimizer_layout(layout_, u, pos, s.muon_optimizer(), !nvme_));
+    }
+    if (s.muon_optimizer()) {
+      owners_ = muon_owners(layout_, s.muon.ns_steps);
+      muon_buffers_ = muon_buffers(layout_, owners_, positions);
+      positions_ = positions;
     }
     const std::size_t U = numel_.size();
     gathered_.assign(U, false);
@@ -153,8 +172,12 @@ class Replay {
         allocate(C::Grads, kDev, b_.grad * P, ui);
         grad_full_[u] = true;
       }
-      // AdamW's exp_avg and exp_avg_sq over the shard (nvme: in the offload file instead).
-      if (!nvme_) allocate(C::OptimizerState, optim_space, b_.optimizer * S, ui);
+      // AdamW's exp_avg and exp_avg_sq over the shard (nvme: in the offload file instead);
+      // under Muon exp_avg is the matrices' momentum and exp_avg_sq AdamW's elements only.
+      if (!nvme_) {
+        allocate(C::OptimizerState, optim_space, 4 * S, ui);
+        allocate(C::OptimizerState, optim_space, 4 * double(optim_[u].sq_size), ui);
+      }
     }
     // nvme: GatherPipeline's read slots (parameter shards on disk) and ShardedOptimizer's three
     // I/O sets (parameters, both moments, and the gradients where they are on the device),
@@ -173,13 +196,34 @@ class Replay {
                3.0 * per_set * double(io_round(std::int64_t(4 * piece)) + kIoAlign), -1);
     }
     // AsyncCheckpointer's staging (io/checkpoint_staging.hpp): the writer rank's shards of the
-    // parameters and both moments in host memory, from the first save on.
+    // parameters and both moments (the second packed under Muon) in host memory, from the
+    // first save on.
     if (s_.checkpoint_staging) {  // the parts whose slices this rank writes
       double elems = 0.0;
-      for (const std::vector<UnitPart>& parts : layout_.parts)
-        for (const UnitPart& part : parts)
-          if (part_rank(s_, part.placement, rank_).replica == 0) elems += double(part.shard());
-      allocate(C::CheckpointStaging, kHost, 3 * 4 * elems, -1);
+      for (std::size_t u = 0; u < layout_.parts.size(); ++u)
+        for (std::size_t k = 0; k < layout_.parts[u].size(); ++k) {
+          const UnitPart& part = layout_.parts[u][k];
+          if (part_rank(s_, part.placement, rank_).replica != 0) continue;
+          double sq = double(part.shard());
+          if (optim_[u].packed()) {
+            sq = 0.0;
+            for (const StateSegment& seg : optim_[u].segments)
+              if (seg.part == int(k) && !seg.muon) sq += double(seg.n);
+          }
+          elems += 2.0 * double(part.shard()) + sq;
+        }
+      allocate(C::CheckpointStaging, kHost, 4 * elems, -1);
+    }
+    // MuonExchange: two send and two receive sets (a round in flight while the next is
+    // packed), the owner's gathered matrices and Newton-Schulz's workspace.
+    if (s_.muon_optimizer()) {
+      const MuonBuffers& b = muon_buffers_;
+      for (int k = 0; k < 2; ++k) {
+        allocate(C::CommBuffers, kDev, 4.0 * double(b.send), -1);
+        allocate(C::CommBuffers, kDev, 4.0 * double(b.gathered), -1);
+      }
+      allocate(C::CommBuffers, kDev, 4.0 * double(b.gathered), -1);
+      allocate(C::CommBuffers, kDev, 4.0 * double(b.work), -1);
     }
     // ShardedOptimizer: offload = optimizer stages fp32 parameter and gradient shards through
     // two host sets, each sized to the largest shard.
@@ -552,6 +596,7 @@ class Replay {
     } else {
       host_or_device_optimizer(elems);
     }
+    if (s_.muon_optimizer()) muon_exchange();
     // Engine::sync_full_params: zero1/zero2 bring every rank's updated shard to everyone.
     if (sharded_ || nshard_ == 1) return;
     for (std::size_t u = 0; u < shard_.size(); ++u) {
@@ -634,6 +679,36 @@ class Replay {
     prefetched_.clear();
   }
 
+  // MuonExchange::orthogonalise: per unit part with Muon matrices, the gather to the owners and
+  // the return (each what this rank sends), and this rank's Newton-Schulz FLOPs at the GEMM
+  // rate. The apply pass's memory traffic is small beside the momentum pass's, not replayed.
+  void muon_exchange() {
+    for (std::size_t u = 0; u < layout_.parts.size(); ++u)
+      for (std::size_t k = 0; k < layout_.parts[u].size(); ++k) {
+        const UnitPart& part = layout_.parts[u][k];
+        const int r = positions_[std::size_t(part.placement)];
+        const std::int64_t lo = r * part.shard(), hi = lo + part.shard();
+        double send = 0.0, back = 0.0, flops = 0.0;
+        bool any = false;
+        const std::vector<TensorSpec>& ts = layout_.part_units[u][k].tensors;
+        for (std::size_t i = 0; i < ts.size(); ++i) {
+          const int q = owners_.owner[u][k][i];
+          if (q < 0) continue;
+          any = true;
+          const TensorSpec& t = ts[i];
+          send += double(std::max<std::int64_t>(
+              0, std::min(hi, t.offset + t.numel) - std::max(lo, t.offset)));
+          if (q != r) continue;
+          back += double(t.numel);
+          flops += optim::newton_schulz_flops(t.shape[0], t.shape[1], s_.muon.ns_steps);
+        }
+        if (!any) continue;
+        blocking(Coll::AllToAll, Group::Shard, 4.0 * send, int(u), part.placement);
+        if (flops > 0) compute(flops, 0.0, int(u));
+        blocking(Coll::AllToAll, Group::Shard, 4.0 * back, int(u), part.placement);
+      }
+  }
+
   void host_or_device_optimizer(double elems) {
     // Offloaded AdamW runs on the host: the device-resident parameter and gradient shards go
     // down and the updated parameters come back (offload = params keeps both on the host).
@@ -663,6 +738,10 @@ class Replay {
   bool prefetch_optimizer_ = false;  // this micro-batch's backward starts the optimizer's reads
   std::vector<int> prefetched_;      // their handles, pieces 0 and 1
   std::vector<std::int64_t> numel_, padded_, shard_;
+  std::vector<UnitOptimizerLayout> optim_;  // per unit: the state's layout on this rank
+  MuonOwners owners_;                       // train.optimizer = muon
+  MuonBuffers muon_buffers_;
+  std::vector<int> positions_;  // this rank's position in each placement's shard group
   std::vector<bool> gathered_, in_flight_, grad_full_;
   std::vector<bool> fresh_;  // per unit: no reduction has reached its gradient shard this step
   std::vector<std::vector<int>> gather_handle_;  // per unit, one per part

@@ -11,9 +11,12 @@ namespace {
 
 // Weight decay for the 2-D weights; every 2-D weight but the position table (which the
 // embedding reads together with wte) is a GEMM operand.
+// The block's matrices are hidden ones, stored [in, out] as Hugging Face's Conv1D keeps them.
 void add(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape) {
   const bool matrix = shape.size() == 2;
+  const bool table = name == "wte.weight" || name == "wpe.weight";
   add_tensor(u, name, std::move(shape), matrix, matrix && name != "wpe.weight");
+  u.tensors.back().hidden = u.tensors.back().in_major = matrix && !table;
 }
 
 }  // namespace

@@ -10,10 +10,11 @@ namespace fsdp {
 namespace {
 
 // Every matrix is a GEMM operand (the embedding's lookup reads it as one too) and decays;
-// the norm weights neither.
+// the norm weights neither. The matrices inside a block are its hidden ones.
 void add(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape) {
   const bool matrix = shape.size() == 2;
   add_tensor(u, name, std::move(shape), matrix, matrix);
+  u.tensors.back().hidden = matrix && name != "model.embed_tokens.weight" && name != "lm_head.weight";
 }
 
 }  // namespace

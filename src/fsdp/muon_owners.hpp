@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// Which rank orthogonalises each Muon matrix, and the buffers that costs it: the engine
+// (fsdp/muon_exchange.hpp) and the planner (plan/step_replay.cpp) read the same answer.
+// Owners are positions in the matrix's part's shard group (every replica group repeats the
+// same work on the same values), assigned longest job first by Newton-Schulz cost, each to the
+// least loaded position (the lowest on a tie), over all of a placement's matrices: balanced by
+// FLOPs, not by count. The assignment depends on the layout and the shard group's size only.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "fsdp/part_layout.hpp"
+
+namespace fsdp {
+
+struct MuonOwners {
+  // owner[u][k][i]: the position owning tensor i of unit u's part k; -1 for AdamW's tensors.
+  std::vector<std::vector<std::vector<int>>> owner;
+  // Newton-Schulz FLOPs per step of each position, per placement.
+  std::vector<std::vector<double>> flops;
+};
+MuonOwners muon_owners(const RunLayout& layout, int ns_steps);
+
+// What one rank allocates to run the exchange (elements each): the packed slices it sends in the
+// largest round, the matrices it owns in the largest round, and Newton-Schulz's workspace for
+// its largest matrix. positions[p]: the rank's position in placement p's shard group.
+struct MuonBuffers {
+  std::int64_t send = 0, gathered = 0, work = 0;
+};
+MuonBuffers muon_buffers(const RunLayout& layout, const MuonOwners& owners,
+                         const std::vector<int>& positions);
+
+}  // namespace fsdp
