@@ -28,6 +28,11 @@ endforeach()
 set(FSDP_MPI_TEST_NPS 1 2 3 4)
 fsdp_add_mpi_test(test_toy_architecture ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_toy_architecture.cpp)
 unset(FSDP_MPI_TEST_NPS)
+# train.optimizer = muon: bitwise at 1, 3 and 4 ranks (hybrid 2 x 2), tiers, resume, plan.
+set(FSDP_MPI_TEST_NPS 1 3 4)
+fsdp_add_mpi_test(test_muon ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_muon.cpp)
+target_link_libraries(test_muon PRIVATE PkgConfig::XXHASH)
+unset(FSDP_MPI_TEST_NPS)
 # fsdp.offload = nvme against the run in memory (the issue's np 1-3; files under /tmp).
 set(FSDP_MPI_TEST_NPS 1 2 3)
 fsdp_add_mpi_test(test_offload_nvme ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_offload_nvme.cpp)

