@@ -75,6 +75,7 @@ class Engine {
   ShardVec exp_avg_sq_shard(int u) { return state_->exp_avg_sq_shard(u); }
   void sync_full_params() { state_->sync_full_params(); }
   int optimizer_steps() const { return state_->optimizer_steps(); }
+  double muon_flops() const { return optimizer_->muon_flops(); }
   void set_optimizer_steps(int n) { state_->set_optimizer_steps(n); }
 
  private:

@@ -10,37 +10,39 @@ namespace fsdp {
 
 MuonOwners muon_owners(const RunLayout& layout, int ns_steps) {
   MuonOwners o;
+  o.owner.resize(layout.parts.size());
   struct Job {
-    int u, k, i, placement;
+    int i;
     double cost;
   };
-  std::vector<Job> jobs;
-  int placements = 0;
-  o.owner.resize(layout.parts.size());
   for (std::size_t u = 0; u < layout.parts.size(); ++u) {
     o.owner[u].resize(layout.parts[u].size());
     for (std::size_t k = 0; k < layout.parts[u].size(); ++k) {
       const std::vector<TensorSpec>& ts = layout.part_units[u][k].tensors;
       o.owner[u][k].assign(ts.size(), -1);
-      const int p = layout.parts[u][k].placement;
-      placements = std::max(placements, p + 1);
+      const UnitPart& part = layout.parts[u][k];
+      if (int(o.flops.size()) <= part.placement) o.flops.resize(std::size_t(part.placement) + 1);
+      std::vector<double>& total = o.flops[std::size_t(part.placement)];
+      if (total.empty()) total.assign(std::size_t(part.shard_group), 0.0);
+      // One round of the exchange (fsdp/muon_exchange.hpp): its owners finish together, so the
+      // round itself is balanced, longest job first; ties go to the position with the least
+      // work so far (then the lowest), which evens the rounds' remainders out over the step.
+      std::vector<Job> jobs;
       for (std::size_t i = 0; i < ts.size(); ++i)
         if (muon_matrix(ts[i]))
-          jobs.push_back({int(u), int(k), int(i), p,
-                          optim::newton_schulz_flops(ts[i].shape[0], ts[i].shape[1], ns_steps)});
+          jobs.push_back({int(i), optim::newton_schulz_flops(ts[i].shape[0], ts[i].shape[1], ns_steps)});
+      std::stable_sort(jobs.begin(), jobs.end(),
+                       [](const Job& a, const Job& b) { return a.cost > b.cost; });
+      std::vector<double> round(total.size(), 0.0);
+      for (const Job& j : jobs) {
+        std::size_t q = 0;
+        for (std::size_t r = 1; r < round.size(); ++r)
+          if (round[r] < round[q] || (round[r] == round[q] && total[r] < total[q])) q = r;
+        round[q] += j.cost;
+        total[q] += j.cost;
+        o.owner[u][k][std::size_t(j.i)] = int(q);
+      }
     }
-  }
-  // Longest first; equal costs keep model order (a stable sort), so every rank agrees.
-  std::stable_sort(jobs.begin(), jobs.end(),
-                   [](const Job& a, const Job& b) { return a.cost > b.cost; });
-  o.flops.assign(std::size_t(placements), {});
-  for (const Job& j : jobs) {
-    const int S = layout.parts[std::size_t(j.u)][std::size_t(j.k)].shard_group;
-    std::vector<double>& load = o.flops[std::size_t(j.placement)];
-    if (load.empty()) load.assign(std::size_t(S), 0.0);
-    const int q = int(std::min_element(load.begin(), load.end()) - load.begin());
-    load[std::size_t(q)] += j.cost;
-    o.owner[std::size_t(j.u)][std::size_t(j.k)][std::size_t(j.i)] = q;
   }
   return o;
 }

@@ -2,9 +2,12 @@
 // Which rank orthogonalises each Muon matrix, and the buffers that costs it: the engine
 // (fsdp/muon_exchange.hpp) and the planner (plan/step_replay.cpp) read the same answer.
 // Owners are positions in the matrix's part's shard group (every replica group repeats the
-// same work on the same values), assigned longest job first by Newton-Schulz cost, each to the
-// least loaded position (the lowest on a tie), over all of a placement's matrices: balanced by
-// FLOPs, not by count. The assignment depends on the layout and the shard group's size only.
+// same work on the same values), balanced by Newton-Schulz FLOPs, not by count: round by round
+// (a unit's part, as the exchange runs them), longest job first to the position with the least
+// work in the round, then the least so far. Rounds are balanced rather than the step as a whole
+// because each round's owners must finish before its results return: at 2 ranks on GPT-2 124M,
+// balancing the step alone left the rounds' imbalance exposed (1.44x the FLOPs' time, against
+// 1.1x). The assignment depends on the layout and the shard group's size only.
 #pragma once
 #include <cstdint>
 #include <vector>

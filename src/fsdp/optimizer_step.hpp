@@ -54,6 +54,8 @@ class ShardedOptimizer {
   // update, when the loss or the norm is not finite.
   OptimizerResult step(int step, double norm2, double loss, bool zero_full_grads,
                        const std::function<void(int)>& updated);
+  // train.optimizer = muon: this rank's Newton-Schulz FLOPs per step (0 otherwise).
+  double muon_flops() const { return muon_ ? muon_->flops() : 0.0; }
 
  private:
   std::string first_nonfinite_unit();

@@ -20,45 +20,30 @@ std::int64_t largest_shard(const std::vector<ShardedUnit>& units) {
   return n;
 }
 
-// offload = none: everything on the device; the rule zeroes the gradients it reads last.
-class DeviceTier final : public StateTier {
+// offload = none (the device) or params (host memory, with the parameter and gradient shards):
+// every buffer is whole where the rule runs, and the rule zeroes the gradients it reads last
+// (persistent ones exist only without offload: ddp, zero1).
+template <bool OnHost>
+class InPlaceTier final : public StateTier {
  public:
-  explicit DeviceTier(ShardedState& s) : state_(s) {}
+  explicit InPlaceTier(ShardedState& s) : state_(s) {}
   void sweep(UpdateRule& rule, bool zero_grads, const std::function<void(int)>& updated) override {
     for (int u = 0; u < int(state_.units().size()); ++u) {
       const ShardedUnit& su = state_.units()[std::size_t(u)];
-      StatePiece<Vec> s;
+      const auto in = [](const ShardVec& v) {
+        if constexpr (OnHost) return v.host();
+        else return v.device();
+      };
+      StatePiece<decltype(in(su.exp_avg.view()))> s;
       s.unit = u;
       s.n = su.shard;
-      s.p = state_.param_shard(u).device();
-      s.g = state_.grad_shard(u).device();
-      s.m = su.exp_avg.device();
-      s.v = su.exp_avg_sq.device();
+      s.p = in(state_.param_shard(u));
+      s.g = in(state_.grad_shard(u));
+      s.m = in(su.exp_avg.view());
+      s.v = in(su.exp_avg_sq.view());
       s.zero_grads = zero_grads;
-      rule.on_device(su.optim, s);
-      if (updated) updated(u);
-    }
-  }
-
- private:
-  ShardedState& state_;
-};
-
-// offload = params: shards, gradients and state are all in host memory already.
-class HostTier final : public StateTier {
- public:
-  explicit HostTier(ShardedState& s) : state_(s) {}
-  void sweep(UpdateRule& rule, bool, const std::function<void(int)>& updated) override {
-    for (int u = 0; u < int(state_.units().size()); ++u) {
-      const ShardedUnit& su = state_.units()[std::size_t(u)];
-      StatePiece<PinnedVec> s;
-      s.unit = u;
-      s.n = su.shard;
-      s.p = state_.param_shard(u).host();
-      s.g = state_.grad_shard(u).host();
-      s.m = su.exp_avg.host();
-      s.v = su.exp_avg_sq.host();
-      rule.on_host(su.optim, s);
+      if constexpr (OnHost) rule.on_host(su.optim, s);
+      else rule.on_device(su.optim, s);
       if (updated) updated(u);
     }
   }
@@ -128,9 +113,9 @@ class StagedTier final : public StateTier {
 std::unique_ptr<StateTier> make_state_tier(ShardedState& state, MemoryTracker& tracker) {
   switch (state.setup().offload) {
     case Offload::None:
-      return std::make_unique<DeviceTier>(state);
+      return std::make_unique<InPlaceTier<false>>(state);
     case Offload::Params:
-      return std::make_unique<HostTier>(state);
+      return std::make_unique<InPlaceTier<true>>(state);
     case Offload::Optimizer:
       return std::make_unique<StagedTier>(state, tracker);
     case Offload::Nvme:

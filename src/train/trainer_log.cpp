@@ -80,6 +80,18 @@ void Trainer::log_start() const {
               cfg_.fsdp.prefetch, n_micro_, cfg_.train.micro_batch_size,
               measure_peak_ ? "measured after the first step"
                             : (std::to_string(int(peak_flops_ / 1e9 + 0.5)) + " GFLOP/s").c_str());
+  if (cfg_.train.optimizer != "muon") return;
+  std::int64_t matrices = 0, muon = 0, rest = 0;
+  for (const UnitLayout& u : model_units(cfg_.model))
+    for (const TensorSpec& t : u.tensors) {
+      if (muon_matrix(t)) ++matrices;
+      (muon_matrix(t) ? muon : rest) += t.numel;
+    }
+  std::printf("fsdp-train: optimizer muon: %lld hidden matrices (%lld parameters), each "
+              "orthogonalised whole on one rank of its shard group by %d Newton-Schulz steps "
+              "(%.3g GFLOP a step on rank 0); AdamW for the other %lld parameters\n",
+              (long long)matrices, (long long)muon, cfg_.muon.ns_steps, engine_->muon_flops() / 1e9,
+              (long long)rest);
 }
 
 void Trainer::log_done(const TrainSummary& sum) const {

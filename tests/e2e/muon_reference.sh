@@ -43,6 +43,12 @@ if mpirun -np 1 "$BUILD/fsdp-ckpt" info "$WORK/ck3/step_000003.h5" >"$WORK/info"
 else
   bad "fsdp-ckpt info/verify of a Muon checkpoint: $(cat "$WORK/info" "$WORK/out" | tail -8)"
 fi
+# AdamW may not continue Muon's state (exit 5, naming both); its weights alone start a run.
+expect_fail "AdamW resuming a Muon checkpoint" 5 "holds train.optimizer = muon state, but this run's is adamw" \
+  mpirun -np 2 "$TRAIN" --config "$WORK/empty.toml" --init-from "$WORK/rnd/hf" \
+  --resume "$WORK/ck3/step_000003.h5" --set "data.train=$WORK/one.txt" \
+  --set "data.val=$WORK/one.txt" --set eval.sequences=0 --set train.steps=4 --set train.batch_size=2 \
+  --set train.micro_batch_size=1
 # Deterministic mode: np 1 and np 4 (hybrid, 2 x 2) train np 3's bits.
 for spec in "3 zero3 0" "1 zero3 0" "4 hybrid 2"; do
   set -- $spec
