@@ -6,6 +6,7 @@
 set -euo pipefail
 BUILD=${1:?build directory}
 OUT=${2:-$(mktemp -d)}
+mkdir -p "$OUT"
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 for opt in adamw muon; do

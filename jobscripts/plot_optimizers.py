@@ -30,7 +30,7 @@ def main(adamw, muon, out):
         ax.plot(vs, vl, color=color, marker="o", lw=2, label=f"{name}: validation loss")
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy (nats)")
-    ax.set_ylim(1.5, 4.0)
+    ax.set_ylim(1.2, 4.0)
     ax.set_title("inputs/default.toml, 200 steps, np 2 (zero3)")
     ax.grid(alpha=0.3)
     ax.legend()

@@ -6,8 +6,8 @@
 // (a unit's part, as the exchange runs them), longest job first to the position with the least
 // work in the round, then the least so far. Rounds are balanced rather than the step as a whole
 // because each round's owners must finish before its results return: at 2 ranks on GPT-2 124M,
-// balancing the step alone left the rounds' imbalance exposed (1.44x the FLOPs' time, against
-// 1.1x). The assignment depends on the layout and the shard group's size only.
+// balancing the step alone left the rounds' imbalance exposed (1.44x the busiest rank's FLOPs at
+// the GEMM rate, against 1.21x). The assignment depends on the layout and the shard group's size only.
 #pragma once
 #include <cstdint>
 #include <vector>
