@@ -37,6 +37,7 @@ struct MuonConfig {
   double momentum = 0.95;
   bool nesterov = true;
   int ns_steps = 5;                   // Newton-Schulz iterations
+  std::string ns_dtype = "fp32";      // fp32 | bf16: what Newton-Schulz's GEMMs read
   std::string scale = "match_adamw";  // match_adamw | original
   double lr = 0.02;                   // scale = original: Muon's own peak learning rate
 };

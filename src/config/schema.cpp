@@ -189,6 +189,9 @@ std::vector<KeySpec> build_schema_rest() {
             "orthogonalise lerp(grad, buf, momentum) rather than buf"),
       entry("muon", "ns_steps", &R::muon, &MuonConfig::ns_steps, within(1, 100),
             "Newton-Schulz iterations (coefficients 3.4445, -4.7750, 2.0315)"),
+      entry("muon", "ns_dtype", &R::muon, &MuonConfig::ns_dtype, one_of({"fp32", "bf16"}),
+            "bf16: Newton-Schulz's GEMMs read bf16 casts and accumulate in fp32 (bf16 kernels "
+            "where the hardware has them, else the same products widened)"),
       entry("muon", "scale", &R::muon, &MuonConfig::scale, one_of({"match_adamw", "original"}),
             "match_adamw: update x 0.2 sqrt(max(out, in)) at train.lr; original: x sqrt(max(1, "
             "out/in)) at muon.lr"),

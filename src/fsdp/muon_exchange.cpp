@@ -9,8 +9,8 @@
 
 namespace fsdp {
 
-MuonExchange::MuonExchange(ShardedState& state, MemoryTracker& tracker, int ns_steps)
-    : state_(state), ns_steps_(ns_steps) {
+MuonExchange::MuonExchange(ShardedState& state, MemoryTracker& tracker, int ns_steps, bool bf16)
+    : state_(state), ns_steps_(ns_steps), bf16_(bf16) {
   const RunLayout& layout = state.layout();
   const MuonOwners owners = muon_owners(layout, ns_steps);
   std::vector<int> positions;
@@ -70,7 +70,7 @@ MuonExchange::MuonExchange(ShardedState& state, MemoryTracker& tracker, int ns_s
       rounds_.push_back(std::move(r));
     }
   }
-  const MuonBuffers b = muon_buffers(layout, owners, positions);
+  const MuonBuffers b = muon_buffers(layout, owners, positions, bf16);
   for (int k = 0; k < 2; ++k) {
     send_[k] = TrackedBuffer(tracker, "muon::send", b.send, MemCategory::CommBuffers);
     recv_[k] = TrackedBuffer(tracker, "muon::recv", b.gathered, MemCategory::CommBuffers);
@@ -126,7 +126,7 @@ void MuonExchange::orthogonalise() {
                         ConstVec(recv.data() + p.buf_at, std::size_t(p.n)));
     for (const Owned& m : r.owned)
       optim::newton_schulz(Vec(mats.data() + m.at, std::size_t(m.rows * m.cols)), m.rows, m.cols,
-                           ns_steps_, work_.vec());
+                           ns_steps_, work_.vec(), bf16_);
     for (const Piece& p : r.theirs)
       Kokkos::deep_copy(ExecSpace(), Vec(recv.data() + p.buf_at, std::size_t(p.n)),
                         ConstVec(mats.data() + p.shard_at, std::size_t(p.n)));

@@ -20,7 +20,7 @@ class ShardedState;
 
 class MuonExchange {
  public:
-  MuonExchange(ShardedState& state, MemoryTracker& tracker, int ns_steps);
+  MuonExchange(ShardedState& state, MemoryTracker& tracker, int ns_steps, bool bf16);
   void orthogonalise();
   // This rank's Newton-Schulz FLOPs per step, and the bytes it sent in the last step.
   double flops() const { return flops_; }
@@ -45,6 +45,7 @@ class MuonExchange {
 
   ShardedState& state_;
   int ns_steps_;
+  bool bf16_;  // muon.ns_dtype = bf16
   double flops_ = 0.0;
   std::vector<Round> rounds_;
   TrackedBuffer send_[2], recv_[2], gathered_, work_;

@@ -48,7 +48,7 @@ MuonOwners muon_owners(const RunLayout& layout, int ns_steps) {
 }
 
 MuonBuffers muon_buffers(const RunLayout& layout, const MuonOwners& owners,
-                         const std::vector<int>& positions) {
+                         const std::vector<int>& positions, bool bf16) {
   MuonBuffers b;
   for (std::size_t u = 0; u < layout.parts.size(); ++u)
     for (std::size_t k = 0; k < layout.parts[u].size(); ++k) {
@@ -64,7 +64,7 @@ MuonBuffers muon_buffers(const RunLayout& layout, const MuonOwners& owners,
         send += std::max<std::int64_t>(0, std::min(hi, t.offset + t.numel) - std::max(lo, t.offset));
         if (q != r) continue;
         gathered += t.numel;
-        b.work = std::max(b.work, optim::newton_schulz_workspace(t.shape[0], t.shape[1]));
+        b.work = std::max(b.work, optim::newton_schulz_workspace(t.shape[0], t.shape[1], bf16));
       }
       b.send = std::max(b.send, send);
       b.gathered = std::max(b.gathered, gathered);

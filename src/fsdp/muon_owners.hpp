@@ -31,6 +31,6 @@ struct MuonBuffers {
   std::int64_t send = 0, gathered = 0, work = 0;
 };
 MuonBuffers muon_buffers(const RunLayout& layout, const MuonOwners& owners,
-                         const std::vector<int>& positions);
+                         const std::vector<int>& positions, bool bf16);
 
 }  // namespace fsdp

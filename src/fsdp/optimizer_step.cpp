@@ -35,7 +35,8 @@ ShardedOptimizer::ShardedOptimizer(ShardedState& state, const TrainConfig& train
                                    MemoryTracker& tracker)
     : state_(state), train_(train), tier_(make_state_tier(state, tracker)) {
   if (train.optimizer == "muon")
-    muon_ = std::make_unique<MuonExchange>(state, tracker, state.setup().muon.ns_steps);
+    muon_ = std::make_unique<MuonExchange>(state, tracker, state.setup().muon.ns_steps,
+                                           state.setup().muon.ns_dtype == "bf16");
 }
 
 ShardedOptimizer::~ShardedOptimizer() = default;

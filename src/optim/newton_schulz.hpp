@@ -15,12 +15,16 @@ inline constexpr float kNsA = 3.4445f, kNsB = -4.7750f, kNsC = 2.0315f;
 inline constexpr double kNsEps = 1e-7;  // the norm's floor (PyTorch's Muon default)
 
 // Workspace floats newton_schulz needs for an r x c matrix: two m x m Gram buffers and one
-// r x c product, m = min(r, c).
-std::int64_t newton_schulz_workspace(std::int64_t rows, std::int64_t cols);
+// r x c product, m = min(r, c); with bf16, their bf16 casts as well (half a float each).
+std::int64_t newton_schulz_workspace(std::int64_t rows, std::int64_t cols, bool bf16 = false);
 // FLOPs of the iteration (multiply-adds counted as two).
 double newton_schulz_flops(std::int64_t rows, std::int64_t cols, int steps);
 
 // x: rows * cols floats, row-major, where ExecSpace runs; work: newton_schulz_workspace floats.
-void newton_schulz(const Vec& x, std::int64_t rows, std::int64_t cols, int steps, const Vec& work);
+// bf16 (muon.ns_dtype = bf16): each GEMM reads bf16 casts of X, A and B and accumulates and
+// writes fp32 (model/bf16_gemm.hpp: bf16 kernels where the hardware has them, else the same
+// products widened); the norm, the sums and X itself stay fp32.
+void newton_schulz(const Vec& x, std::int64_t rows, std::int64_t cols, int steps, const Vec& work,
+                   bool bf16 = false);
 
 }  // namespace fsdp::optim

@@ -68,7 +68,7 @@ class Replay {
     }
     if (s.muon_optimizer()) {
       owners_ = muon_owners(layout_, s.muon.ns_steps);
-      muon_buffers_ = muon_buffers(layout_, owners_, positions);
+      muon_buffers_ = muon_buffers(layout_, owners_, positions, s.muon.ns_dtype == "bf16");
       positions_ = positions;
     }
     const std::size_t U = numel_.size();
