@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "core/faults.hpp"
-#include "core/host_copy.hpp"
 #include "fsdp/update_rules.hpp"
 #include "optim/adamw.hpp"
 #include "optim/lr_schedule.hpp"
@@ -18,7 +17,7 @@ double shard_sum_squares(const ShardVec& g) {
   return optim::sum_squares(g.device());
 }
 
-std::int64_t largest_shard(const std::vector<ShardedUnit>& units) {  // (the stream's piece)
+std::int64_t largest_shard(const std::vector<ShardedUnit>& units) {
   std::int64_t n = 0;
   for (const ShardedUnit& su : units) n = std::max(n, su.shard);
   return n;
