@@ -246,6 +246,11 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
   h5::Group optim{
       FSDP_H5_ID(H5Gcreate2(file.get(), "/optim", H5P_DEFAULT, gcpl.get(), H5P_DEFAULT))};
   for (Part p : ckpt::kParts) {
+    // A group only where it holds datasets: an AdamW file has no /optim/momentum, as before.
+    bool any = false;
+    for (const UnitShard& su : shards)
+      for (std::size_t i = 0; i < su.layout->tensors.size(); ++i) any = any || stores(p, su, i);
+    if (!any) continue;
     h5::Group g{FSDP_H5_ID(
         H5Gcreate2(file.get(), ckpt::group_path(p), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT))};
     for (const UnitShard& su : shards)
