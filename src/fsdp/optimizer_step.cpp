@@ -17,13 +17,13 @@ double shard_sum_squares(const ShardVec& g) {
   return optim::sum_squares(g.device());
 }
 
+}  // namespace
+
 std::int64_t largest_shard(const std::vector<ShardedUnit>& units) {
   std::int64_t n = 0;
   for (const ShardedUnit& su : units) n = std::max(n, su.shard);
   return n;
 }
-
-}  // namespace
 
 std::int64_t stream_piece(const std::vector<ShardedUnit>& units) {
   const std::int64_t test = faults::stream_piece();

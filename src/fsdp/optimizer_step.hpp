@@ -23,6 +23,8 @@ namespace fsdp {
 // fsdp.offload = nvme: the pieces the optimizer streams each shard in (kStreamPiece elements,
 // core/offload_file.hpp, or the largest shard if smaller).
 std::int64_t stream_piece(const std::vector<ShardedUnit>& units);
+// The largest unit's shard: what a staging buffer holds.
+std::int64_t largest_shard(const std::vector<ShardedUnit>& units);
 
 // Non-finite loss or gradient norm under train.on_nonfinite = abort (every rank throws it).
 struct NonFiniteError : std::runtime_error {

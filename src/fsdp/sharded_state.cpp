@@ -140,8 +140,9 @@ std::vector<UnitShard> ShardedState::unit_shards() {
       const auto in = [&](const ShardVec& x) { return x.sub(ps.shard_offset, ps.shard); };
       UnitShard s{ps.layout, ps.shard_begin, ps.shard, in(p), in(m), {},
                   ps.part.placement, ps.writes(), setup_.muon_optimizer(), {}};
-      if (!su.optim.packed()) s.exp_avg_sq = in(v);
-      if (su.optim.packed()) {
+      if (!su.optim.packed()) {
+        s.exp_avg_sq = in(v);
+      } else {
         // The part's AdamW elements are one run of the packed second moments, in shard order.
         std::int64_t sq_begin = -1, sq_n = 0;
         s.sq_shift.assign(ps.layout->tensors.size(), 0);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/host_copy.hpp"
+#include "fsdp/optimizer_step.hpp"
 #include "fsdp/sharded_state.hpp"
 #include "fsdp/state_tier.hpp"
 
@@ -13,12 +14,6 @@ namespace fsdp {
 std::unique_ptr<StateTier> make_streamed_tier(ShardedState& state, MemoryTracker& tracker);
 
 namespace {
-
-std::int64_t largest_shard(const std::vector<ShardedUnit>& units) {
-  std::int64_t n = 0;
-  for (const ShardedUnit& su : units) n = std::max(n, su.shard);
-  return n;
-}
 
 // offload = none (the device) or params (host memory, with the parameter and gradient shards):
 // every buffer is whole where the rule runs, and the rule zeroes the gradients it reads last

@@ -75,11 +75,8 @@ class MuonApplyRule : public UpdateRuleOf<MuonApplyRule> {
   void run(const UnitOptimizerLayout& l, const StatePiece<V>& s) {
     for_segments(l, s.lo, s.n, [&](const StateSegment& seg, std::int64_t o, std::int64_t k,
                                    std::int64_t) {
+      if (!seg.muon) return;  // AdamW's elements were updated (and zeroed) by the first pass
       const V g = rules::window(s.g, o, k);
-      if (!seg.muon) {  // AdamW's elements were updated by the first pass
-        if (s.zero_grads) Kokkos::deep_copy(Exec(), g, 0.f);
-        return;
-      }
       const TensorSpec& t = *seg.tensor;
       const float scale = float(optim::muon_scale(match_, fan_out(t), fan_in(t)));
       optim::muon_apply_in<Exec>(rules::window(s.p, o, k), g, muon_.lr, scale,
