@@ -79,7 +79,7 @@ KeySpec model_entry(const ModelKey* k) {
   KeySpec e{"model", k->key, KeyType::String, std::nullopt, std::nullopt, k->choices, k->meaning,
             nullptr, nullptr};
   if (k->is_text()) {
-    e.type = KeyType::Enum;
+    e.type = k->choices.empty() ? KeyType::String : KeyType::Enum;
     e.set = [k](RunConfig& c, const ConfigValue& v) { k->set_text(c.model, std::get<std::string>(v)); };
     e.get = [k](const RunConfig& c) { return ConfigValue(k->text(c.model)); };
     return e;

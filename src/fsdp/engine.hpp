@@ -32,6 +32,11 @@ struct StepResult {
   // fsdp.offload = nvme: this rank's offload file, read and written, and the time the step
   // waited for it.
   double disk_read_bytes = 0.0, disk_write_bytes = 0.0, disk_wait_s = 0.0;
+  // Mixtures of experts: the load-balancing loss (before its weight), the mean over the step's
+  // micro-batches and ranks; per sparse layer the busiest expert's share of the global batch's
+  // (token, slot) choices over the mean share (1: balanced).
+  double aux_loss = 0.0;
+  std::vector<double> expert_load;
   bool skipped = false;        // non-finite loss or gradients and train.on_nonfinite = skip_step
   std::string nonfinite_unit;  // the first unit whose gradients are not finite, if any
 };
@@ -79,6 +84,13 @@ class Engine {
   void set_optimizer_steps(int n) { state_->set_optimizer_steps(n); }
 
  private:
+  // Each training micro-batch's balance loss and choices per expert (Decoder::aux_loss,
+  // expert_counts), summed for the step (step.cpp).
+  void note_experts(const Decoder& m);
+  void finish_experts(int n_micro, StepResult& r);
+  double aux_sum_ = 0.0;
+  std::vector<double> expert_counts_;
+
   // step.cpp: one micro-batch's forward and backward; reduce_last: reduce each unit after its
   // last use.
   double micro_batch(int j, const LoadMicroBatch& load, float dloss, bool reduce_last);

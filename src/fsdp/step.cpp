@@ -27,8 +27,12 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     const Stage s = stages[std::size_t(i)];
     const UnitParams p = gather_->all_gather(i);
     const double t0 = now_s();
-    if (s.head) loss = m.head_forward(p);
-    else m.forward_unit(s.unit, p);
+    if (s.head) {
+      loss = m.head_forward(p);
+      note_experts(m);
+    } else {
+      m.forward_unit(s.unit, p);
+    }
     ExecSpace().fence();
     trace_compute("forward ", s.unit, t0);
     gather_->release(i, keep_fwd);
@@ -85,8 +89,39 @@ void Engine::zero_grads() {
   }
 }
 
+void Engine::note_experts(const Decoder& m) {
+  const std::vector<std::int64_t> c = m.expert_counts();
+  if (c.empty()) return;
+  aux_sum_ += m.aux_loss();
+  expert_counts_.resize(c.size(), 0.0);
+  for (std::size_t i = 0; i < c.size(); ++i) expert_counts_[i] += double(c[i]);
+}
+
+// Summed over the world (every rank has the same sparse layers): the counts are integers, so
+// the imbalance is the global batch's exactly.
+void Engine::finish_experts(int n_micro, StepResult& r) {
+  if (expert_counts_.empty()) return;
+  const int E = model_->config().n_experts;
+  std::vector<double> v(expert_counts_);
+  v.push_back(aux_sum_);
+  groups_.world->all_reduce_sum(v.data(), int(v.size()));
+  r.aux_loss = v.back() / (double(n_micro) * groups_.world->size());
+  for (std::size_t l = 0; l + 1 < v.size(); l += std::size_t(E)) {
+    double mx = 0.0, sum = 0.0;
+    for (int e = 0; e < E; ++e) {
+      mx = std::max(mx, v[l + std::size_t(e)]);
+      sum += v[l + std::size_t(e)];
+    }
+    r.expert_load.push_back(sum > 0 ? mx * E / sum : 1.0);
+  }
+  aux_sum_ = 0.0;
+  expert_counts_.assign(expert_counts_.size(), 0.0);
+}
+
 StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load) {
   StepResult r;
+  aux_sum_ = 0.0;
+  expert_counts_.assign(expert_counts_.size(), 0.0);
   comm_times_.clear();
   host_copy::take_bytes_moved();  // what an evaluation or a checkpoint moved is not the step's
   OffloadFile* disk = state_->offload_file();
@@ -105,6 +140,7 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
   const double t_opt = now_s();
   if (!setup_.deterministic)
     r.loss = groups_.world->all_reduce_sum(loss_sum / n_micro) / groups_.world->size();
+  finish_experts(n_micro, r);
   inject_fault(step);
   r.optimizer_s = optimizer_step(step, r);
   r.comm_exposed_s = comm_times_.exposed_s;

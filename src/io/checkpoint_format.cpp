@@ -79,11 +79,11 @@ void write_header(hid_t f, const Header& h) {
   // file says all that built its model, and the tools (export, sample) rebuild it from the
   // header alone. A key marked omit_default is left out at its default, as files before it were.
   for (const ModelKey& k : model_keys()) {
+    if (k.omit_default && k.is_default(h.model)) continue;
     if (k.is_text()) {
       write_attr_str(f, k.attribute.c_str(), k.text(h.model));
       continue;
     }
-    if (k.omit_default && k.is_default(h.model)) continue;
     if (k.is_int() || k.is_bool()) write_attr_i64(f, k.attribute.c_str(), std::int64_t(k.number(h.model)));
     else write_attr_f64(f, k.attribute.c_str(), k.number(h.model));
   }
@@ -107,7 +107,8 @@ void read_model_extras(hid_t f, ModelConfig& m) {
     if (!has_attr(f, a)) continue;
     if (k.is_text()) {
       const std::string v = read_attr_str(f, a);
-      if (std::find(k.choices.begin(), k.choices.end(), v) == k.choices.end())
+      if (k.choices.empty() ? !k.valid(v).empty()
+                            : std::find(k.choices.begin(), k.choices.end(), v) == k.choices.end())
         throw H5Error(k.attribute + " '" + v.substr(0, 32) + "' is not one of the model's choices");
       k.set_text(m, v);
       continue;
@@ -215,8 +216,14 @@ std::string model_mismatch(const ModelConfig& saved, const ModelConfig& run) {
   cmp("n_embd", saved.n_embd, run.n_embd);
   cmp("vocab_size", saved.vocab_size, run.vocab_size);
   cmp("n_positions", saved.positions(), run.positions());
-  for (const ModelKey& k : model_keys())
-    if (k.shapes_params) cmp(k.key.c_str(), std::llround(k.number(saved)), std::llround(k.number(run)));
+  for (const ModelKey& k : model_keys()) {
+    if (!k.shapes_params) continue;
+    if (!k.is_text()) {
+      cmp(k.key.c_str(), std::llround(k.number(saved)), std::llround(k.number(run)));
+    } else if (k.text(saved) != k.text(run)) {
+      out += (out.empty() ? "" : ", ") + k.key + " \"" + k.text(saved) + "\" (this run: \"" + k.text(run) + "\")";
+    }
+  }
   return out;
 }
 

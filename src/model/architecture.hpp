@@ -89,6 +89,9 @@ struct ArchCheck {
   std::function<std::string(const ModelConfig& m)> check;
 };
 
+// The check a dense architecture carries: model.n_experts must stay 0 (family: "GPT", "Llama").
+ArchCheck no_experts_check(const std::string& family);
+
 struct Architecture {
   std::string name;    // model.arch
   std::string family;  // what the planner's report calls it, e.g. "GPT"

@@ -67,6 +67,12 @@ class Decoder {
   // The last head_forward's logits of sequence b at position t (vocab_size floats, on the
   // host): what sampling draws the next token from.
   virtual std::vector<float> logits_at(int b, int t) const = 0;
+  // Mixtures of experts: the last head_forward's load-balancing loss (Hugging Face's
+  // load_balancing_loss_func over the micro-batch's sparse layers, before its coefficient), and
+  // the last forward's (token, slot) choices of each expert, sparse layer after sparse layer
+  // ([layers x experts]). Dense models: 0 and {}.
+  virtual double aux_loss() const { return 0.0; }
+  virtual std::vector<std::int64_t> expert_counts() const { return {}; }
 
   // fsdp.gemm_dtype = bf16: the GEMMs take bf16 weights and activations. Needs units bound as
   // bf16 (UnitParams::from_bf16 or rounded); allocates the casts' scratch

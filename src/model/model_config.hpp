@@ -35,6 +35,23 @@ struct ModelConfig {
   std::string rope_scaling = "none";  // none | llama3
   double rope_factor = 8.0, rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;
   int rope_original_context = 8192;
+  // A mixture of experts (model.arch = qwen3_moe, mixtral; model/moe/): each sparse layer's MLP
+  // is n_experts SwiGLU experts of width moe_ffn() behind a router that sends every token to
+  // experts_per_token of them. Layer l is sparse unless listed in mlp_only_layers (comma-
+  // separated indices) and when (l + 1) is a multiple of decoder_sparse_step (Qwen3-MoE's rule);
+  // dense layers keep the SwiGLU MLP of ffn_hidden. n_experts 0: no experts (every other model).
+  int n_experts = 0;
+  int experts_per_token = 2;
+  int moe_ffn_hidden = 0;  // 0 = ffn_hidden (Mixtral's intermediate_size is the experts' width)
+  int moe_ffn() const { return moe_ffn_hidden > 0 ? moe_ffn_hidden : ffn_hidden; }
+  bool norm_topk_prob = true;  // the k weights renormalised to sum to 1 (Mixtral: always)
+  int decoder_sparse_step = 1;
+  std::string mlp_only_layers;
+  bool sparse_layer(int l) const;
+  // Hugging Face's load-balancing loss, added times router_aux_loss_coef when
+  // output_router_logits is set (moe.balance overrides both: config/run_config.hpp).
+  double router_aux_loss_coef = 0.001;
+  bool output_router_logits = false;
   std::string activation_checkpointing = "none";  // none | blocks
   std::string attention = "auto";                 // auto | fused | materialized
 

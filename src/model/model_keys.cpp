@@ -12,6 +12,7 @@ namespace {
 using M = ModelConfig;
 
 bool llama3_rope(const ModelConfig& m) { return m.rope_scaling == "llama3"; }
+bool has_experts(const ModelConfig& m) { return m.n_experts > 0; }
 
 using Field = decltype(ModelKey::field);
 
@@ -65,10 +66,79 @@ std::vector<ModelKey> build() {
     r.applies = llama3_rope;
     k.push_back(r);
   }
+  // Mixtures of experts. Left out of files at their defaults, so a dense model's file is what it
+  // was before they existed.
+  std::vector<ModelKey> moe{
+      make("n_experts", &M::n_experts, 0, 1 << 16,
+           "experts per sparse layer (num_experts; Mixtral's num_local_experts); 0 = a dense model"),
+      make("experts_per_token", &M::experts_per_token, 1, 1 << 16,
+           "experts each token is routed to (num_experts_per_tok, the router's top-k)"),
+      make("moe_ffn_hidden", &M::moe_ffn_hidden, 0, 1 << 22,
+           "each expert's hidden width (moe_intermediate_size); 0 = ffn_hidden"),
+      make("norm_topk_prob", &M::norm_topk_prob, 0, 1,
+           "the k routing weights renormalised to sum to 1 (Mixtral always)"),
+      make("decoder_sparse_step", &M::decoder_sparse_step, 1, 1 << 16,
+           "layer l has experts when l + 1 is a multiple of this (and l is not in mlp_only_layers)"),
+      make("mlp_only_layers", &M::mlp_only_layers, 0, 0,
+           "layers that keep a dense MLP of ffn_hidden, as comma-separated indices (\"\": none)"),
+      make("router_aux_loss_coef", &M::router_aux_loss_coef, 0, 1e3,
+           "the load-balancing loss's weight (with output_router_logits)"),
+      make("output_router_logits", &M::output_router_logits, 0, 1,
+           "Hugging Face adds the load-balancing loss in training (moe.balance overrides)")};
+  for (ModelKey& e : moe) {
+    e.experts = true;
+    e.omit_default = true;
+    e.applies = has_experts;
+  }
+  moe[0].shapes_params = moe[2].shapes_params = moe[4].shapes_params = moe[5].shapes_params = true;
+  moe[0].applies = [](const ModelConfig&) { return true; };
+  moe[5].valid = [](const std::string& v) -> std::string {
+    try {
+      layer_list(v);
+      return "";
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+  };
+  k.insert(k.end(), moe.begin(), moe.end());
   return k;
 }
 
 }  // namespace
+
+std::vector<int> layer_list(const std::string& text) {
+  std::vector<int> out;
+  std::size_t i = 0;
+  auto space = [&] {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+  };
+  space();
+  while (i < text.size()) {
+    const std::size_t start = i;
+    long long v = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && v <= (1 << 24)) v = 10 * v + (text[i++] - '0');
+    if (i == start || v > (1 << 24))
+      throw std::invalid_argument("expected comma-separated layer indices, got '" + text.substr(0, 40) + "'");
+    if (std::find(out.begin(), out.end(), int(v)) == out.end()) out.push_back(int(v));
+    space();
+    if (i < text.size() && text[i] == ',') {
+      ++i;
+      space();
+      if (i == text.size()) throw std::invalid_argument("a trailing comma in '" + text.substr(0, 40) + "'");
+    } else if (i < text.size()) {
+      throw std::invalid_argument("expected comma-separated layer indices, got '" + text.substr(0, 40) + "'");
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool ModelConfig::sparse_layer(int l) const {
+  if (n_experts <= 0 || (l + 1) % std::max(1, decoder_sparse_step) != 0) return false;
+  if (mlp_only_layers.empty()) return true;
+  const std::vector<int> dense = layer_list(mlp_only_layers);
+  return std::find(dense.begin(), dense.end(), l) == dense.end();
+}
 
 const std::vector<ModelKey>& model_keys() {
   static const std::vector<ModelKey> k = build();

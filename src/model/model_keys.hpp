@@ -20,7 +20,11 @@ struct ModelKey {
                std::string ModelConfig::*>
       field;
   double lo = 0.0, hi = 0.0;          // numbers: the accepted range
-  std::vector<std::string> choices;   // text: the accepted values
+  std::vector<std::string> choices;   // text: the accepted values (empty: `valid` decides)
+  // Free text (no choices): "" or why the value is refused.
+  std::function<std::string(const std::string&)> valid;
+  // The mixture-of-experts keys: only the architectures with experts compute with them.
+  bool experts = false;
   std::string meaning;                // --help
   std::string attribute;              // the checkpoint header's attribute
   // The value a checkpoint stores and a file is compared by, where it is not the field itself
@@ -49,6 +53,9 @@ struct ModelKey {
   // The value as `fsdp-ckpt info` and messages print it.
   std::string show(const ModelConfig& m) const;
 };
+
+// mlp_only_layers' layer indices ("1, 3" -> {1, 3}); throws std::invalid_argument saying why.
+std::vector<int> layer_list(const std::string& text);
 
 // Every key, in the deck's order.
 const std::vector<ModelKey>& model_keys();

@@ -7,6 +7,7 @@
 #include "model/architecture.hpp"
 #include "model/gpt2/gpt2_arch.hpp"
 #include "model/llama/llama_arch.hpp"
+#include "model/moe/moe_arch.hpp"
 
 namespace fsdp {
 namespace {
@@ -17,7 +18,8 @@ std::map<std::string, Architecture>& table() {
   static std::map<std::string, Architecture> t = [] {
     std::map<std::string, Architecture> m;
     for (Architecture a : {gpt2::architecture(), llama::architecture(),
-                           llama::family_architecture(/*qk_norm=*/true)})
+                           llama::family_architecture(/*qk_norm=*/true),
+                           moe::architecture(moe::Family::Qwen3Moe), moe::architecture(moe::Family::Mixtral)})
       m.emplace(a.name, std::move(a));
     return m;
   }();
@@ -51,6 +53,14 @@ std::string architecture_list() {
 }
 
 const Architecture& architecture_of(const ModelConfig& m) { return architecture(m.arch); }
+
+ArchCheck no_experts_check(const std::string& family) {
+  return {"model.n_experts", "model.arch", [family](const ModelConfig& m) -> std::string {
+            if (m.n_experts == 0) return "";
+            return family + " has a dense MLP: expected 0 (experts: model.arch = qwen3_moe or mixtral), got " +
+                   std::to_string(m.n_experts);
+          }};
+}
 
 std::string quoted_line(const std::string& s) {
   std::string out;

@@ -19,6 +19,16 @@ std::string format_duration(double s) {
   return buf;
 }
 
+// Mixtures of experts: the balance loss and the most unbalanced sparse layer's busiest expert
+// over the mean (the metrics record every layer's).
+std::string experts_column(const StepResult& r) {
+  if (r.expert_load.empty()) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, " | aux %.4f | load %.2f max/mean", r.aux_loss,
+                *std::max_element(r.expert_load.begin(), r.expert_load.end()));
+  return buf;
+}
+
 // fsdp.offload = nvme: rank 0's offload file in the step, and what the step waited for it.
 std::string disk_column(const StepResult& r) {
   char buf[64];
@@ -33,9 +43,9 @@ void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_
   if (rank_ == 0 && opts_.log && (step % cfg_.train.log_every == 0 || step + 1 == cfg_.train.steps)) {
     const double eta = (cfg_.train.steps - step - 1) * step_s;
     std::printf(
-        "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | MFU %5.1f%% | "
+        "step %5d/%d | loss %.4f%s | lr %.2e | norm %.3f | %8.0f tok/s | MFU %5.1f%% | "
         "mem %s | comm %.1f/%.1f ms exposed/total | ETA %s%s%s\n",
-        step + 1, cfg_.train.steps, r.loss, r.lr, r.grad_norm, tok_s, 100.0 * mfu,
+        step + 1, cfg_.train.steps, r.loss, experts_column(r).c_str(), r.lr, r.grad_norm, tok_s, 100.0 * mfu,
         format_bytes(tracker_.peak_total()).c_str(),
         1e3 * r.comm_exposed_s, 1e3 * r.comm_total_s,
         format_duration(eta).c_str(),
@@ -65,6 +75,10 @@ void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_
     for (int c = 0; c < kNumMemCategories; ++c)
       cats[to_string(MemCategory(c))] = tracker_.peak(MemCategory(c), MemSpace::Device);
     j["mem_peak_by_category"] = cats;
+    if (!r.expert_load.empty()) {
+      j["aux_loss"] = r.aux_loss;
+      j["expert_load"] = r.expert_load;
+    }
     metrics_->write(j);
   }
 }

@@ -56,6 +56,26 @@ inline RunConfig tiny_llama_config(const std::string& strategy, int prefetch) {
   return c;
 }
 
+// The mixtures of experts on tiny_llama_config's layers: 4 experts of width 24, 2 per token,
+// the balance loss on. qwen3_moe: Qwen3's attention (head size 12), layer 0 dense; mixtral:
+// every layer sparse, experts as wide as ffn_hidden.
+inline RunConfig tiny_moe_config(const std::string& arch, const std::string& strategy, int prefetch) {
+  RunConfig c = tiny_llama_config(strategy, prefetch);
+  c.model.arch = arch;
+  c.model.n_experts = 4;
+  c.model.experts_per_token = 2;
+  c.model.output_router_logits = true;
+  c.model.router_aux_loss_coef = 0.01;
+  if (arch == "qwen3_moe") {
+    c.model.head_size = 12;
+    c.model.moe_ffn_hidden = 24;
+    c.model.mlp_only_layers = "0";
+  } else {
+    c.model.ffn_hidden = 24;
+  }
+  return c;
+}
+
 inline TrainOptions quiet() {
   TrainOptions o;
   o.log = false;

@@ -90,12 +90,20 @@ std::vector<Case> cases() {
   v.push_back({"zero2", 0, true, true, 1, false, "nvme"});
   v.push_back({"hybrid", 1, false, false, 3, false, "nvme+params", false, "sublayer"});
   v.push_back({"ddp", 1, true, false, 1, false, "nvme", false, "block", "auto", "llama"});
+  // Mixtures of experts: the routers' and experts' buffers per sparse layer (one set under
+  // checkpointing), dense and sparse layers side by side, every strategy's model state.
+  v.push_back({"zero3", 1, true, false, 2, false, "none", false, "block", "materialized", "qwen3_moe"});
+  v.push_back({"hybrid", 2, true, true, 1, false, "params", false, "sublayer", "fused", "qwen3_moe"});
+  v.push_back({"zero2", 0, true, true, 2, true, "none", false, "block", "auto", "mixtral"});
+  v.push_back({"ddp", 1, true, false, 1, false, "optimizer", true, "sublayer", "auto", "mixtral"});
   return v;
 }
 
 RunConfig config_for(const Case& c, int ranks) {
   RunConfig cfg = c.arch == "gpt2" ? test::tiny_config(c.strategy, c.prefetch)
-                                   : test::tiny_llama_config(c.strategy, c.prefetch);
+                  : c.arch == "qwen3_moe" || c.arch == "mixtral"
+                      ? test::tiny_moe_config(c.arch, c.strategy, c.prefetch)
+                      : test::tiny_llama_config(c.strategy, c.prefetch);
   if (c.arch == "llama-mha") cfg.model.n_kv_head = 0;
   cfg.train.steps = 2;
   cfg.train.micro_batch_size = 1;

@@ -4,10 +4,19 @@
 HDF5 through h5dump; PyTorch for the float64 Llama), the counterpart of hf_check.py for GPT-2:
   random-model DIR [--layers 2 --embd 64 --heads 4 --kv 2 --ffn 96 --vocab 256 --ctx 64
                     --seed 1 --theta 500000 --tied 0 --scaling llama3|none --factor 8
-                    --low 1 --high 8 --orig 64 --qwen3 0 --headdim 0]
+                    --low 1 --high 8 --orig 64 --qwen3 0 --headdim 0
+                    --moe qwen3_moe|mixtral --experts 4 --topk 2 --moeffn 48 --dense 0,2
+                    --renorm 1 --aux 1 --coef 0.01]
                                random LlamaForCausalLM weights (--qwen3 1: Qwen3ForCausalLM, with
-                               q/k norms and head_dim --headdim): DIR/hf (F32), DIR/hf_bf16,
-                               DIR/hf_sharded (two files + index), DIR/hf_ropeparams
+                               q/k norms and head_dim --headdim; --moe: Qwen3MoeForCausalLM, with
+                               --dense its mlp_only_layers, or MixtralForCausalLM, one tensor per
+                               expert): DIR/hf (F32), DIR/hf_bf16, DIR/hf_sharded (two files +
+                               index), DIR/hf_ropeparams
+  moe-step HF0 HF1 DATA LR EPS one AdamW step (no decay, no clipping) of the float64 reference
+                               from HF0 on DATA's one window (every sequence of the batch) against
+                               fsdp's (HF1, exported): the first step moves each weight by
+                               -LR g / (|g| + EPS), so each tensor's update is its gradient; prints
+                               the balance loss and the worst relative update error per kind
   eval-loss DIR VAL T S        float64 PyTorch eval loss of DIR's weights on a byte file
   eval-loss DIR VAL T S EOS    the same with packed documents ending in EOS (and VAL.trained);
                                VAL may be an llm.c .bin, EOS "mask" the id its mask records
@@ -53,7 +62,8 @@ def random_model(d, *args):
     o = options(args, {"layers": 2, "embd": 64, "heads": 4, "kv": 2, "ffn": 96, "vocab": 256,
                        "ctx": 64, "seed": 1, "theta": 500000.0, "tied": 0, "scaling": "llama3",
                        "factor": 8.0, "low": 1.0, "high": 8.0, "orig": 64, "qwen3": 0,
-                       "headdim": 0})
+                       "headdim": 0, "moe": "", "experts": 4, "topk": 2, "moeffn": 48, "dense": "",
+                       "renorm": 1, "aux": 1, "coef": 0.01})
     rng = np.random.default_rng(o["seed"])
     C, H, KV, Fd, V = o["embd"], o["heads"], o["kv"], o["ffn"], o["vocab"]
     D = o["headdim"] or C // H
@@ -64,13 +74,28 @@ def random_model(d, *args):
     mat = lambda *shape, std=0.08: rng.normal(0, std, shape)
     norm = lambda: 1.0 + rng.normal(0, 0.1, (C,))
     w = {"model.embed_tokens.weight": rng.normal(0, 0.5, (V, C))}
+    moe = o["moe"]
+    dense = [int(x) for x in o["dense"].split(",") if x] if moe == "qwen3_moe" else []
+    if moe == "qwen3_moe":
+        o["qwen3"] = 1
     for l in range(o["layers"]):
         p = f"model.layers.{l}."
         w.update({p + "input_layernorm.weight": norm(), p + "self_attn.q_proj.weight": mat(H * D, C, std=0.16),
                   p + "self_attn.k_proj.weight": mat(KV * D, C, std=0.16), p + "self_attn.v_proj.weight": mat(KV * D, C),
-                  p + "self_attn.o_proj.weight": mat(C, H * D), p + "post_attention_layernorm.weight": norm(),
-                  p + "mlp.gate_proj.weight": mat(Fd, C), p + "mlp.up_proj.weight": mat(Fd, C),
-                  p + "mlp.down_proj.weight": mat(C, Fd)})
+                  p + "self_attn.o_proj.weight": mat(C, H * D), p + "post_attention_layernorm.weight": norm()})
+        if moe and l not in dense:
+            # Routers at 0.3: routing weights well apart (no top-k choice near a tie that float32
+            # rounding could flip), experts as the dense MLP's matrices.
+            x = p + ("mlp." if moe == "qwen3_moe" else "block_sparse_moe.")
+            names = ("gate_proj", "up_proj", "down_proj") if moe == "qwen3_moe" else ("w1", "w3", "w2")
+            Fm = o["moeffn"] if moe == "qwen3_moe" else Fd
+            w[x + "gate.weight"] = mat(o["experts"], C, std=0.3)
+            for e in range(o["experts"]):
+                w.update({f"{x}experts.{e}.{names[0]}.weight": mat(Fm, C), f"{x}experts.{e}.{names[1]}.weight": mat(Fm, C),
+                          f"{x}experts.{e}.{names[2]}.weight": mat(C, Fm)})
+        else:
+            w.update({p + "mlp.gate_proj.weight": mat(Fd, C), p + "mlp.up_proj.weight": mat(Fd, C),
+                      p + "mlp.down_proj.weight": mat(C, Fd)})
         if o["qwen3"]:  # per-head norms over D channels, away from 1 so a missing one shows
             w.update({p + "self_attn.q_norm.weight": 1.0 + rng.normal(0, 0.3, (D,)),
                       p + "self_attn.k_norm.weight": 1.0 + rng.normal(0, 0.3, (D,))})
@@ -92,6 +117,17 @@ def random_model(d, *args):
         cfg = {k: v for k, v in cfg.items() if k != "mlp_bias"}
         cfg.update({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "head_dim": D,
                     "use_sliding_window": False, "sliding_window": None, "max_window_layers": o["layers"]})
+    if moe:
+        cfg = {k: v for k, v in cfg.items() if k != "mlp_bias"}
+        cfg.update({"output_router_logits": bool(o["aux"]), "router_aux_loss_coef": o["coef"],
+                    "num_experts_per_tok": o["topk"]})
+    if moe == "qwen3_moe":
+        cfg.update({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "num_experts": o["experts"],
+                    "moe_intermediate_size": o["moeffn"], "norm_topk_prob": bool(o["renorm"]),
+                    "decoder_sparse_step": 1, "mlp_only_layers": dense})
+    elif moe == "mixtral":
+        cfg.update({"architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+                    "num_local_experts": o["experts"], "router_jitter_noise": 0.0, "sliding_window": None})
 
     def put(sub, config, files):  # files: {file name: (tensors, dtype)}
         os.makedirs(os.path.join(d, sub), exist_ok=True)
@@ -221,6 +257,35 @@ def export_matches(d, ckpt, *args):
     return report(bad, len(shapes))
 
 
+def moe_step(hf0, hf1, data, lr, eps):
+    """fsdp's first AdamW step (HF1) against the float64 one from HF0: per tensor the relative
+    error of the update, the worst per kind (routers, experts, the rest)."""
+    import torch
+    import torch.nn.functional as F
+    w, hp = ref.load(hf0)
+    lr, eps = float(lr), float(eps)
+    seq = np.frombuffer(open(data, "rb").read(), dtype=np.uint8).astype(np.int64)
+    params = {k: v.clone().requires_grad_(True) for k, v in w.items()}
+    routers = []
+    logit = ref.logits(params, hp, torch.as_tensor(seq[None, :-1]), routers=routers)
+    ce = F.cross_entropy(logit.reshape(-1, logit.shape[-1]), torch.as_tensor(seq[1:]))
+    aux = ref.balance_loss(hp, routers)
+    (ce + hp["moe"]["coef"] * aux).backward()
+    got, _ = ref.load(hf1)
+    worst = {}
+    for k, p in params.items():
+        want = -lr * p.grad / (p.grad.abs() + eps)
+        moved = got[k] - w[k]
+        err = float((moved - want).norm() / max(float(want.norm()), 1e-30))
+        kind = "router" if k.endswith(".gate.weight") else "expert" if ".experts." in k else "other"
+        if err > worst.get(kind, (0.0, ""))[0]:
+            worst[kind] = (err, k)
+    print(f"loss {ce.item():.9g} aux {aux.item():.9g}")
+    for kind, (err, k) in sorted(worst.items()):
+        print(f"{kind} {err:.3g} {k}")
+    return 0
+
+
 def report(bad, n):
     for b in bad:
         print("FAIL:", b)
@@ -275,5 +340,6 @@ def bad_files(d, out):
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     fn = {"export-matches": export_matches, "random-model": random_model, "eval-loss": eval_loss,
+          "moe-step": moe_step,
           "greedy": greedy, "bad-files": bad_files}[cmd]
     sys.exit(fn(*args))

@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: MIT
 """Llama (the Llama 3 family: RMSNorm, rotary positions with the optional Llama 3.1 frequency
-blend, grouped-query attention, SwiGLU MLP, untied or tied head) and Qwen3 (the same with an
-RMSNorm over each q and k head before the rotation, and its own head_dim) in float64 PyTorch, on
-a Hugging Face LlamaForCausalLM or Qwen3ForCausalLM directory (config.json + safetensors, one
-file or an index over several; F32, BF16 or F16). Written from the models' equations, not from
-transformers or fsdp: the reference for fsdp's eval loss and greedy sampling."""
+blend, grouped-query attention, SwiGLU MLP, untied or tied head), Qwen3 (the same with an
+RMSNorm over each q and k head before the rotation, and its own head_dim) and their mixtures of
+experts, Qwen3-MoE and Mixtral (a softmax router over the experts, the top k, optionally
+renormalised, the experts' SwiGLU outputs weighted and summed; Hugging Face's load-balancing
+loss), in float64 PyTorch, on a Hugging Face LlamaForCausalLM, Qwen3ForCausalLM,
+Qwen3MoeForCausalLM or MixtralForCausalLM directory (config.json + safetensors, one file or an
+index over several; F32, BF16 or F16). Written from the models' equations, not from transformers
+or fsdp: the reference for fsdp's eval loss, greedy sampling and the experts' gradients."""
 import json
 import math
 import os
@@ -75,7 +78,8 @@ def hparams(cfg):
         raise ValueError(f"rope type {kind!r}: only default and llama3 are modelled")
     scaling = None if kind == "default" else tuple(float(rope[k]) for k in (
         "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"))
-    qwen3 = cfg.get("model_type") == "qwen3" or "Qwen3ForCausalLM" in cfg.get("architectures", [])
+    mtype = cfg.get("model_type")
+    qwen3 = mtype in ("qwen3", "qwen3_moe") or "Qwen3ForCausalLM" in cfg.get("architectures", [])
     D = cfg.get("head_dim") or C // H
     if H % KV or D % 2 or (not cfg.get("head_dim") and C % H):
         raise ValueError(f"heads: hidden {C}, heads {H}, kv heads {KV}, head_dim {cfg.get('head_dim')}")
@@ -86,10 +90,28 @@ def hparams(cfg):
             raise ValueError(f"{flag}: biases are not modelled")
     if cfg.get("hidden_act", "silu") != "silu":
         raise ValueError(f"hidden_act {cfg['hidden_act']!r}: only silu is modelled")
-    return {"C": C, "H": H, "KV": KV, "D": D, "F": cfg["intermediate_size"], "qk_norm": qwen3,
-            "L": cfg["num_hidden_layers"], "V": cfg["vocab_size"],
+    L = cfg["num_hidden_layers"]
+    moe = None
+    if mtype == "qwen3_moe":  # Qwen3MoeConfig's rule for which layers have experts
+        dense = set(cfg.get("mlp_only_layers") or [])
+        step = cfg.get("decoder_sparse_step", 1)
+        moe = {"E": cfg["num_experts"], "K": cfg["num_experts_per_tok"], "F": cfg["moe_intermediate_size"],
+               "renorm": bool(cfg.get("norm_topk_prob", False)), "block": "mlp.",
+               "names": ("gate_proj", "up_proj", "down_proj"),
+               "sparse": [l not in dense and (l + 1) % step == 0 for l in range(L)]}
+    elif mtype == "mixtral":
+        moe = {"E": cfg["num_local_experts"], "K": cfg["num_experts_per_tok"], "F": cfg["intermediate_size"],
+               "renorm": True, "block": "block_sparse_moe.", "names": ("w1", "w3", "w2"), "sparse": [True] * L}
+    if moe:
+        moe["coef"] = float(cfg.get("router_aux_loss_coef", 0.001)) if cfg.get("output_router_logits") else 0.0
+    return {"C": C, "H": H, "KV": KV, "D": D, "F": cfg.get("intermediate_size"), "qk_norm": qwen3,
+            "L": L, "V": cfg["vocab_size"], "moe": moe,
             "eps": float(cfg.get("rms_norm_eps", 1e-6)), "theta": float(theta), "scaling": scaling,
             "tied": bool(cfg.get("tie_word_embeddings", False))}
+
+
+def sparse(hp, l):
+    return hp["moe"] is not None and hp["moe"]["sparse"][l]
 
 
 def expected_shapes(hp):
@@ -102,8 +124,18 @@ def expected_shapes(hp):
                   p + "self_attn.k_proj.weight": (hp["KV"] * D, C),
                   p + "self_attn.v_proj.weight": (hp["KV"] * D, C),
                   p + "self_attn.o_proj.weight": (C, hp["H"] * D),
-                  p + "post_attention_layernorm.weight": (C,), p + "mlp.gate_proj.weight": (Fd, C),
-                  p + "mlp.up_proj.weight": (Fd, C), p + "mlp.down_proj.weight": (C, Fd)})
+                  p + "post_attention_layernorm.weight": (C,)})
+        if sparse(hp, l):  # the router [E, C] and each expert's gate, up [F, C] and down [C, F]
+            m = hp["moe"]
+            x = p + m["block"]
+            s[x + "gate.weight"] = (m["E"], C)
+            for e in range(m["E"]):
+                g, u, dn = m["names"]
+                s.update({f"{x}experts.{e}.{g}.weight": (m["F"], C), f"{x}experts.{e}.{u}.weight": (m["F"], C),
+                          f"{x}experts.{e}.{dn}.weight": (C, m["F"])})
+        else:
+            s.update({p + "mlp.gate_proj.weight": (Fd, C), p + "mlp.up_proj.weight": (Fd, C),
+                      p + "mlp.down_proj.weight": (C, Fd)})
         if hp["qk_norm"]:
             s.update({p + "self_attn.q_norm.weight": (D,), p + "self_attn.k_norm.weight": (D,)})
     if not hp["tied"]:
@@ -150,9 +182,44 @@ def rms_norm(x, w, eps):
     return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
 
 
-def logits(w, hp, tokens, position_ids=None, mask=None):
+def moe_mlp(w, m, x, h):
+    """A sparse layer's MLP on h (B, T, C) with the tensors under prefix x: (output, router logits
+    (B*T, E)). The router as Qwen3MoeSparseMoeBlock and MixtralSparseMoeBlock compute it."""
+    B, T, C = h.shape
+    flat = h.reshape(-1, C)
+    router = flat @ w[x + "gate.weight"].T
+    probs = F.softmax(router, dim=-1)
+    weights, chosen = torch.topk(probs, m["K"], dim=-1)
+    if m["renorm"]:
+        weights = weights / weights.sum(-1, keepdim=True)
+    out = torch.zeros_like(flat)
+    g, u, dn = m["names"]
+    for e in range(m["E"]):  # each expert on the tokens that chose it, weighted
+        tok, slot = torch.where(chosen == e)
+        if tok.numel() == 0:
+            continue
+        z = flat[tok]
+        y = (F.silu(z @ w[f"{x}experts.{e}.{g}.weight"].T) * (z @ w[f"{x}experts.{e}.{u}.weight"].T)) \
+            @ w[f"{x}experts.{e}.{dn}.weight"].T
+        out = out.index_add(0, tok, y * weights[tok, slot, None])
+    return out.reshape(B, T, C), router
+
+
+def balance_loss(hp, routers):
+    """Hugging Face's load_balancing_loss_func: the sparse layers' router logits together,
+    E * sum over slots and experts of (share of choices) * (mean probability)."""
+    m = hp["moe"]
+    allr = torch.cat(routers, 0)
+    probs = F.softmax(allr, dim=-1)
+    _, chosen = torch.topk(probs, m["K"], dim=-1)
+    mask = F.one_hot(chosen, m["E"]).to(torch.float64)  # (N, K, E)
+    return m["E"] * (mask.mean(0) * probs.mean(0)[None, :]).sum()
+
+
+def logits(w, hp, tokens, position_ids=None, mask=None, routers=None):
     """tokens: (B, T) ints -> (B, T, V) float64 logits. Positions count from 0 in each row, or
-    are position_ids (B, T) with mask (B, T, T), as Hugging Face passes packed documents."""
+    are position_ids (B, T) with mask (B, T, T), as Hugging Face passes packed documents.
+    routers: a list that receives each sparse layer's router logits."""
     tokens = torch.as_tensor(tokens, dtype=torch.long)
     B, T = tokens.shape
     H, KV, D, eps = hp["H"], hp["KV"], hp["D"], hp["eps"]
@@ -177,6 +244,12 @@ def logits(w, hp, tokens, position_ids=None, mask=None):
         y = F.softmax(s.masked_fill(~mask, float("-inf")), -1) @ v
         x = x + y.transpose(1, 2).reshape(B, T, H * D) @ w[p + "self_attn.o_proj.weight"].T
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        if sparse(hp, l):
+            y, r = moe_mlp(w, hp["moe"], p + hp["moe"]["block"], h)
+            x = x + y
+            if routers is not None:
+                routers.append(r)
+            continue
         g = F.silu(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)
         x = x + g @ w[p + "mlp.down_proj.weight"].T
     head = w["model.embed_tokens.weight" if hp["tied"] else "lm_head.weight"]

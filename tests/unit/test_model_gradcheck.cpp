@@ -13,7 +13,7 @@ namespace {
 
 // The tiny model of each architecture on the skeleton: GPT-2 (LayerNorm, learned positions,
 // biases, GELU, tied), Llama (RMSNorm, rotary, grouped-query heads, SwiGLU, untied) and Qwen3
-// (Llama's with q/k norms and a head size that is not n_embd / n_head).
+// (Llama's with q/k norms and a head size that is not n_embd / n_head), Qwen3-MoE and Mixtral.
 ModelConfig tiny(const std::string& arch, const std::string& ckpt, bool sublayer) {
   ModelConfig cfg;
   cfg.arch = arch;
@@ -30,7 +30,21 @@ ModelConfig tiny(const std::string& arch, const std::string& ckpt, bool sublayer
     cfg.tie_embeddings = false;
     cfg.rope_theta = 100.0;
   }
-  if (arch == "qwen3") cfg.head_size = 6;
+  if (arch == "qwen3" || arch == "qwen3_moe") cfg.head_size = 6;
+  // Mixtures of experts: 4 experts, 2 per token; Qwen3-MoE with layer 0 dense and the weights
+  // not renormalised, Mixtral renormalised in both layers; the balance loss at a weight that
+  // makes its gradient visible (the objective is the loss plus it).
+  if (arch == "qwen3_moe" || arch == "mixtral") {
+    cfg.n_experts = 4;
+    cfg.experts_per_token = 2;
+    cfg.output_router_logits = true;
+    cfg.router_aux_loss_coef = 0.1;
+  }
+  if (arch == "qwen3_moe") {
+    cfg.moe_ffn_hidden = 6;
+    cfg.mlp_only_layers = "0";
+    cfg.norm_topk_prob = false;
+  }
   return cfg;
 }
 
@@ -54,6 +68,11 @@ struct TinyModel {
     for (const auto& u : model->units()) {
       // Larger-than-GPT-2 scale so every path carries a visible gradient.
       FlatView p = fsdp::test::random_view(u.name, u.numel, seed++, 0.3f);
+      // Routers 10x wider: the top-k choices then sit far enough apart that no finite-difference
+      // step flips one (a flip is a jump in the loss, not a gradient).
+      for (const auto& t : u.tensors)
+        if (ends_with(t.name, "moe.gate.weight") || ends_with(t.name, "mlp.gate.weight"))
+          for (std::int64_t i = 0; i < t.numel; ++i) p(t.offset + i) *= 10.f;
       params.push_back(p);
       grads.emplace_back(u.name + "::grad", u.numel);
     }
@@ -67,10 +86,12 @@ struct TinyModel {
   Vec g(int u) const { return Vec(grads[u].data(), grads[u].extent(0)); }
   int units() const { return int(params.size()); }
 
-  // The engine's order (fsdp/schedule.hpp): every unit forward, the head, then back.
+  // The engine's order (fsdp/schedule.hpp): every unit forward, the head, then back. The
+  // objective: the loss, plus the balance loss times its weight where there are experts.
   double forward() {
     for (int u = 0; u < units(); ++u) model->forward_unit(u, p(u));
-    return model->head_forward(p(head));
+    const double loss = model->head_forward(p(head));
+    return loss + (cfg.output_router_logits ? cfg.router_aux_loss_coef * model->aux_loss() : 0.0);
   }
   void backward() {
     model->head_backward(p(head), g(head), 1.f);
@@ -82,26 +103,33 @@ struct TinyModel {
 
 TEST_CASE("each architecture's loss gradient matches finite differences for every tensor",
           "[gradcheck]") {
-  const std::string arch = GENERATE(std::string("gpt2"), std::string("llama"), std::string("qwen3"));
+  const std::string arch = GENERATE(std::string("gpt2"), std::string("llama"), std::string("qwen3"),
+                                    std::string("qwen3_moe"), std::string("mixtral"));
   const std::string mode = GENERATE(std::string("none"), std::string("blocks"));
   const bool sublayer = GENERATE(false, true);
   TinyModel t(arch, mode, sublayer);
+  const bool moe = t.cfg.n_experts > 0;
   const double l0 = t.forward();
   REQUIRE(std::isfinite(l0));
   t.backward();
+  int checked = 0, jumps = 0;
   for (std::size_t u = 0; u < t.params.size(); ++u) {
     for (const auto& ts : t.model->units()[u].tensors) {
       auto r = fsdp::test::grad_check(ts.name, t.params[u].data() + ts.offset,
                                       t.grads[u].data() + ts.offset, ts.numel,
-                                      [&] { return t.forward(); }, 1e-2f, 3e-2, 3e-4, 8);
+                                      [&] { return t.forward(); }, moe ? 1e-3f : 1e-2f, 3e-2, 3e-4, 8, moe);
       INFO(arch << " " << mode << (sublayer ? " sublayer" : "") << ": " << r.first_failure);
       REQUIRE(r.failed == 0);
+      checked += r.checked;
+      jumps += r.jumps;
     }
   }
+  INFO(jumps << " of " << checked << " elements checked on one side of a routing jump");
+  REQUIRE(jumps * 20 <= checked);
 }
 
 TEST_CASE("activation checkpointing gives the same gradients", "[gradcheck]") {
-  const std::string arch = GENERATE(std::string("gpt2"), std::string("qwen3"));
+  const std::string arch = GENERATE(std::string("gpt2"), std::string("qwen3"), std::string("qwen3_moe"));
   const bool sublayer = GENERATE(false, true);
   TinyModel a(arch, "none", sublayer), b(arch, "blocks", sublayer);
   REQUIRE(a.forward() == b.forward());
@@ -110,3 +138,4 @@ TEST_CASE("activation checkpointing gives the same gradients", "[gradcheck]") {
   for (std::size_t u = 0; u < a.grads.size(); ++u)
     for (std::size_t i = 0; i < a.grads[u].extent(0); ++i) REQUIRE(a.grads[u](i) == b.grads[u](i));
 }
+

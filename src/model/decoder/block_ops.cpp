@@ -73,7 +73,7 @@ void DecoderSkeleton::linear_bwd(const Mat& dx, Vec g, const ConstMat& dy, const
 
 void DecoderSkeleton::attn_compute(int l, const UnitParams& p, const Vec& res2_out) {
   const int BT = B_ * T_, C = C_;
-  const LayerOffsets& o = off_;
+  const LayerOffsets& o = off_[std::size_t(l)];
   LayerActivations& a = acts(l);
   const ConstMat x_in = cm(residual_[std::size_t(l)], BT, C);
   norm_fwd(m(a.ln1, BT, C), a.ln1_mean.vec(), a.ln1_rstd.vec(), x_in, p, o.n1_w, o.n1_b);
@@ -134,8 +134,9 @@ void DecoderSkeleton::attention_core_bwd(LayerActivations& a) {
 }
 
 void DecoderSkeleton::mlp_compute(int l, const UnitParams& p, const Vec& x_out) {
+  if (s_.moe.sparse_layer(l)) return moe_compute(l, p, x_out);
   const int BT = B_ * T_, C = C_;
-  const LayerOffsets& o = off_;
+  const LayerOffsets& o = off_[std::size_t(l)];
   LayerActivations& a = acts(l);
   const Vec res2 = res2_of(l);
   const ConstVec res2c(res2.data(), res2.extent(0));
@@ -150,8 +151,9 @@ void DecoderSkeleton::mlp_compute(int l, const UnitParams& p, const Vec& x_out) 
 }
 
 void DecoderSkeleton::mlp_grads(int l, const UnitParams& p, Vec g) {
+  if (s_.moe.sparse_layer(l)) return moe_grads(l, p, g);
   const int BT = B_ * T_, C = C_;
-  const LayerOffsets& o = off_;
+  const LayerOffsets& o = off_[std::size_t(l)];
   LayerActivations& a = acts(l);
   const Vec res2 = res2_of(l);
   const ConstMat dout(dres_out_.data(), BT, C);
@@ -166,7 +168,7 @@ void DecoderSkeleton::mlp_grads(int l, const UnitParams& p, Vec g) {
 
 void DecoderSkeleton::attn_grads(int l, const UnitParams& p, Vec g) {
   const int BT = B_ * T_, C = C_;
-  const LayerOffsets& o = off_;
+  const LayerOffsets& o = off_[std::size_t(l)];
   LayerActivations& a = acts(l);
   const Vec dx_in = dres_out_.data() == dres_a_.data() ? dres_b_.vec() : dres_a_.vec();
   linear_bwd(m(d_atty_, BT, QW_), g, cm(d_tmp_, BT, C), cm(a.atty, BT, QW_), p, o.o_w, o.o_b, QW_, C);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // A decoder architecture as the one skeleton (model/decoder/skeleton.hpp) computes it: the
-// choices that differ between GPT-2, Llama and Qwen3 (norm, positions, biases, weight layout,
-// per-head q/k norms, MLP kind, head sizes) and the names of a layer's tensors. Everything else
+// choices that differ between GPT-2, Llama, Qwen3 and the mixtures of experts (norm, positions,
+// biases, weight layout, per-head q/k norms, MLP kind, experts, head sizes) and the names of a
+// layer's tensors. Everything else
 // (the residual stream, the per-unit dispatch with recompute, checkpointing, the bf16 casts,
 // the head and the loss) is written once, in the skeleton.
 #pragma once
@@ -26,6 +27,19 @@ enum class NormKind { LayerNorm, RMSNorm };  // LayerNorm: weight and bias, eps 
 enum class MlpKind { Gelu, SwiGlu };         // GELU: up, gelu, down; SwiGLU: gate|up, silu*, down
 enum class Positions { Learned, Rotary };    // a position table in the embedding, or rotary q, k
 
+// The sparse layers' MLP (model/moe/): a router [E, C] in front of E SwiGLU experts of width F,
+// each token sent to K of them. Tensor names: a layer's prefix + router, and prefix + experts +
+// e + gate (gate and up adjacent, one [2F, C] GEMM) and + down.
+struct ExpertSpec {
+  int E = 0, K = 0, F = 0;
+  bool renorm = true;
+  float aux_coef = 0.f;      // the load-balancing loss's weight in the objective (0: not added)
+  std::vector<char> sparse;  // per layer: experts (1) or the dense MLP (0)
+  std::string router, experts, gate, down;
+  bool sparse_layer(int l) const { return !sparse.empty() && sparse[std::size_t(l)] != 0; }
+  bool any(char kind) const { return std::find(sparse.begin(), sparse.end(), kind) != sparse.end(); }
+};
+
 struct BlockSpec {
   std::string tag;  // the activation buffers' label prefix ("gpt2")
   NormKind norm = NormKind::RMSNorm;
@@ -37,7 +51,9 @@ struct BlockSpec {
   // added by the residual add, the up bias by the GELU: one pass less over each output.
   bool biases = false;
   bool qk_norm = false;  // Qwen3: an RMSNorm over each q and k head, before the rotation
-  MlpKind mlp = MlpKind::SwiGlu;
+  MlpKind mlp = MlpKind::SwiGlu;  // the dense layers'
+  ExpertSpec moe;                 // the sparse layers' (none: every layer dense)
+  bool any_dense() const { return moe.sparse.empty() || moe.any(0); }
   int H = 0, KV = 0, D = 0, F = 0;  // query heads, key/value heads, head size, MLP width
 
   // A layer's tensors by name suffix (UnitLayout::tensor); the biases are the same names

@@ -28,26 +28,42 @@ std::int64_t bias_at(const UnitLayout& u, const std::string& weight) {
   return at(u, weight.substr(0, weight.size() - 6) + "bias");
 }
 
-LayerOffsets offsets_of(const std::vector<UnitLayout>& units, const BlockSpec& s) {
+// Layer l's tensors in the unit(s) holding it (offsets differ between dense and sparse layers,
+// and a placed unit's parts move them).
+LayerOffsets offsets_of(const std::vector<UnitLayout>& units, const BlockSpec& s, int l) {
   LayerOffsets o;
-  if (units.size() < 3) return o;  // no layer
-  const UnitLayout& a = units[1];
-  const UnitLayout& f = units[a.kind == kAttnUnit ? 2 : 1];
+  const UnitLayout* a = nullptr;
+  const UnitLayout* f = nullptr;
+  for (const UnitLayout& u : units) {
+    if (u.layer != l || u.kind == kEmbeddingUnit || u.kind == kFinalUnit) continue;
+    if (u.kind == kBlockUnit || u.kind == kAttnUnit) a = &u;
+    if (u.kind == kBlockUnit || u.kind == kMlpUnit) f = &u;
+  }
+  if (!a || !f) return o;
   const bool ln = s.norm == NormKind::LayerNorm;
-  o.n1_w = at(a, s.attn_norm);
-  o.n1_b = ln ? bias_at(a, s.attn_norm) : -1;
-  o.qkv_w = at(a, s.qkv);
-  o.qkv_b = s.biases ? bias_at(a, s.qkv) : -1;
-  o.qn = s.qk_norm ? at(a, s.q_norm) : -1;
-  o.kn = s.qk_norm ? at(a, s.k_norm) : -1;
-  o.o_w = at(a, s.o);
-  o.o_b = s.biases ? bias_at(a, s.o) : -1;
-  o.n2_w = at(f, s.mlp_norm);
-  o.n2_b = ln ? bias_at(f, s.mlp_norm) : -1;
-  o.up_w = at(f, s.up);
-  o.up_b = s.biases ? bias_at(f, s.up) : -1;
-  o.down_w = at(f, s.down);
-  o.down_b = s.biases ? bias_at(f, s.down) : -1;
+  o.n1_w = at(*a, s.attn_norm);
+  o.n1_b = ln ? bias_at(*a, s.attn_norm) : -1;
+  o.qkv_w = at(*a, s.qkv);
+  o.qkv_b = s.biases ? bias_at(*a, s.qkv) : -1;
+  o.qn = s.qk_norm ? at(*a, s.q_norm) : -1;
+  o.kn = s.qk_norm ? at(*a, s.k_norm) : -1;
+  o.o_w = at(*a, s.o);
+  o.o_b = s.biases ? bias_at(*a, s.o) : -1;
+  o.n2_w = at(*f, s.mlp_norm);
+  o.n2_b = ln ? bias_at(*f, s.mlp_norm) : -1;
+  if (s.moe.sparse_layer(l)) {
+    o.router_w = at(*f, s.moe.router);
+    for (int e = 0; e < s.moe.E; ++e) {
+      const std::string x = s.moe.experts + std::to_string(e);
+      o.expert_gu.push_back(at(*f, x + s.moe.gate));
+      o.expert_down.push_back(at(*f, x + s.moe.down));
+    }
+    return o;
+  }
+  o.up_w = at(*f, s.up);
+  o.up_b = s.biases ? bias_at(*f, s.up) : -1;
+  o.down_w = at(*f, s.down);
+  o.down_b = s.biases ? bias_at(*f, s.down) : -1;
   return o;
 }
 }  // namespace
@@ -59,7 +75,6 @@ DecoderSkeleton::DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec,
     : cfg_(cfg),
       s_(spec),
       units_(std::move(units)),
-      off_(offsets_of(units_, spec)),
       B_(micro_batch),
       T_(cfg.block_size),
       C_(cfg.n_embd),
@@ -82,6 +97,7 @@ DecoderSkeleton::DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec,
   fin_w_ = at(fin, s_.final_norm);
   if (s_.norm == NormKind::LayerNorm) fin_b_ = bias_at(fin, s_.final_norm);
   head_w_ = cfg.tie_embeddings ? emb_w_ : at(units_[std::size_t(head_unit)], s_.head);
+  for (int l = 0; l < cfg.n_layer; ++l) off_.push_back(offsets_of(units_, s_, l));
   if (s_.positions == Positions::Rotary) rope_ = k::RopeTable(tracker, cfg, T_);
   allocate(tracker);
 }
@@ -114,8 +130,11 @@ void DecoderSkeleton::allocate(MemoryTracker& tracker) {
     a->ln2 = buf(p + "ln2", BTC);
     if (ln) a->ln2_mean = buf(p + "ln2_mean", BT);
     a->ln2_rstd = buf(p + "ln2_rstd", BT);
-    a->up = buf(p + "up", BT * UP_);
-    a->act = buf(p + "act", BT * F_);
+    // The dense MLP's (a sparse layer's are in MoeActivations).
+    if (checkpointing_ ? s_.any_dense() : !s_.moe.sparse_layer(l)) {
+      a->up = buf(p + "up", BT * UP_);
+      a->act = buf(p + "act", BT * F_);
+    }
     acts_.push_back(std::move(a));
   }
   // Checkpointed sub-layer units: the MLP's recompute starts from the attention's output,
@@ -135,10 +154,13 @@ void DecoderSkeleton::allocate(MemoryTracker& tracker) {
   d_tmp_ = buf(t + "::d_tmp", BTC);
   d_qkv_ = buf(t + "::d_qkv", BT * QKV_);
   d_atty_ = buf(t + "::d_atty", BT * QW_);
-  d_up_ = buf(t + "::d_up", BT * UP_);
-  d_act_ = buf(t + "::d_act", BT * F_);
+  if (s_.any_dense()) {
+    d_up_ = buf(t + "::d_up", BT * UP_);
+    d_act_ = buf(t + "::d_act", BT * F_);
+  }
   if (attention_ == AttentionPath::Materialized)
     att_work_ = buf(t + "::att_work", k::attention_work_size(T_, H_));
+  if (s_.moe.any(1)) allocate_moe(tracker);
 }
 
 void DecoderSkeleton::set_batch(const std::int32_t* inputs, const std::int32_t* targets) {
@@ -262,6 +284,7 @@ double DecoderSkeleton::head_forward(const UnitParams& p) {
   else
     k::gemm("N", "T", 1.f, cm(lnf_, BT, C_), p.weight(head_w_, V_, C_), 0.f, m(logits_, BT, V_));
   k::cross_entropy_forward(losses_.vec(), cm(logits_, BT, V_), targets_);
+  if (s_.moe.any(1)) aux_loss_ = balance_loss();
   if (loss_scale_ > 0) return scored_losses(losses_, B_, T_, loss_scale_, seq_losses_);
   return mean_losses(losses_, B_, T_, seq_losses_);
 }
@@ -272,6 +295,7 @@ std::vector<float> DecoderSkeleton::logits_at(int b, int t) const {
 
 void DecoderSkeleton::head_backward(const UnitParams& p, Vec grad, float dloss) {
   const int BT = B_ * T_;
+  if (s_.moe.any(1)) set_balance_grad(dloss);
   // The mean over the micro-batch's tokens, or each scored token weighted by loss_scale.
   k::cross_entropy_backward(m(logits_, BT, V_), targets_,
                             loss_scale_ > 0 ? float(dloss * loss_scale_) : dloss / BT);

@@ -15,6 +15,8 @@
 #include "model/decoder.hpp"
 #include "model/decoder/block_spec.hpp"
 #include "model/flash_attention.hpp"
+#include "model/moe/dispatch.hpp"
+#include "model/moe/experts.hpp"
 #include "model/rotary.hpp"
 #include "model/unit_params.hpp"
 
@@ -22,9 +24,12 @@ namespace fsdp {
 
 // A layer's tensors as offsets into the unit(s) holding them (-1: the architecture has none):
 // the attention's in its unit, the MLP's in its (the same unit when the layer is one).
+// A sparse layer: its router and each expert's gate|up and down.
 struct LayerOffsets {
   std::int64_t n1_w = -1, n1_b = -1, qkv_w = -1, qkv_b = -1, qn = -1, kn = -1, o_w = -1, o_b = -1;
   std::int64_t n2_w = -1, n2_b = -1, up_w = -1, up_b = -1, down_w = -1, down_b = -1;
+  std::int64_t router_w = -1;
+  std::vector<std::int64_t> expert_gu, expert_down;
 };
 
 // What one layer keeps between its forward and backward. qkv holds q and k after their norms
@@ -33,6 +38,15 @@ struct LayerOffsets {
 struct LayerActivations {
   TrackedBuffer ln1, ln1_mean, ln1_rstd, qkv, qk_raw, qk_rstd, att, atty, res2, ln2, ln2_mean,
       ln2_rstd, up, act;
+};
+
+// What a sparse layer keeps, N = B*T tokens, R = N*K expert rows: the router's probabilities
+// [N, E], choices [N, K] (int32) and weights [N, K]; the plan's row_of and choice [R] each (int32,
+// on the device; the plan itself on the host); the experts' inputs xe [R, C], gate|up [R, 2F],
+// gated product [R, F] and outputs ye [R, C].
+struct MoeActivations {
+  TrackedBuffer probs, top, weights, rows, xe, gu, h, ye;
+  kernels::DispatchPlan plan;
 };
 
 class DecoderSkeleton final : public Decoder {
@@ -59,6 +73,8 @@ class DecoderSkeleton final : public Decoder {
   void head_backward(const UnitParams& p, Vec grad, float dloss) override;
   void backward_unit(int u, const UnitParams& p, Vec grad) override;
   const std::vector<double>& sequence_losses() const override { return seq_losses_; }
+  double aux_loss() const override { return aux_loss_; }
+  std::vector<std::int64_t> expert_counts() const override;
   std::vector<float> logits_at(int b, int t) const override;
   void use_bf16_gemms(MemoryTracker& tracker) override;
 
@@ -85,6 +101,14 @@ class DecoderSkeleton final : public Decoder {
   void mlp_compute(int l, const UnitParams& p, const Vec& x_out);
   void attn_grads(int l, const UnitParams& p, Vec g);
   void mlp_grads(int l, const UnitParams& p, Vec g);
+  // A sparse layer's MLP (decoder/moe_ops.cpp): the router, the experts, the weighted sum.
+  void moe_compute(int l, const UnitParams& p, const Vec& x_out);
+  void moe_grads(int l, const UnitParams& p, Vec g);
+  kernels::ExpertWeights expert_weights(const UnitParams& p, const LayerOffsets& o) const;
+  MoeActivations& moe_acts(int l) { return *moe_[checkpointing_ ? 0 : std::size_t(l)]; }
+  void allocate_moe(MemoryTracker& tracker);
+  double balance_loss() const;
+  void set_balance_grad(float dloss);
   void attention_core_fwd(LayerActivations& a);
   void attention_core_bwd(LayerActivations& a);
   Vec res2_of(int l);
@@ -97,7 +121,7 @@ class DecoderSkeleton final : public Decoder {
   ModelConfig cfg_;
   BlockSpec s_;
   std::vector<UnitLayout> units_;
-  LayerOffsets off_;
+  std::vector<LayerOffsets> off_;  // per layer
   std::int64_t emb_w_ = 0, pos_w_ = -1, fin_w_ = 0, fin_b_ = -1, head_w_ = 0;
   int B_, T_, C_, H_, KV_, D_, F_, V_, QW_, QKV_, UP_;  // QW = H*D, UP: the up GEMM's width
   bool checkpointing_;
@@ -117,6 +141,15 @@ class DecoderSkeleton final : public Decoder {
   Vec dres_out_;  // the gradient of the current top of the residual stream
   std::unique_ptr<kernels::Bf16Gemms> bf16_;
   std::vector<double> seq_losses_;
+  // Experts: per layer (null for a dense one; one set with checkpointing), the shared backward
+  // scratch (router logits / their gradient [N, E], d ye and d xe [R, C], d gate|up [R, 2F],
+  // d h [R, F], d weights [N, K]) and the balance loss: each sparse layer's choices per expert
+  // and summed probabilities from its last forward, the loss, and its d/dp per expert [E].
+  std::vector<std::unique_ptr<MoeActivations>> moe_;
+  TrackedBuffer router_logits_, moe_dye_, moe_dgu_, moe_dh_, moe_dw_, aux_dp_;
+  std::vector<std::vector<std::int64_t>> moe_counts_;
+  std::vector<std::vector<double>> moe_psum_;
+  double aux_loss_ = 0.0;
 };
 
 }  // namespace fsdp

@@ -25,7 +25,8 @@ std::vector<UnitLayout> skeleton_units(const ModelConfig& m, UnitLayout embeddin
 
 // Model FLOPs as torchtitan counts them, per unit for micro-batch B: a GEMM costs 2 x its
 // weights per token forward and twice that backward; attention adds 4T(HD) forward and 8T(HD)
-// backward per layer and token. The embedding's lookup is free; an untied head in the final
+// backward per layer and token; a sparse layer's MLP counts its router and K experts (the active
+// parameters). The embedding's lookup is free; an untied head in the final
 // unit is the head's (Architecture::head_flops); checkpointing recomputes each layer's forward.
 std::vector<UnitFlops> skeleton_unit_flops(const std::vector<UnitLayout>& units,
                                            const ModelConfig& m, const BlockSpec& s, int B,

@@ -262,6 +262,7 @@ Architecture architecture() {
        [](const ModelConfig& m) -> std::string {
          return m.rope_scaling == "none" ? "" : "GPT-2 has learned positions, no rotary embedding: expected \"none\"";
        }},
+      no_experts_check("GPT-2"),
   };
   return a;
 }

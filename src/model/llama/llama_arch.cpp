@@ -11,6 +11,7 @@
 
 #include "model/attention_path.hpp"
 #include "model/decoder/skeleton_units.hpp"
+#include "model/llama/hf_config.hpp"
 #include "model/llama/llama_layout.hpp"
 #include "model/model_keys.hpp"
 
@@ -19,35 +20,6 @@ namespace {
 
 AttentionPath attention_of(const ModelConfig& m) { return architecture_attention(m); }
 
-// Tied: the embedding unit's table; untied: lm_head, in the last unit with the final norm.
-int head_unit(const ModelConfig& m) {
-  return m.tie_embeddings ? 0 : 1 + m.n_layer * (m.sublayer_units ? 2 : 1);
-}
-
-// What the skeleton allocates for this family (all persistent), in elements: the rotary table
-// TD; the residual stream (L+1)BTC; per layer (x L, or x 1 with checkpointing) ln1, res2, ln2
-// (BTC each), the attention's output BT*QW (QW = H D), the two norms' rstd (BT each), q|k|v
-// BT*QKV, gate|up 2BTF, the SwiGLU output BTF, the attention probabilities BHT^2 (fused: the
-// log-sum-exps BHT) and, with q/k norms, their inputs BT(H+KV)D and rstd BT(H+KV); once the
-// final norm (BTC + BT), logits BTV, losses BT, the backward scratch (five BTC, d_atty BT*QW,
-// d_qkv BT*QKV, d_gate_up 2BTF, d_swiglu BTF) and, materialised, the attention backward's work.
-std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool checkpointing,
-                                 bool qk_norm) {
-  const bool fused = attention_of(m) == AttentionPath::Fused;
-  const std::int64_t B = micro_batch, T = m.block_size, C = m.n_embd, H = m.n_head,
-                     KV = m.kv_heads(), D = m.head_dim(), V = m.vocab_size, L = m.n_layer,
-                     F = m.ffn_hidden, QKV = llama_qkv_rows(m), QW = H * D;
-  const std::int64_t BT = B * T, BTC = BT * C;
-  const std::int64_t att = fused ? B * H * T : B * H * T * T;
-  const std::int64_t qk = qk_norm ? BT * (H + KV) * (D + 1) : 0;
-  const std::int64_t per_layer = 3 * BTC + BT * QW + 2 * BT + BT * QKV + 3 * BT * F + att + qk;
-  const std::int64_t layers = checkpointing ? 1 : L;
-  const std::int64_t once = BTC + BT + BT * V + BT + 5 * BTC + BT * QW + BT * QKV + 3 * BT * F +
-                            (fused ? 0 : kernels::attention_work_size(int(T), int(H)));
-  const std::int64_t mid = checkpointing && m.sublayer_units ? L * BTC : 0;
-  const std::int64_t rope = T * D;
-  return rope + (L + 1) * BTC + layers * per_layer + once + mid;
-}
 
 // Model FLOPs as torchtitan counts them: a GEMM costs 2 x its weights per token forward and
 // twice that backward; attention 4T(HD) forward per layer and token (QK^T and PV; HD = C unless
@@ -83,9 +55,37 @@ nlohmann::ordered_json rope_scaling_json(const ModelConfig& m) {
           {"original_max_position_embeddings", m.rope_original_context}};
 }
 
+}  // namespace
+
+// What the skeleton allocates for this family (all persistent), in elements: the rotary table
+// TD; the residual stream (L+1)BTC; per layer (x L, or x 1 with checkpointing) ln1, res2, ln2
+// (BTC each), the attention's output BT*QW (QW = H D), the two norms' rstd (BT each), q|k|v
+// BT*QKV, gate|up 2BTF, the SwiGLU output BTF, the attention probabilities BHT^2 (fused: the
+// log-sum-exps BHT) and, with q/k norms, their inputs BT(H+KV)D and rstd BT(H+KV); once the
+// final norm (BTC + BT), logits BTV, losses BT, the backward scratch (five BTC, d_atty BT*QW,
+// d_qkv BT*QKV, d_gate_up 2BTF, d_swiglu BTF) and, materialised, the attention backward's work.
+std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool checkpointing,
+                                 bool qk_norm) {
+  const bool fused = attention_of(m) == AttentionPath::Fused;
+  const std::int64_t B = micro_batch, T = m.block_size, C = m.n_embd, H = m.n_head,
+                     KV = m.kv_heads(), D = m.head_dim(), V = m.vocab_size, L = m.n_layer,
+                     F = m.ffn_hidden, QKV = llama_qkv_rows(m), QW = H * D;
+  const std::int64_t BT = B * T, BTC = BT * C;
+  const std::int64_t att = fused ? B * H * T : B * H * T * T;
+  const std::int64_t qk = qk_norm ? BT * (H + KV) * (D + 1) : 0;
+  const std::int64_t per_layer = 3 * BTC + BT * QW + 2 * BT + BT * QKV + 3 * BT * F + att + qk;
+  const std::int64_t layers = checkpointing ? 1 : L;
+  const std::int64_t once = BTC + BT + BT * V + BT + 5 * BTC + BT * QW + BT * QKV + 3 * BT * F +
+                            (fused ? 0 : kernels::attention_work_size(int(T), int(H)));
+  const std::int64_t mid = checkpointing && m.sublayer_units ? L * BTC : 0;
+  const std::int64_t rope = T * D;
+  return rope + (L + 1) * BTC + layers * per_layer + once + mid;
+}
+
 // Qwen3ForCausalLM's config is LlamaForCausalLM's with its own names, no mlp_bias, and the
 // sliding window (which this model does not compute) off.
-std::string hf_config_json(const ModelConfig& m, const std::string& torch_dtype, bool qk_norm) {
+nlohmann::ordered_json hf_config_object(const ModelConfig& m, const std::string& torch_dtype,
+                                        bool qk_norm) {
   nlohmann::ordered_json j{{"architectures", {qk_norm ? "Qwen3ForCausalLM" : "LlamaForCausalLM"}},
                            {"model_type", qk_norm ? "qwen3" : "llama"},
                            {"vocab_size", m.vocab_size},
@@ -111,68 +111,13 @@ std::string hf_config_json(const ModelConfig& m, const std::string& torch_dtype,
     j["use_sliding_window"] = false;
     j["sliding_window"] = nullptr;
   }
-  return j.dump(2) + "\n";
+  return j;
 }
 
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.9g", v);
-  return b;
-}
+namespace {
 
 // Hugging Face's LlamaConfig default for a config.json without max_position_embeddings.
 constexpr long long kHfMaxPositions = 2048;
-
-// config.json's fields, read strictly: a missing required field, a wrong type, or a value the
-// tensors contradict is one line naming the file and the key.
-class ConfigReader {
- public:
-  ConfigReader(const nlohmann::json& j, const std::string& path) : j_(j), path_(path) {}
-  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
-    throw std::invalid_argument(path_ + ": " + key + ": " + why);
-  }
-  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
-  // An integer of object o within [lo, hi], or `fallback` when absent. Read as the file's value
-  // (never through int: 2^32 + 16 is not 16) and refused naming the file's key, not a deck key.
-  long long integer_in(const nlohmann::json& o, const std::string& key, long long lo,
-                       long long hi, long long fallback) const {
-    if (!o.contains(key) || o[key].is_null()) return fallback;
-    const nlohmann::json& v = o[key];
-    if (!v.is_number_integer()) fail(key, v.is_number() ? num(v.get<double>()) + " is not an integer" : "not an integer");
-    const bool in_range = v.is_number_unsigned()
-                              ? v.get<std::uint64_t>() <= std::uint64_t(hi) && v.get<long long>() >= lo
-                              : v.get<long long>() >= lo && v.get<long long>() <= hi;
-    if (!in_range)
-      fail(key, (v.is_number_unsigned() ? std::to_string(v.get<std::uint64_t>())
-                                        : std::to_string(v.get<long long>())) +
-                    " is not in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return v.get<long long>();
-  }
-  long long integer(const char* key, bool required) const {
-    if (!has(key) && required) fail(key, "missing");
-    return integer_in(j_, key, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), 0);
-  }
-  // A finite number of object o within [lo, hi] (the range the deck's key allows), or fallback.
-  double number(const nlohmann::json& o, const std::string& key, double fallback, double lo,
-                double hi) const {
-    if (!o.contains(key) || o[key].is_null()) return fallback;
-    if (!o[key].is_number()) fail(key, "not a number");
-    const double v = o[key].get<double>();
-    if (!(v >= lo && v <= hi)) fail(key, num(v) + " is not in [" + num(lo) + ", " + num(hi) + "]");
-    return v;
-  }
-  // An integer field whose value the tensors already say.
-  void agrees(const char* key, long long tensors_say, const std::string& file, bool required) const {
-    const long long v = integer(key, required);
-    if (has(key) && v != tensors_say)
-      fail(key, std::to_string(v) + ", but the tensors in " + file + " say " + std::to_string(tensors_say));
-  }
-  const nlohmann::json& json() const { return j_; }
-
- private:
-  const nlohmann::json& j_;
-  std::string path_;
-};
 
 // rope_theta and rope_scaling (transformers up to 4.x), or rope_parameters (5.x) holding both.
 void read_rope(const ConfigReader& r, ModelConfig& s) {
@@ -221,10 +166,13 @@ void vector_of(const TensorShapes& t, const std::string& name, std::int64_t n, c
                                 std::to_string(n) + "] (head_dim)");
 }
 
-ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
-                       const nlohmann::json* config, const std::string& config_path, bool qk_norm) {
+}  // namespace
+
+ModelConfig read_common_shape(const TensorShapes& tensors, const std::string& file,
+                              const nlohmann::json* config, const std::string& config_path,
+                              bool qk_norm, const std::string& family) {
   if (!config)
-    throw std::invalid_argument(file + ": a " + std::string(qk_norm ? "Qwen3" : "Llama") +
+    throw std::invalid_argument(file + ": a " + family +
                                 "'s config.json is missing (its head counts, rotary and norm "
                                 "settings are not in the tensors)");
   const auto* emb = matrix(tensors, "model.embed_tokens.weight", file);
@@ -238,13 +186,6 @@ ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
   r.agrees("hidden_size", s.n_embd, file, true);
   r.agrees("vocab_size", s.vocab_size, file, true);
   r.agrees("num_hidden_layers", s.n_layer, file, true);
-  if (s.n_layer > 0) {
-    const auto* gate = matrix(tensors, "model.layers.0.mlp.gate_proj.weight", file);
-    s.ffn_hidden = int((*gate)[0]);
-    r.agrees("intermediate_size", s.ffn_hidden, file, true);
-  } else {
-    s.ffn_hidden = int(r.integer("intermediate_size", true));
-  }
   const long long H = r.integer("num_attention_heads", true);
   if (H < 1 || H > (1 << 16)) r.fail("num_attention_heads", std::to_string(H) + " is not in [1, 65536]");
   s.n_head = int(H);
@@ -304,9 +245,27 @@ ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
   return s;
 }
 
+namespace {
+
+ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
+                       const nlohmann::json* config, const std::string& config_path, bool qk_norm) {
+  ModelConfig s = read_common_shape(tensors, file, config, config_path, qk_norm, qk_norm ? "Qwen3" : "Llama");
+  const ConfigReader r(*config, config_path);
+  if (s.n_layer > 0) {
+    const auto* gate = matrix(tensors, "model.layers.0.mlp.gate_proj.weight", file);
+    s.ffn_hidden = int((*gate)[0]);
+    r.agrees("intermediate_size", s.ffn_hidden, file, true);
+  } else {
+    s.ffn_hidden = int(r.integer("intermediate_size", true));
+  }
+  return s;
+}
+
 // ---- The deck's rules for model.arch = "llama" ----------------------------------------------
 
-std::vector<ArchCheck> checks() {
+}  // namespace
+
+std::vector<ArchCheck> family_checks() {
   return {
       {"model.n_kv_head", "model.n_head",
        [](const ModelConfig& m) -> std::string {
@@ -342,7 +301,11 @@ std::vector<ArchCheck> checks() {
   };
 }
 
-}  // namespace
+
+// Tied: the embedding unit's table; untied: lm_head, in the last unit with the final norm.
+int head_unit(const ModelConfig& m) {
+  return m.tie_embeddings ? 0 : 1 + m.n_layer * (m.sublayer_units ? 2 : 1);
+}
 
 AttentionPath architecture_attention(const ModelConfig& m) {
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
@@ -385,7 +348,7 @@ Architecture family_architecture(bool qk_norm) {
   }
   a.hf.architectures = qk_norm ? "Qwen3ForCausalLM" : "LlamaForCausalLM";
   a.hf.config_json = [qk_norm](const ModelConfig& m, const std::string& dtype) {
-    return hf_config_json(m, dtype, qk_norm);
+    return hf_config_object(m, dtype, qk_norm).dump(2) + "\n";
   };
   // Both read model.embed_tokens; the q/k norms tell a Qwen3 file without config.json's name.
   a.hf.recognizes = [qk_norm](const TensorShapes& t) {
@@ -398,8 +361,10 @@ Architecture family_architecture(bool qk_norm) {
   };
   a.hf.stored_names = [](const std::string& name) { return std::vector<std::string>{name}; };
   a.hf.config_complete = true;
-  a.checks = checks();
-  for (const ModelKey& k : model_keys()) a.keys.push_back(k.key);
+  a.checks = family_checks();
+  for (const ModelKey& k : model_keys())
+    if (!k.experts) a.keys.push_back(k.key);
+  a.checks.push_back(no_experts_check(a.family));
   return a;
 }
 

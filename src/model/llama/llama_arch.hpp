@@ -16,4 +16,13 @@ Architecture family_architecture(bool qk_norm);
 // GPU, whose materialised kernel reads GPT-2's packed q | k | v only.
 AttentionPath architecture_attention(const ModelConfig& m);
 
+// What the skeleton allocates for the family's activations (Architecture::activation_elements),
+// every layer with Llama's dense MLP.
+std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool checkpointing,
+                                 bool qk_norm);
+// The deck's rules on heads, head size, MLP width and rotary scaling.
+std::vector<ArchCheck> family_checks();
+// The unit holding the LM head (tied: the embedding's; untied: the final unit).
+int head_unit(const ModelConfig& m);
+
 }  // namespace fsdp::llama

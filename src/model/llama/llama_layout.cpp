@@ -7,16 +7,18 @@
 #include "model/decoder/skeleton_units.hpp"
 
 namespace fsdp {
-namespace {
-
 // Every matrix is a GEMM operand (the embedding's lookup reads it as one too) and decays;
 // the norm weights neither. The matrices inside a block are its hidden ones.
-void add(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape) {
+void add_llama_tensor(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape) {
   const bool matrix = shape.size() == 2;
   add_tensor(u, name, std::move(shape), matrix, matrix);
   u.tensors.back().hidden = matrix && name != "model.embed_tokens.weight" && name != "lm_head.weight";
 }
 
+namespace {
+void add(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape) {
+  add_llama_tensor(u, name, std::move(shape));
+}
 }  // namespace
 
 BlockSpec llama_block_spec(const ModelConfig& m, bool qk_norm) {
@@ -45,7 +47,8 @@ BlockSpec llama_block_spec(const ModelConfig& m, bool qk_norm) {
   return s;
 }
 
-std::vector<UnitLayout> llama_units(const ModelConfig& m, bool qk_norm) {
+std::vector<UnitLayout> llama_units(const ModelConfig& m, bool qk_norm,
+                                    const AddLayerTensors& sparse_mlp) {
   const std::int64_t C = m.n_embd, V = m.vocab_size, F = m.ffn_hidden, D = m.head_dim(),
                      QD = std::int64_t(m.n_head) * D, KVD = std::int64_t(m.kv_heads()) * D;
   UnitLayout emb, fin;
@@ -69,6 +72,7 @@ std::vector<UnitLayout> llama_units(const ModelConfig& m, bool qk_norm) {
         }
       },
       [=](UnitLayout& b, const std::string& p) {
+        if (sparse_mlp && m.sparse_layer(b.layer)) return sparse_mlp(b, p);
         add(b, p + "post_attention_layernorm.weight", {C});
         add(b, p + "mlp.gate_proj.weight", {F, C});  // adjacent: one [2F, C] GEMM
         add(b, p + "mlp.up_proj.weight", {F, C});

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/decoder/block_spec.hpp"
+#include "model/decoder/skeleton_units.hpp"
 #include "model/model_config.hpp"
 #include "model/unit_layout.hpp"
 
@@ -25,7 +26,12 @@ inline std::int64_t llama_qkv_rows(const ModelConfig& m) {
 
 // qk_norm (Qwen3): each layer also holds self_attn.q_norm and self_attn.k_norm [D], after
 // o_proj.
-std::vector<UnitLayout> llama_units(const ModelConfig& m, bool qk_norm = false);
+// sparse_mlp: the tensors of a layer with experts (model/moe/moe_layout.hpp), called for the
+// layers m.sparse_layer names; the others get Llama's MLP.
+std::vector<UnitLayout> llama_units(const ModelConfig& m, bool qk_norm = false,
+                                    const AddLayerTensors& sparse_mlp = nullptr);
+// A Llama tensor: matrices decay and are GEMM operands, hidden except the embedding and head.
+void add_llama_tensor(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape);
 
 // The skeleton's description (model/decoder/block_spec.hpp): RMSNorms, rotary positions,
 // nn.Linear weights without biases, grouped-query heads of m.head_dim(), SwiGLU of F.

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+// The skeleton's sparse MLP sub-layer (ExpertSpec): norm, the router in fp32 (its softmax, top-k
+// and weights: model/moe/router.hpp), the dispatch plan on the host, the experts' grouped SwiGLU
+// GEMMs on their rows (model/moe/experts.hpp), the weighted sum back into each token's row and
+// the residual add; backward the transposes, plus the load-balancing loss's gradient through
+// each layer's probabilities. N = B*T tokens, R = N*K expert rows (dropless: every token reaches
+// its K experts).
+#include "model/decoder/buffer_views.hpp"
+#include "model/decoder/skeleton.hpp"
+#include "model/gemm.hpp"
+#include "model/moe/router.hpp"
+#include "model/residual.hpp"
+
+namespace fsdp {
+namespace k = kernels;
+using MC = MemCategory;
+
+using namespace skeleton_views;
+
+namespace {
+k::ExpertIds ids(const TrackedBuffer& b, std::int64_t rows, int cols) {
+  return k::ExpertIds(reinterpret_cast<std::int32_t*>(b.data()), std::size_t(rows), std::size_t(cols));
+}
+k::Rows int_rows(const TrackedBuffer& b, std::int64_t at, std::int64_t n) {
+  return k::Rows(reinterpret_cast<const std::int32_t*>(b.data()) + at, std::size_t(n));
+}
+}  // namespace
+
+void DecoderSkeleton::allocate_moe(MemoryTracker& tracker) {
+  const ExpertSpec& x = s_.moe;
+  const std::int64_t N = std::int64_t(B_) * T_, R = N * x.K, E = x.E, K = x.K, F = x.F;
+  const std::string& t = s_.tag;
+  auto buf = [&](const std::string& name, std::int64_t n) {
+    return TrackedBuffer(tracker, name, n, MC::Activations, MemSpace::Device, Dtype::F32);
+  };
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const bool keep = checkpointing_ ? l == 0 : x.sparse_layer(l);
+    if (!keep) {
+      if (!checkpointing_) moe_.emplace_back();
+      continue;
+    }
+    const std::string p = t + "::layer" + std::to_string(l) + "::moe_";
+    auto a = std::make_unique<MoeActivations>();
+    a->probs = buf(p + "probs", N * E);
+    a->top = buf(p + "top", N * K);  // int32
+    a->weights = buf(p + "weights", N * K);
+    a->rows = buf(p + "rows", 2 * R);  // int32: row_of, then choice
+    a->xe = buf(p + "xe", R * C_);
+    a->gu = buf(p + "gate_up", R * 2 * F);
+    a->h = buf(p + "h", R * F);
+    a->ye = buf(p + "ye", R * C_);
+    moe_.push_back(std::move(a));
+  }
+  router_logits_ = buf(t + "::router_logits", N * E);
+  moe_dye_ = buf(t + "::moe_dye", R * C_);
+  moe_dgu_ = buf(t + "::moe_dgate_up", R * 2 * F);
+  moe_dh_ = buf(t + "::moe_dh", R * F);
+  moe_dw_ = buf(t + "::moe_dweights", N * K);
+  aux_dp_ = buf(t + "::aux_dp", E);
+  moe_counts_.assign(std::size_t(cfg_.n_layer), std::vector<std::int64_t>(std::size_t(E), 0));
+  moe_psum_.assign(std::size_t(cfg_.n_layer), std::vector<double>(std::size_t(E), 0.0));
+}
+
+k::ExpertWeights DecoderSkeleton::expert_weights(const UnitParams& p, const LayerOffsets& o) const {
+  const int C = C_, F = s_.moe.F;
+  k::ExpertWeights w;
+  w.gu = [&p, &o, C, F](int e) { return p.weight(o.expert_gu[std::size_t(e)], 2 * F, C); };
+  w.down = [&p, &o, C, F](int e) { return p.weight(o.expert_down[std::size_t(e)], C, F); };
+  return w;
+}
+
+void DecoderSkeleton::moe_compute(int l, const UnitParams& p, const Vec& x_out) {
+  const ExpertSpec& x = s_.moe;
+  const int N = B_ * T_, C = C_, E = x.E, K = x.K, F = x.F;
+  const std::int64_t R = std::int64_t(N) * K;
+  const LayerOffsets& o = off_[std::size_t(l)];
+  LayerActivations& a = acts(l);
+  MoeActivations& e = moe_acts(l);
+  const Vec res2 = res2_of(l);
+  norm_fwd(m(a.ln2, N, C), a.ln2_mean.vec(), a.ln2_rstd.vec(), ConstMat(res2.data(), N, C), p,
+           o.n2_w, o.n2_b);
+  // The router in fp32 whatever the GEMMs' dtype: its choices must not depend on rounding.
+  k::gemm("N", "T", 1.f, cm(a.ln2, N, C), p.weight(o.router_w, E, C), 0.f, m(router_logits_, N, E));
+  k::router_forward(cm(router_logits_, N, E), m(e.probs, N, E), ids(e.top, N, K), m(e.weights, N, K),
+                    x.renorm);
+  // The plan on the host (the choices are N*K ints), its two index maps back to the device.
+  std::vector<std::int32_t> top(static_cast<std::size_t>(R));
+  Kokkos::deep_copy(Kokkos::View<std::int32_t*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(top.data(), top.size()),
+                    k::Rows(reinterpret_cast<const std::int32_t*>(e.top.data()), std::size_t(R)));
+  e.plan = k::dispatch_plan(top.data(), N, K, E);
+  std::vector<std::int32_t> both(e.plan.row_of);
+  both.insert(both.end(), e.plan.choice.begin(), e.plan.choice.end());
+  Kokkos::deep_copy(Kokkos::View<std::int32_t*, DeviceSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                        reinterpret_cast<std::int32_t*>(e.rows.data()), both.size()),
+                    Kokkos::View<const std::int32_t*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(both.data(), both.size()));
+  std::vector<std::int64_t>& counts = moe_counts_[std::size_t(l)];
+  std::vector<double>& psum = moe_psum_[std::size_t(l)];
+  std::fill(counts.begin(), counts.end(), 0);
+  std::fill(psum.begin(), psum.end(), 0.0);
+  k::router_balance_sums(cm(e.probs, N, E), ids(e.top, N, K), counts.data(), psum.data());
+
+  k::moe_gather(m(e.xe, R, C), cm(a.ln2, N, C), int_rows(e.rows, R, R), K);
+  k::experts_forward(m(e.ye, R, C), m(e.gu, R, 2 * F), m(e.h, R, F), cm(e.xe, R, C), e.plan.offsets,
+                     expert_weights(p, o), F);
+  k::moe_combine(m(tmp_, N, C), cm(e.ye, R, C), cm(e.weights, N, K), int_rows(e.rows, 0, R));
+  k::residual_forward(x_out, ConstVec(res2.data(), res2.extent(0)), tmp_.cvec());
+}
+
+void DecoderSkeleton::moe_grads(int l, const UnitParams& p, Vec g) {
+  const ExpertSpec& x = s_.moe;
+  const int N = B_ * T_, C = C_, E = x.E, K = x.K, F = x.F;
+  const std::int64_t R = std::int64_t(N) * K;
+  const LayerOffsets& o = off_[std::size_t(l)];
+  LayerActivations& a = acts(l);
+  MoeActivations& e = moe_acts(l);
+  const Vec res2 = res2_of(l);
+  const ConstMat dout(dres_out_.data(), N, C);
+  const k::Rows row_of = int_rows(e.rows, 0, R);
+  k::moe_combine_backward(m(moe_dye_, R, C), m(moe_dw_, N, K), dout, cm(e.ye, R, C),
+                          cm(e.weights, N, K), row_of);
+  k::ExpertTensors grads;
+  for (int j = 0; j < E; ++j) {
+    grads.gu.push_back(g.data() + o.expert_gu[std::size_t(j)]);
+    grads.down.push_back(g.data() + o.expert_down[std::size_t(j)]);
+  }
+  // d xe overwrites d ye in place: each expert reads its rows of d ye before it writes them.
+  k::experts_backward(m(moe_dye_, R, C), m(moe_dgu_, R, 2 * F), m(moe_dh_, R, F), cm(moe_dye_, R, C),
+                      cm(e.xe, R, C), cm(e.gu, R, 2 * F), cm(e.h, R, F), e.plan.offsets,
+                      expert_weights(p, o), grads, F);
+  k::moe_gather_backward(m(d_ln_, N, C), cm(moe_dye_, R, C), row_of, K);
+  const Mat dlogits = m(router_logits_, N, E);
+  k::router_backward(dlogits, cm(e.probs, N, E), ids(e.top, N, K), cm(e.weights, N, K),
+                     cm(moe_dw_, N, K), aux_dp_.cvec(), x.renorm);
+  k::gemm("N", "N", 1.f, dlogits, p.weight(o.router_w, E, C), 1.f, m(d_ln_, N, C));
+  k::gemm("T", "N", 1.f, dlogits, cm(a.ln2, N, C), 1.f, gm(g, o.router_w, E, C));
+  norm_bwd(m(d_tmp_, N, C), g, cm(d_ln_, N, C), ConstMat(res2.data(), N, C), p, o.n2_w, o.n2_b,
+           a.ln2_mean, a.ln2_rstd);
+  k::residual_backward(d_tmp_.vec(), ConstVec(dres_out_.data(), dres_out_.extent(0)));  // d res2
+}
+
+// Hugging Face's load_balancing_loss_func over the sparse layers' N tokens each, together:
+// E * sum_e f_e P_e with f_e = count_e / (Ls N), P_e = psum_e / (Ls N).
+double DecoderSkeleton::balance_loss() const {
+  const ExpertSpec& x = s_.moe;
+  std::vector<double> f(std::size_t(x.E), 0.0), P(std::size_t(x.E), 0.0);
+  int Ls = 0;
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    if (!x.sparse_layer(l)) continue;
+    ++Ls;
+    for (int e = 0; e < x.E; ++e) {
+      f[std::size_t(e)] += double(moe_counts_[std::size_t(l)][std::size_t(e)]);
+      P[std::size_t(e)] += moe_psum_[std::size_t(l)][std::size_t(e)];
+    }
+  }
+  const double n = double(Ls) * B_ * T_;
+  double loss = 0.0;
+  for (int e = 0; e < x.E; ++e) loss += f[std::size_t(e)] * P[std::size_t(e)];
+  return x.E * loss / (n * n);
+}
+
+// d(dloss * coef * loss)/dp_{t,e} = dloss coef E f_e / (Ls N), the same for every token of every
+// sparse layer (f is a count: no gradient).
+void DecoderSkeleton::set_balance_grad(float dloss) {
+  const ExpertSpec& x = s_.moe;
+  std::vector<float> dp(std::size_t(x.E), 0.f);
+  if (x.aux_coef != 0.f) {
+    std::vector<double> f(std::size_t(x.E), 0.0);
+    int Ls = 0;
+    for (int l = 0; l < cfg_.n_layer; ++l) {
+      if (!x.sparse_layer(l)) continue;
+      ++Ls;
+      for (int e = 0; e < x.E; ++e) f[std::size_t(e)] += double(moe_counts_[std::size_t(l)][std::size_t(e)]);
+    }
+    const double n = double(Ls) * B_ * T_;
+    for (int e = 0; e < x.E; ++e)
+      dp[std::size_t(e)] = float(double(dloss) * x.aux_coef * x.E * f[std::size_t(e)] / (n * n));
+  }
+  Kokkos::deep_copy(aux_dp_.vec(), HostConstVec(dp.data(), dp.size()));
+}
+
+std::vector<std::int64_t> DecoderSkeleton::expert_counts() const {
+  std::vector<std::int64_t> out;
+  for (int l = 0; l < cfg_.n_layer; ++l)
+    if (s_.moe.sparse_layer(l))
+      out.insert(out.end(), moe_counts_[std::size_t(l)].begin(), moe_counts_[std::size_t(l)].end());
+  return out;
+}
+
+}  // namespace fsdp
