@@ -13,4 +13,5 @@ set_property(TEST e2e_hf_weights APPEND PROPERTY ENVIRONMENT "CKPT_TAMPER=$<TARG
 fsdp_add_e2e_test(e2e_fused_attention fused_attention.sh)
 fsdp_add_e2e_test(e2e_llama llama.sh)
 fsdp_add_e2e_test(e2e_qwen3 qwen3.sh)
+fsdp_add_e2e_test(e2e_moe moe.sh)
 fsdp_add_e2e_test(e2e_muon_reference muon_reference.sh)

@@ -124,6 +124,9 @@ struct Architecture {
   std::function<std::vector<UnitFlops>(const ModelConfig& m, int B, bool checkpointing)>
       unit_flops;
   std::function<UnitFlops(const ModelConfig& m, int B)> head_flops;
+  // Parameters one token computes with (mixtures of experts: all but the idle experts); null:
+  // all of them.
+  std::function<std::int64_t(const ModelConfig& m)> active_params;
   // Model FLOPs per token of a training step (forward and backward, no recompute): MFU.
   std::function<double(const ModelConfig& m)> flops_per_token;
   // The two counts in words, for the planner's list of assumptions.
@@ -150,5 +153,8 @@ const Architecture& architecture_of(const ModelConfig& m);
 std::string describe_model(const ModelConfig& m);
 std::vector<UnitLayout> model_units(const ModelConfig& m);
 std::int64_t num_params(const ModelConfig& m);
+std::int64_t num_active_params(const ModelConfig& m);
+// "30,532,122,624 parameters (3,353,032,704 active)", or "124,475,904 parameters".
+std::string params_phrase(const ModelConfig& m);
 
 }  // namespace fsdp

@@ -136,7 +136,12 @@ std::vector<int> layer_list(const std::string& text) {
 bool ModelConfig::sparse_layer(int l) const {
   if (n_experts <= 0 || (l + 1) % std::max(1, decoder_sparse_step) != 0) return false;
   if (mlp_only_layers.empty()) return true;
-  const std::vector<int> dense = layer_list(mlp_only_layers);
+  std::vector<int> dense;
+  try {
+    dense = layer_list(mlp_only_layers);
+  } catch (const std::invalid_argument&) {
+    return true;  // the deck's check (model/moe/moe_arch.cpp) names the key
+  }
   return std::find(dense.begin(), dense.end(), l) == dense.end();
 }
 

@@ -72,7 +72,12 @@ std::string describe_model(const ModelConfig& m) {
   std::string heads = std::to_string(m.n_head) + " heads";
   if (m.head_size > 0) heads += " of " + std::to_string(m.head_size);
   if (m.kv_heads() < m.n_head) heads += ", " + std::to_string(m.kv_heads()) + " key/value";
-  if (m.ffn_hidden > 0) heads += "; MLP " + std::to_string(m.ffn_hidden);
+  if (m.ffn_hidden > 0 && (m.n_experts == 0 || !m.mlp_only_layers.empty() || m.decoder_sparse_step > 1 ||
+                           m.moe_ffn() != m.ffn_hidden))
+    heads += "; MLP " + std::to_string(m.ffn_hidden);
+  if (m.n_experts > 0)
+    heads += "; " + std::to_string(m.n_experts) + " experts of " + std::to_string(m.moe_ffn()) + ", " +
+             std::to_string(m.experts_per_token) + " per token";
   if (!m.tie_embeddings) heads += "; untied head";
   return architecture_of(m).family + " " + std::to_string(m.n_layer) + " layers x " +
          std::to_string(m.n_embd) + " channels (" + heads + "), vocab " +
@@ -82,5 +87,23 @@ std::string describe_model(const ModelConfig& m) {
 std::vector<UnitLayout> model_units(const ModelConfig& m) { return architecture_of(m).units(m); }
 
 std::int64_t num_params(const ModelConfig& m) { return total_numel(model_units(m)); }
+
+std::int64_t num_active_params(const ModelConfig& m) {
+  const Architecture& a = architecture_of(m);
+  return a.active_params ? a.active_params(m) : num_params(m);
+}
+
+std::string params_phrase(const ModelConfig& m) {
+  const auto commas = [](std::int64_t v) {
+    std::string d = std::to_string(v), out;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      if (i > 0 && (d.size() - i) % 3 == 0) out += ',';
+      out += d[i];
+    }
+    return out;
+  };
+  const std::int64_t all = num_params(m), active = num_active_params(m);
+  return commas(all) + " parameters" + (active != all ? " (" + commas(active) + " active)" : "");
+}
 
 }  // namespace fsdp

@@ -296,8 +296,7 @@ void print_tables(const Report& r, const PlanOptions& o) {
   const double aspect = o.aspect;
   const int head_dim = o.head_dim;
   const ModelConfig& m = base.model;
-  std::printf("fsdp-plan: %s: %s parameters\n", describe_model(m).c_str(),
-              with_commas(num_params(m)).c_str());
+  std::printf("fsdp-plan: %s: %s\n", describe_model(m).c_str(), params_phrase(m).c_str());
   std::printf("  %d rank(s) on %d node(s), machine %s, %s%s, %s units, prefetch %d%s, %d "
               "micro-batch(es) of %d per rank, checkpointing %s, offload %s\n\n",
               base.ranks, base.nodes, machine.name.c_str(), to_string(base.precision),

@@ -85,11 +85,14 @@ void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_
 
 void Trainer::log_start() const {
   if (rank_ != 0 || !opts_.log) return;
-  std::printf("fsdp-train: %s: %lld parameters (%lld padded), %d ranks, strategy %s, shard "
+  const std::int64_t active = num_active_params(cfg_.model);
+  const std::string active_text =
+      active != num_params(cfg_.model) ? std::to_string(active) + " active, " : "";
+  std::printf("fsdp-train: %s: %lld parameters (%s%lld padded), %d ranks, strategy %s, shard "
               "group %d, %zu units (%s), prefetch %d, %d micro-batch(es) of %d per rank, GEMM "
               "peak %s per rank\n",
               describe_model(cfg_.model).c_str(), (long long)num_params(cfg_.model),
-              (long long)engine_->padded_params(), nranks_, cfg_.fsdp.strategy.c_str(),
+              active_text.c_str(), (long long)engine_->padded_params(), nranks_, cfg_.fsdp.strategy.c_str(),
               engine_->shard_group_size(), engine_->units().size(), cfg_.fsdp.unit.c_str(),
               cfg_.fsdp.prefetch, n_micro_, cfg_.train.micro_batch_size,
               measure_peak_ ? "measured after the first step"

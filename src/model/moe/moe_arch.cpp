@@ -250,6 +250,7 @@ Architecture architecture(Family f) {
     return UnitFlops{head, 2.0 * head, 0.0};
   };
   a.flops_per_token = flops_per_token;
+  a.active_params = [](const ModelConfig& m) { return active_params(m); };
   a.flops_formula = "6(P_active - VC if untied) + 12LT(HD) (P_active: the router and K of E experts per sparse layer)";
   a.recompute_formula = "each layer's forward (2P_layer,active + 4T(HD))";
   a.hf.architectures = n.hf_arch;
