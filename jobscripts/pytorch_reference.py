@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 """The PyTorch yardstick for the benchmark targets: the same GPT-2 (pre-LN blocks, tanh GELU,
 tied LM head, no dropout) or, with --arch llama, the same Llama (RMSNorm, rotary positions,
-SwiGLU, grouped-query attention, no biases), trained with AdamW on random tokens, one thread per
+SwiGLU, grouped-query attention, no biases), or with --arch moe that Llama with a mixture of
+--experts SwiGLU experts of --ffn in every layer (Mixtral's sparse block: softmax router, top
+--topk renormalised, Hugging Face's loop over the experts with index_add), trained with AdamW on random tokens, one thread per
 process, eager mode, as Debian's PyTorch 1.13 runs it. Prints the median tokens/s over the
 timed steps.
 
@@ -125,11 +127,49 @@ class LlamaBlock(nn.Module):
         return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
 
 
+class MoeBlock(LlamaBlock):
+    """Llama's block with Hugging Face MixtralSparseMoeBlock's MLP: a router [E, C], softmax,
+    top-k renormalised, then for each expert with tokens its SwiGLU on them, weighted and added
+    back with index_add_ (transformers' loop)."""
+    def __init__(self, c, heads, kv, ffn, block, experts, topk):
+        super().__init__(c, heads, kv, ffn, block)
+        del self.gate_proj, self.up_proj, self.down_proj
+        self.topk = topk
+        self.gate = nn.Linear(c, experts, bias=False)
+        self.w1 = nn.ModuleList(nn.Linear(c, ffn, bias=False) for _ in range(experts))
+        self.w3 = nn.ModuleList(nn.Linear(c, ffn, bias=False) for _ in range(experts))
+        self.w2 = nn.ModuleList(nn.Linear(ffn, c, bias=False) for _ in range(experts))
+
+    def moe(self, h):
+        b, t, c = h.shape
+        flat = h.view(-1, c)
+        weights = F.softmax(self.gate(flat), dim=1, dtype=torch.float)
+        weights, chosen = torch.topk(weights, self.topk, dim=-1)
+        weights = (weights / weights.sum(-1, keepdim=True)).to(h.dtype)
+        out = torch.zeros_like(flat)
+        mask = F.one_hot(chosen, num_classes=len(self.w1)).permute(2, 1, 0)  # [E, k, N]
+        for e in range(len(self.w1)):
+            slot, tok = torch.where(mask[e])
+            if tok.numel() == 0:
+                continue
+            z = flat[tok]
+            y = self.w2[e](F.silu(self.w1[e](z)) * self.w3[e](z)) * weights[tok, slot, None]
+            out.index_add_(0, tok, y.to(h.dtype))
+        return out.view(b, t, c)
+
+    def forward(self, x, cos, sin):
+        x = x + self.attention(self.rms(x, self.norm1), cos, sin)
+        return x + self.moe(self.rms(x, self.norm2))
+
+
 class Llama(nn.Module):
-    def __init__(self, layers, c, heads, kv, ffn, vocab, block, theta=500000.0):
+    def __init__(self, layers, c, heads, kv, ffn, vocab, block, theta=500000.0, experts=0, topk=2):
         super().__init__()
         self.embed = nn.Embedding(vocab, c)
-        self.layers = nn.ModuleList(LlamaBlock(c, heads, kv, ffn, block) for _ in range(layers))
+        if experts:
+            self.layers = nn.ModuleList(MoeBlock(c, heads, kv, ffn, block, experts, topk) for _ in range(layers))
+        else:
+            self.layers = nn.ModuleList(LlamaBlock(c, heads, kv, ffn, block) for _ in range(layers))
         self.norm = nn.Parameter(torch.ones(c))
         d = c // heads
         inv = theta ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
@@ -139,7 +179,8 @@ class Llama(nn.Module):
         # fsdp's Llama initialisation: N(0, 0.02), residual projections by 1/sqrt(2L).
         for name, p in self.named_parameters():
             if p.dim() == 2:
-                std = 0.02 / math.sqrt(2 * layers) if name.endswith(("o_proj.weight", "down_proj.weight")) else 0.02
+                resid = ("o_proj.weight", "down_proj.weight") + ((".weight",) if ".w2." in name else ())
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith(resid) else 0.02
                 nn.init.normal_(p, 0.0, std)
 
     def forward(self, idx, targets):
@@ -165,9 +206,10 @@ def run(rank, args):
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29531")
         torch.distributed.init_process_group("gloo", rank=rank, world_size=args.ddp)
-    if args.arch == "llama":
+    if args.arch in ("llama", "moe"):
         model = Llama(args.layers, args.embd, args.heads, args.kv or args.heads, args.ffn,
-                      args.vocab, args.block).to(dev)
+                      args.vocab, args.block, experts=args.experts if args.arch == "moe" else 0,
+                      topk=args.topk).to(dev)
     else:
         model = GPT(args.layers, args.embd, args.heads, args.vocab, args.block).to(dev)
     if ddp:
@@ -208,7 +250,9 @@ def run(rank, args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--arch", choices=("gpt2", "llama"), default="gpt2")
+    p.add_argument("--arch", choices=("gpt2", "llama", "moe"), default="gpt2")
+    p.add_argument("--experts", type=int, default=8, help="moe: experts per layer")
+    p.add_argument("--topk", type=int, default=2, help="moe: experts per token")
     p.add_argument("--kv", type=int, default=0, help="llama: key/value heads (0 = heads)")
     p.add_argument("--ffn", type=int, default=0, help="llama: SwiGLU width")
     p.add_argument("--layers", type=int, default=4)

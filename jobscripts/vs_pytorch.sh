@@ -6,7 +6,7 @@
 # best kernel for this CPU: OPENBLAS_CORETYPE is set for both from the CPU's flags, overriding
 # any the environment pins (a login environment that pins Haswell on an AVX-512 core halves both
 # sides' GEMM speed and, given to one side only, decides the ratio).
-#   jobscripts/vs_pytorch.sh small|124m|llama124m|ddp2|ddp2-global8 [bf16]
+#   jobscripts/vs_pytorch.sh small|124m|llama124m|moe|ddp2|ddp2-global8 [bf16]
 # bf16: fsdp with bf16 parameters (fsdp.gemm_dtype = auto: bf16 GEMMs where the CPU computes them) against PyTorch under
 # torch.autocast("cpu", dtype=torch.bfloat16), each on its own best bf16 path for this CPU.
 # Environment: PAIRS (5), FSDP_BUILD, TORCH_BF16_STEPS (4: PyTorch's steps in bf16 mode).
@@ -39,6 +39,10 @@ case "${1:-}" in
     ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_llama_124m.toml" --set train.steps=8)
     theirs=("${TORCH[@]}" --arch llama --layers 12 --embd 768 --heads 12 --kv 4 --ffn 2304
             --vocab 50257 --block 64 --batch 4 --steps 6) ;;
+  moe)  # a Mixtral of 4 layers x 512, 8 experts of 1024, top-2 (issue 46's shape), tied
+    ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_moe.toml" --set train.steps=8)
+    theirs=("${TORCH[@]}" --arch moe --layers 4 --embd 512 --heads 8 --kv 8 --ffn 1024 --experts 8
+            --topk 2 --vocab 256 --block 128 --batch 4 --steps 6) ;;
   ddp2)  # 8 sequences per process, as the one-process shape (global batch 16)
     ours=(mpirun --oversubscribe -np 2 "$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml"
           --set train.batch_size=16 --set train.steps=30)
@@ -47,7 +51,7 @@ case "${1:-}" in
     ours=(mpirun --oversubscribe -np 2 "$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml"
           --set train.micro_batch_size=4 --set train.steps=30)
     theirs=("${TORCH[@]}" "${small[@]}" --batch 4 --steps 20 --ddp 2) ;;
-  *) echo "usage: $0 small|124m|llama124m|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
+  *) echo "usage: $0 small|124m|llama124m|moe|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
 esac
 extra=()
 [ -n "${STRATEGY:-}" ] && extra=(--set fsdp.strategy="$STRATEGY")
@@ -58,7 +62,7 @@ case "${2:-fp32}" in
     # PyTorch's bf16 on a CPU without bf16 matmul kernels (AVX2 only) runs ~18x slower than its
     # fp32: fewer steps keep a pair within minutes (the first step is never timed).
     theirs+=(--precision bf16 --steps "${TORCH_BF16_STEPS:-4}") ;;
-  *) echo "usage: $0 small|124m|llama124m|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
+  *) echo "usage: $0 small|124m|llama124m|moe|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
 esac
 # Into a file, then grep: a pipe that grep -m1 closes early makes mpirun die of SIGPIPE noisily.
 probe=$(mktemp)

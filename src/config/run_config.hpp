@@ -42,6 +42,15 @@ struct MuonConfig {
   double lr = 0.02;                   // scale = original: Muon's own peak learning rate
 };
 
+// Mixtures of experts (model.n_experts > 0): how the router is balanced and whether experts
+// have a capacity (docs/models.md, "Mixtures of experts").
+struct MoeConfig {
+  std::string balance = "auto";  // auto (Hugging Face's: aux_loss with output_router_logits) | aux_loss | bias | none
+  double aux_loss_coef = -1.0;   // < 0: model.router_aux_loss_coef
+  double bias_rate = 1e-3;       // balance = bias: each step's bias change per expert
+  double capacity_factor = 0.0;  // > 0: an expert takes at most ceil(f N k / E) of N tokens' choices
+};
+
 struct DataConfig {
   std::string train = "builtin:train";
   std::string val = "builtin:val";
@@ -96,6 +105,7 @@ struct RunConfig {
   ModelConfig model;
   TrainConfig train;
   MuonConfig muon;
+  MoeConfig moe;
   DataConfig data;
   EvalConfig eval;
   FsdpConfig fsdp;

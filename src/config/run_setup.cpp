@@ -182,6 +182,10 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   RunSetup s;
   s.model = cfg.model;
   s.model.sublayer_units = cfg.fsdp.unit == "sublayer";
+  s.model.moe_balance = cfg.moe.balance;
+  s.model.moe_aux_coef = cfg.moe.aux_loss_coef;
+  s.model.moe_bias_rate = cfg.moe.bias_rate;
+  s.model.moe_capacity_factor = cfg.moe.capacity_factor;
   if (has_architecture(s.model.arch)) s.placements = architecture(s.model.arch).placements;
   s.train = cfg.train;
   s.muon = cfg.muon;

@@ -198,6 +198,17 @@ std::vector<KeySpec> build_schema_rest() {
       entry("muon", "lr", &R::muon, &MuonConfig::lr, above(0),
             "muon.scale = original: Muon's peak learning rate (train.lr's schedule, rescaled)"),
 
+      entry("moe", "balance", &R::moe, &MoeConfig::balance, one_of({"auto", "aux_loss", "bias", "none"}),
+            "auto: Hugging Face's (the load-balancing loss with model.output_router_logits); "
+            "aux_loss: always; bias: a per-expert bias on the choice (DeepSeek-V3), no loss"),
+      entry("moe", "aux_loss_coef", &R::moe, &MoeConfig::aux_loss_coef, within(-1, 1000),
+            "the load-balancing loss's weight; -1 = model.router_aux_loss_coef"),
+      entry("moe", "bias_rate", &R::moe, &MoeConfig::bias_rate, at_least(0),
+            "balance = bias: bias += rate x sign(mean load - load) per expert after each step"),
+      entry("moe", "capacity_factor", &R::moe, &MoeConfig::capacity_factor, at_least(0),
+            "> 0: each expert takes at most ceil(f x tokens x k / experts) choices of a "
+            "micro-batch, later ones dropped (counted); 0: dropless"),
+
       entry("data", "train", &R::data, &D::train, any(),
             "training tokens: builtin:train or a path"),
       entry("data", "val", &R::data, &D::val, any(), "validation tokens: builtin:val or a path"),

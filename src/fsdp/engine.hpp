@@ -37,6 +37,7 @@ struct StepResult {
   // (token, slot) choices over the mean share (1: balanced).
   double aux_loss = 0.0;
   std::vector<double> expert_load;
+  std::int64_t dropped_choices = 0;  // moe.capacity_factor: summed over micro-batches and ranks
   bool skipped = false;        // non-finite loss or gradients and train.on_nonfinite = skip_step
   std::string nonfinite_unit;  // the first unit whose gradients are not finite, if any
 };
@@ -80,6 +81,10 @@ class Engine {
   ShardVec exp_avg_sq_shard(int u) { return state_->exp_avg_sq_shard(u); }
   void sync_full_params() { state_->sync_full_params(); }
   int optimizer_steps() const { return state_->optimizer_steps(); }
+  // moe.balance = bias: the routers' biases (Decoder::router_bias), saved and restored with a
+  // checkpoint.
+  std::vector<float> router_bias() const { return model_->router_bias(); }
+  void set_router_bias(const std::vector<float>& bias) { model_->set_router_bias(bias); }
   double muon_flops() const { return optimizer_->muon_flops(); }
   void set_optimizer_steps(int n) { state_->set_optimizer_steps(n); }
 
@@ -88,7 +93,7 @@ class Engine {
   // expert_counts), summed for the step (step.cpp).
   void note_experts(const Decoder& m);
   void finish_experts(int n_micro, StepResult& r);
-  double aux_sum_ = 0.0;
+  double aux_sum_ = 0.0, dropped_sum_ = 0.0;
   std::vector<double> expert_counts_;
 
   // step.cpp: one micro-batch's forward and backward; reduce_last: reduce each unit after its

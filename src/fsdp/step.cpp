@@ -93,6 +93,7 @@ void Engine::note_experts(const Decoder& m) {
   const std::vector<std::int64_t> c = m.expert_counts();
   if (c.empty()) return;
   aux_sum_ += m.aux_loss();
+  dropped_sum_ += double(m.dropped_choices());
   expert_counts_.resize(c.size(), 0.0);
   for (std::size_t i = 0; i < c.size(); ++i) expert_counts_[i] += double(c[i]);
 }
@@ -103,10 +104,14 @@ void Engine::finish_experts(int n_micro, StepResult& r) {
   if (expert_counts_.empty()) return;
   const int E = model_->config().n_experts;
   std::vector<double> v(expert_counts_);
+  v.push_back(dropped_sum_);
   v.push_back(aux_sum_);
   groups_.world->all_reduce_sum(v.data(), int(v.size()));
   r.aux_loss = v.back() / (double(n_micro) * groups_.world->size());
-  for (std::size_t l = 0; l + 1 < v.size(); l += std::size_t(E)) {
+  r.dropped_choices = std::int64_t(v[v.size() - 2]);
+  v.resize(v.size() - 2);
+  model_->update_router_bias(v);  // moe.balance = bias (a no-op otherwise)
+  for (std::size_t l = 0; l < v.size(); l += std::size_t(E)) {
     double mx = 0.0, sum = 0.0;
     for (int e = 0; e < E; ++e) {
       mx = std::max(mx, v[l + std::size_t(e)]);
@@ -114,13 +119,13 @@ void Engine::finish_experts(int n_micro, StepResult& r) {
     }
     r.expert_load.push_back(sum > 0 ? mx * E / sum : 1.0);
   }
-  aux_sum_ = 0.0;
+  aux_sum_ = dropped_sum_ = 0.0;
   expert_counts_.assign(expert_counts_.size(), 0.0);
 }
 
 StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load) {
   StepResult r;
-  aux_sum_ = 0.0;
+  aux_sum_ = dropped_sum_ = 0.0;
   expert_counts_.assign(expert_counts_.size(), 0.0);
   comm_times_.clear();
   host_copy::take_bytes_moved();  // what an evaluation or a checkpoint moved is not the step's

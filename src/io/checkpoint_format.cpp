@@ -94,6 +94,15 @@ void write_header(hid_t f, const Header& h) {
   write_attr_str(f, "checksum_algorithm", "XXH3_64bits");
   write_attr_i64(f, "checksum_block_elems", h.checksum_block_elems);
   if (!h.run_id.empty()) write_attr_str(f, "run_id", h.run_id);
+  if (!h.router_bias.empty()) {
+    std::vector<std::uint64_t> bits(h.router_bias.size());
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      std::uint32_t b = 0;
+      std::memcpy(&b, &h.router_bias[i], 4);
+      bits[i] = b;
+    }
+    write_attr_u64s(f, "moe_router_bias", bits);
+  }
 }
 
 namespace {
@@ -144,6 +153,16 @@ Header read_header(hid_t f) {
   h.lr_step = read_attr_i64(f, "lr_schedule_step");
   h.lr = read_attr_f64(f, "lr");
   h.optimizer = has_attr(f, "optimizer") ? read_attr_str(f, "optimizer") : "adamw";
+  if (has_attr(f, "moe_router_bias")) {
+    const std::vector<std::uint64_t> bits = read_attr_u64s(f, "moe_router_bias");
+    for (std::uint64_t b : bits) {
+      if (b > 0xffffffffULL) throw H5Error("moe_router_bias holds a value that is not a float's bits");
+      const std::uint32_t w = std::uint32_t(b);
+      float v = 0.f;
+      std::memcpy(&v, &w, 4);
+      h.router_bias.push_back(v);
+    }
+  }
   if (h.optimizer != "adamw" && h.optimizer != "muon")
     throw H5Error("optimizer '" + h.optimizer + "' is not adamw or muon");
   // The file is untrusted: every number must describe a model that can exist before anything

@@ -60,6 +60,9 @@ struct Header {
   std::int64_t checksum_block_elems = 0;
   std::string run_id;  // the run that wrote it (io/checkpoint_dir.hpp); "" in older files
   std::string optimizer = "adamw";  // train.optimizer of the run that wrote it
+  // moe.balance = bias: the routers' per-expert biases ([sparse layers x experts], their float
+  // bits in the attribute moe_router_bias); empty (no attribute) otherwise.
+  std::vector<float> router_bias;
 };
 void write_header(hid_t file, const Header& h);  // collective in a parallel file
 // Throws h5::H5Error when the file is not an fsdp checkpoint of a version this code reads.

@@ -73,6 +73,14 @@ class Decoder {
   // ([layers x experts]). Dense models: 0 and {}.
   virtual double aux_loss() const { return 0.0; }
   virtual std::vector<std::int64_t> expert_counts() const { return {}; }
+  // Choices the last forward dropped at an expert's capacity (moe.capacity_factor).
+  virtual std::int64_t dropped_choices() const { return 0; }
+  // moe.balance = bias: the per-expert biases, sparse layer after sparse layer ([layers x
+  // experts]; empty otherwise), their restore from a checkpoint, and the step's update from the
+  // global batch's choices per expert (expert_counts' layout, summed over the ranks).
+  virtual std::vector<float> router_bias() const { return {}; }
+  virtual void set_router_bias(const std::vector<float>& bias) { (void)bias; }
+  virtual void update_router_bias(const std::vector<double>& counts) { (void)counts; }
 
   // fsdp.gemm_dtype = bf16: the GEMMs take bf16 weights and activations. Needs units bound as
   // bf16 (UnitParams::from_bf16 or rounded); allocates the casts' scratch

@@ -52,6 +52,12 @@ struct ModelConfig {
   // output_router_logits is set (moe.balance overrides both: config/run_config.hpp).
   double router_aux_loss_coef = 0.001;
   bool output_router_logits = false;
+  // moe.* (config/run_config.hpp's MoeConfig), set by config/run_setup.cpp: not model keys, the
+  // run's choices.
+  std::string moe_balance = "auto";
+  double moe_aux_coef = -1.0;
+  double moe_bias_rate = 1e-3;
+  double moe_capacity_factor = 0.0;
   std::string activation_checkpointing = "none";  // none | blocks
   std::string attention = "auto";                 // auto | fused | materialized
 

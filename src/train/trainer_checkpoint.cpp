@@ -38,6 +38,10 @@ void Trainer::resume(MPI_Comm world) {
       throw CheckpointError(path + ": parameter " + bad +
                             " (non-finite weights are refused; train.allow_nonfinite_weights = "
                             "true accepts them)");
+  // moe.balance = bias continues from the saved biases (a file without them, or another
+  // balance's run, starts them at 0).
+  if (!engine_->router_bias().empty() && h.router_bias.size() == engine_->router_bias().size())
+    engine_->set_router_bias(h.router_bias);
   checkpointer_->adopt_run(h.run_id, path);  // this job continues that run
   start_step_ = steps_done_ = last_saved_ = int(h.step);
   last_saved_path_ = path;
@@ -64,6 +68,7 @@ ckpt::Header header_at(int steps_done, const RunConfig& cfg, const Sampler& samp
   h.optimizer_steps = engine.optimizer_steps();
   h.lr_step = steps_done;
   h.lr = optim::learning_rate(cfg.train, steps_done);
+  h.router_bias = engine.router_bias();
   return h;
 }
 

@@ -23,10 +23,12 @@ std::string format_duration(double s) {
 // over the mean (the metrics record every layer's).
 std::string experts_column(const StepResult& r) {
   if (r.expert_load.empty()) return "";
-  char buf[96];
+  char buf[128];
   std::snprintf(buf, sizeof buf, " | aux %.4f | load %.2f max/mean", r.aux_loss,
                 *std::max_element(r.expert_load.begin(), r.expert_load.end()));
-  return buf;
+  std::string out = buf;
+  if (r.dropped_choices > 0) out += " | dropped " + std::to_string(r.dropped_choices);
+  return out;
 }
 
 // fsdp.offload = nvme: rank 0's offload file in the step, and what the step waited for it.
@@ -78,6 +80,7 @@ void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_
     if (!r.expert_load.empty()) {
       j["aux_loss"] = r.aux_loss;
       j["expert_load"] = r.expert_load;
+      j["dropped_choices"] = r.dropped_choices;
     }
     metrics_->write(j);
   }

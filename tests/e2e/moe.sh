@@ -84,25 +84,66 @@ else
   bad "round trip: $l1 vs $l2; $(tail -1 "$WORK/diff")"
 fi
 
-# 4. Deterministic mode: Mixtral at np 1, 2 and 4 (hybrid 2 x 2) gives the same bits; a
-# checkpoint of np 4 resumed at np 2 gives the straight run's.
+# 4. Deterministic mode: Mixtral at np 1, 2 and 4 (hybrid 2 x 2) gives the same bits, and a
+# checkpoint of np 4 resumed at np 2 gives the straight run's: with Hugging Face's balance loss,
+# and with the bias balance (its biases in the checkpoint) and a capacity that drops choices.
 MIX=(--config inputs/mixtral_tiny.toml --set train.steps=4 --set eval.every=0 --set train.batch_size=4
      --set train.micro_batch_size=1 --set train.deterministic=true --set train.peak_tflops=1)
-for spec in "1 zero3 0" "2 zero3 0" "4 hybrid 2"; do
-  set -- $spec
-  mpirun -np "$1" --oversubscribe "$TRAIN" "${MIX[@]}" --set fsdp.strategy="$2" --set fsdp.shard_group_size="$3" \
-    --set checkpoint.every=2 --set "checkpoint.dir=$WORK/det$1" >"$WORK/out" 2>&1 ||
-    bad "deterministic mixtral at np $1: $(tail -3 "$WORK/out")"
+for variant in aux bias; do
+  extra=()
+  [ $variant = bias ] && extra=(--set moe.balance=bias --set moe.bias_rate=0.01 --set moe.capacity_factor=1.0)
+  for spec in "1 zero3 0" "2 zero3 0" "4 hybrid 2"; do
+    set -- $spec
+    mpirun -np "$1" --oversubscribe "$TRAIN" "${MIX[@]}" "${extra[@]}" --set fsdp.strategy="$2" \
+      --set fsdp.shard_group_size="$3" --set checkpoint.every=2 --set "checkpoint.dir=$WORK/$variant$1" \
+      --metrics "$WORK/$variant$1.jsonl" >"$WORK/out" 2>&1 || bad "deterministic mixtral ($variant) at np $1: $(tail -3 "$WORK/out")"
+  done
+  mpirun -np 2 "$TRAIN" "${MIX[@]}" "${extra[@]}" --resume "$WORK/${variant}4/step_000002.h5" --set checkpoint.every=2 \
+    --set "checkpoint.dir=$WORK/${variant}res" >"$WORK/out" 2>&1 || bad "resume at np 2: $(tail -3 "$WORK/out")"
+  same=0
+  for other in "$WORK/${variant}2/step_000004.h5" "$WORK/${variant}4/step_000004.h5" "$WORK/${variant}res/step_000004.h5"; do
+    "$CKPT" diff "$WORK/${variant}1/step_000004.h5" "$other" >"$WORK/diff" 2>&1 && same=$((same + 1)) ||
+      echo "    $(tail -1 "$WORK/diff")"
+  done
+  detail=""
+  if [ $variant = bias ]; then
+    # The biases themselves: the same attribute in every file (h5dump prints its values).
+    bias() { h5dump -a /moe_router_bias "$1" 2>/dev/null | sed -n '/DATA {/,/}/p'; }
+    b1=$(bias "$WORK/bias1/step_000004.h5")
+    b2=$(bias "$WORK/biasres/step_000004.h5")
+    if [ -n "$b1" ] && [ "$b1" = "$b2" ] && [ "$b1" != "$(bias "$WORK/bias1/step_000002.h5")" ]; then
+      detail="; the router biases (moved since step 2) equal"
+    else
+      same=0
+      detail="; the router biases differ or never moved"
+    fi
+    detail+="; $(grep -m1 -o '"dropped_choices":[0-9]*' "$WORK/bias1.jsonl") at step 1"
+  fi
+  if [ "$same" = 3 ]; then ok "deterministic Mixtral ($variant): np 1, np 2, np 4 (hybrid 2 x 2) and np 4 -> np 2 resumed write the same bits$detail"
+  else bad "deterministic Mixtral ($variant): $same of 3 checkpoints equal np 1's$detail"; fi
 done
-mpirun -np 2 "$TRAIN" "${MIX[@]}" --resume "$WORK/det4/step_000002.h5" --set checkpoint.every=2 \
-  --set "checkpoint.dir=$WORK/res2" >"$WORK/out" 2>&1 || bad "resume at np 2: $(tail -3 "$WORK/out")"
-same=0
-for other in "$WORK/det2/step_000004.h5" "$WORK/det4/step_000004.h5" "$WORK/res2/step_000004.h5"; do
-  "$CKPT" diff "$WORK/det1/step_000004.h5" "$other" >"$WORK/diff" 2>&1 && same=$((same + 1)) ||
-    echo "    $(tail -1 "$WORK/diff")"
+
+# 4b. The bias balance evens the experts' load: 80 steps of the tiny Qwen3-MoE without any
+# balancing and with the bias, the busiest expert's share over the mean in the last 20.
+for b in none bias; do
+  mpirun -np 2 "$TRAIN" --config inputs/qwen3_moe_tiny.toml --set train.steps=80 --set eval.every=0 \
+    --set moe.balance=$b --set moe.bias_rate=0.01 --metrics "$WORK/bal_$b.jsonl" >"$WORK/out" 2>&1 ||
+    bad "balance $b: $(tail -3 "$WORK/out")"
 done
-if [ "$same" = 3 ]; then ok "deterministic Mixtral: np 1, np 2, np 4 (hybrid 2 x 2) and np 4 -> np 2 resumed write the same bits"
-else bad "deterministic Mixtral: $same of 3 checkpoints equal np 1's"; fi
+loads=$($PY - "$WORK/bal_none.jsonl" "$WORK/bal_bias.jsonl" <<'PYEOF'
+import json, sys
+def load(f):
+    rs = [json.loads(l) for l in open(f) if '"expert_load"' in l]
+    return sum(max(r["expert_load"]) for r in rs[-20:]) / 20
+print(f"{load(sys.argv[1]):.2f} {load(sys.argv[2]):.2f}")
+PYEOF
+)
+set -- $loads
+if [ -n "$2" ] && $PY -c "import sys; sys.exit(not ($2 < 0.6 * $1))"; then
+  ok "moe.balance = bias: the busiest expert's load over the mean, last 20 of 80 steps: $1 without balancing, $2 with the bias"
+else
+  bad "moe.balance = bias does not even the load: $loads"
+fi
 
 # 5. Router settings this version does not compute, and decks it cannot run: one line, an exit code.
 $PY - "$WORK/q/hf" "$WORK/bad" <<'PYEOF'

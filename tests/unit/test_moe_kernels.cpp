@@ -172,3 +172,45 @@ TEST_CASE("MoE experts: grouped SwiGLU MLPs against finite differences, idle exp
   CHECK(grad_check("d down", wdown.data(), ddown_w.data(), E * C * F, loss, 1e-2f, 2e-2, 2e-4, 60).failed == 0);
   for (int i = 0; i < 2 * F * C; ++i) CHECK(dgu_w(1 * 2 * F * C + i) == 0.f);  // expert 1: no rows
 }
+
+TEST_CASE("MoE capacity: each expert keeps its first choices in token order, the rest dropped",
+          "[moe]") {
+  const int N = 9, E = 4, K = 2, C = 3;
+  std::vector<std::int32_t> top(std::size_t(N * K));
+  for (int t = 0; t < N; ++t) {  // expert 0 is everyone's first choice
+    top[std::size_t(t * K)] = 0;
+    top[std::size_t(t * K + 1)] = 1 + t % 3;
+  }
+  const kernels::DispatchPlan p = kernels::dispatch_plan(top.data(), N, K, E, /*capacity=*/4);
+  CHECK(p.counts == std::vector<std::int64_t>{4, 3, 3, 3});
+  CHECK(p.dropped == 5);  // tokens 4..8's first choices
+  CHECK(p.rows() == N * K - 5);
+  for (int t = 0; t < N; ++t) CHECK((p.row_of[std::size_t(t * K)] < 0) == (t >= 4));
+  // A dropped choice adds nothing and its weight's gradient is 0; the kept ones as before.
+  const kernels::Rows row_of(p.row_of.data(), p.row_of.size());
+  const int R = int(p.rows());
+  FlatView ye = random_view("ye", R * C, 41), w = random_view("w", N * K, 42),
+           a = random_view("a", N * C, 43), y("y", N * C), dye("dye", R * C), dw("dw", N * K);
+  const auto loss = [&] {
+    kernels::moe_combine(M(y, N, C), CM(ye, R, C), CM(w, N, K), row_of);
+    return dot(a, y);
+  };
+  kernels::moe_combine_backward(M(dye, R, C), M(dw, N, K), CM(a, N, C), CM(ye, R, C), CM(w, N, K), row_of);
+  CHECK(grad_check("dye", ye.data(), dye.data(), R * C, loss).failed == 0);
+  CHECK(grad_check("dw", w.data(), dw.data(), N * K, loss).failed == 0);
+  for (int t = 4; t < N; ++t) CHECK(dw(t * K) == 0.f);
+}
+
+TEST_CASE("MoE router bias chooses the experts, the probabilities weigh them", "[moe]") {
+  const int N = 1, E = 3, K = 1;
+  FlatView logits("logits", N * E), probs("probs", N * E), w("w", N * K), bias("bias", E);
+  logits(0) = 2.f;  // expert 0 is the most probable
+  logits(1) = 1.f;
+  logits(2) = 0.f;
+  bias(2) = 1.f;  // expert 2's bias lifts it past expert 0
+  std::vector<std::int32_t> top(std::size_t(N * K));
+  kernels::router_forward(CM(logits, N, E), M(probs, N, E), kernels::ExpertIds(top.data(), N, K),
+                          M(w, N, K), /*renorm=*/false, CV(bias));
+  CHECK(top[0] == 2);
+  CHECK(w(0) == probs(2));
+}

@@ -34,6 +34,9 @@ struct ExpertSpec {
   int E = 0, K = 0, F = 0;
   bool renorm = true;
   float aux_coef = 0.f;      // the load-balancing loss's weight in the objective (0: not added)
+  bool bias = false;         // moe.balance = bias: a per-expert bias on the choice
+  float bias_rate = 0.f;     // its change per step
+  float capacity_factor = 0.f;  // > 0: each expert's capacity, ceil(f N K / E) of N tokens
   std::vector<char> sparse;  // per layer: experts (1) or the dense MLP (0)
   std::string router, experts, gate, down;
   bool sparse_layer(int l) const { return !sparse.empty() && sparse[std::size_t(l)] != 0; }

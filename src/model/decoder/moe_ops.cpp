@@ -11,6 +11,8 @@
 #include "model/moe/router.hpp"
 #include "model/residual.hpp"
 
+#include <cmath>
+
 namespace fsdp {
 namespace k = kernels;
 using MC = MemCategory;
@@ -52,6 +54,13 @@ void DecoderSkeleton::allocate_moe(MemoryTracker& tracker) {
     moe_.push_back(std::move(a));
   }
   router_logits_ = buf(t + "::router_logits", N * E);
+  int Ls = 0;
+  for (int l = 0; l < cfg_.n_layer; ++l) sparse_index_.push_back(x.sparse_layer(l) ? Ls++ : -1);
+  if (x.bias) {
+    bias_.assign(std::size_t(Ls) * std::size_t(E), 0.f);
+    router_bias_ = buf(t + "::router_bias", Ls * E);
+  }
+  moe_dropped_.assign(std::size_t(cfg_.n_layer), 0);
   moe_dye_ = buf(t + "::moe_dye", R * C_);
   moe_dgu_ = buf(t + "::moe_dgate_up", R * 2 * F);
   moe_dh_ = buf(t + "::moe_dh", R * F);
@@ -81,13 +90,20 @@ void DecoderSkeleton::moe_compute(int l, const UnitParams& p, const Vec& x_out) 
            o.n2_w, o.n2_b);
   // The router in fp32 whatever the GEMMs' dtype: its choices must not depend on rounding.
   k::gemm("N", "T", 1.f, cm(a.ln2, N, C), p.weight(o.router_w, E, C), 0.f, m(router_logits_, N, E));
+  const ConstVec bias = x.bias ? ConstVec(router_bias_.data() + std::int64_t(sparse_index_[std::size_t(l)]) * E,
+                                          std::size_t(E))
+                               : ConstVec();
   k::router_forward(cm(router_logits_, N, E), m(e.probs, N, E), ids(e.top, N, K), m(e.weights, N, K),
-                    x.renorm);
+                    x.renorm, bias);
   // The plan on the host (the choices are N*K ints), its two index maps back to the device.
   std::vector<std::int32_t> top(static_cast<std::size_t>(R));
   Kokkos::deep_copy(Kokkos::View<std::int32_t*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(top.data(), top.size()),
                     k::Rows(reinterpret_cast<const std::int32_t*>(e.top.data()), std::size_t(R)));
-  e.plan = k::dispatch_plan(top.data(), N, K, E);
+  const std::int64_t capacity =
+      x.capacity_factor > 0 ? std::int64_t(std::ceil(double(x.capacity_factor) * double(R) / E)) : 0;
+  e.plan = k::dispatch_plan(top.data(), N, K, E, capacity);
+  moe_dropped_[std::size_t(l)] = e.plan.dropped;
+  const std::int64_t rows = e.plan.rows();  // R, less what the capacity dropped
   std::vector<std::int32_t> both(e.plan.row_of);
   both.insert(both.end(), e.plan.choice.begin(), e.plan.choice.end());
   Kokkos::deep_copy(Kokkos::View<std::int32_t*, DeviceSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
@@ -99,10 +115,10 @@ void DecoderSkeleton::moe_compute(int l, const UnitParams& p, const Vec& x_out) 
   std::fill(psum.begin(), psum.end(), 0.0);
   k::router_balance_sums(cm(e.probs, N, E), ids(e.top, N, K), counts.data(), psum.data());
 
-  k::moe_gather(m(e.xe, R, C), cm(a.ln2, N, C), int_rows(e.rows, R, R), K);
-  k::experts_forward(m(e.ye, R, C), m(e.gu, R, 2 * F), m(e.h, R, F), cm(e.xe, R, C), e.plan.offsets,
-                     expert_weights(p, o), F);
-  k::moe_combine(m(tmp_, N, C), cm(e.ye, R, C), cm(e.weights, N, K), int_rows(e.rows, 0, R));
+  k::moe_gather(m(e.xe, rows, C), cm(a.ln2, N, C), int_rows(e.rows, R, rows), K);
+  k::experts_forward(m(e.ye, rows, C), m(e.gu, rows, 2 * F), m(e.h, rows, F), cm(e.xe, rows, C),
+                     e.plan.offsets, expert_weights(p, o), F);
+  k::moe_combine(m(tmp_, N, C), cm(e.ye, rows, C), cm(e.weights, N, K), int_rows(e.rows, 0, R));
   k::residual_forward(x_out, ConstVec(res2.data(), res2.extent(0)), tmp_.cvec());
 }
 
@@ -116,7 +132,8 @@ void DecoderSkeleton::moe_grads(int l, const UnitParams& p, Vec g) {
   const Vec res2 = res2_of(l);
   const ConstMat dout(dres_out_.data(), N, C);
   const k::Rows row_of = int_rows(e.rows, 0, R);
-  k::moe_combine_backward(m(moe_dye_, R, C), m(moe_dw_, N, K), dout, cm(e.ye, R, C),
+  const std::int64_t rows = e.plan.rows();
+  k::moe_combine_backward(m(moe_dye_, rows, C), m(moe_dw_, N, K), dout, cm(e.ye, rows, C),
                           cm(e.weights, N, K), row_of);
   k::ExpertTensors grads;
   for (int j = 0; j < E; ++j) {
@@ -124,10 +141,10 @@ void DecoderSkeleton::moe_grads(int l, const UnitParams& p, Vec g) {
     grads.down.push_back(g.data() + o.expert_down[std::size_t(j)]);
   }
   // d xe overwrites d ye in place: each expert reads its rows of d ye before it writes them.
-  k::experts_backward(m(moe_dye_, R, C), m(moe_dgu_, R, 2 * F), m(moe_dh_, R, F), cm(moe_dye_, R, C),
-                      cm(e.xe, R, C), cm(e.gu, R, 2 * F), cm(e.h, R, F), e.plan.offsets,
-                      expert_weights(p, o), grads, F);
-  k::moe_gather_backward(m(d_ln_, N, C), cm(moe_dye_, R, C), row_of, K);
+  k::experts_backward(m(moe_dye_, rows, C), m(moe_dgu_, rows, 2 * F), m(moe_dh_, rows, F),
+                      cm(moe_dye_, rows, C), cm(e.xe, rows, C), cm(e.gu, rows, 2 * F),
+                      cm(e.h, rows, F), e.plan.offsets, expert_weights(p, o), grads, F);
+  k::moe_gather_backward(m(d_ln_, N, C), cm(moe_dye_, rows, C), row_of, K);
   const Mat dlogits = m(router_logits_, N, E);
   k::router_backward(dlogits, cm(e.probs, N, E), ids(e.top, N, K), cm(e.weights, N, K),
                      cm(moe_dw_, N, K), aux_dp_.cvec(), x.renorm);
@@ -176,6 +193,36 @@ void DecoderSkeleton::set_balance_grad(float dloss) {
       dp[std::size_t(e)] = float(double(dloss) * x.aux_coef * x.E * f[std::size_t(e)] / (n * n));
   }
   Kokkos::deep_copy(aux_dp_.vec(), HostConstVec(dp.data(), dp.size()));
+}
+
+std::int64_t DecoderSkeleton::dropped_choices() const {
+  std::int64_t n = 0;
+  for (std::int64_t d : moe_dropped_) n += d;
+  return n;
+}
+
+void DecoderSkeleton::set_router_bias(const std::vector<float>& bias) {
+  if (bias.size() != bias_.size())
+    throw std::invalid_argument("router bias of " + std::to_string(bias.size()) + " values for " +
+                                std::to_string(bias_.size()) + " (sparse layers x experts)");
+  bias_ = bias;
+  if (!bias_.empty()) Kokkos::deep_copy(router_bias_.vec(), HostConstVec(bias_.data(), bias_.size()));
+}
+
+// DeepSeek-V3's update: each expert's bias moves by rate toward the mean load (sign only).
+void DecoderSkeleton::update_router_bias(const std::vector<double>& counts) {
+  if (bias_.empty()) return;
+  const std::size_t E = std::size_t(s_.moe.E);
+  for (std::size_t l = 0; l * E < bias_.size(); ++l) {
+    double mean = 0.0;
+    for (std::size_t e = 0; e < E; ++e) mean += counts[l * E + e];
+    mean /= double(E);
+    for (std::size_t e = 0; e < E; ++e) {
+      const double d = mean - counts[l * E + e];
+      bias_[l * E + e] += d > 0 ? s_.moe.bias_rate : d < 0 ? -s_.moe.bias_rate : 0.f;
+    }
+  }
+  Kokkos::deep_copy(router_bias_.vec(), HostConstVec(bias_.data(), bias_.size()));
 }
 
 std::vector<std::int64_t> DecoderSkeleton::expert_counts() const {

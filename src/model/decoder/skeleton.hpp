@@ -75,6 +75,10 @@ class DecoderSkeleton final : public Decoder {
   const std::vector<double>& sequence_losses() const override { return seq_losses_; }
   double aux_loss() const override { return aux_loss_; }
   std::vector<std::int64_t> expert_counts() const override;
+  std::int64_t dropped_choices() const override;
+  std::vector<float> router_bias() const override { return bias_; }
+  void set_router_bias(const std::vector<float>& bias) override;
+  void update_router_bias(const std::vector<double>& counts) override;
   std::vector<float> logits_at(int b, int t) const override;
   void use_bf16_gemms(MemoryTracker& tracker) override;
 
@@ -149,6 +153,10 @@ class DecoderSkeleton final : public Decoder {
   TrackedBuffer router_logits_, moe_dye_, moe_dgu_, moe_dh_, moe_dw_, aux_dp_;
   std::vector<std::vector<std::int64_t>> moe_counts_;
   std::vector<std::vector<double>> moe_psum_;
+  std::vector<std::int64_t> moe_dropped_;  // per layer, the last forward's
+  std::vector<int> sparse_index_;          // per layer: its place among the sparse ones (-1)
+  std::vector<float> bias_;                // moe.balance = bias: [sparse layers x E], and on the device:
+  TrackedBuffer router_bias_;
   double aux_loss_ = 0.0;
 };
 

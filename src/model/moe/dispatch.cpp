@@ -5,24 +5,32 @@
 
 namespace fsdp::kernels {
 
-DispatchPlan dispatch_plan(const std::int32_t* top, std::int64_t N, int k, int experts) {
+DispatchPlan dispatch_plan(const std::int32_t* top, std::int64_t N, int k, int experts,
+                           std::int64_t capacity) {
   DispatchPlan p;
   p.experts = experts;
   p.k = k;
   p.counts.assign(std::size_t(experts), 0);
+  std::vector<char> kept(std::size_t(N * k), 1);
   for (std::int64_t c = 0; c < N * k; ++c) {
     if (top[c] < 0 || top[c] >= experts)
       fatal("moe: token " + std::to_string(c / k) + " routed to expert " + std::to_string(top[c]) +
             " of " + std::to_string(experts));
+    if (capacity > 0 && p.counts[std::size_t(top[c])] >= capacity) {
+      kept[std::size_t(c)] = 0;
+      ++p.dropped;
+      continue;
+    }
     ++p.counts[std::size_t(top[c])];
   }
   p.offsets.assign(std::size_t(experts) + 1, 0);
   for (int e = 0; e < experts; ++e) p.offsets[std::size_t(e) + 1] = p.offsets[std::size_t(e)] + p.counts[std::size_t(e)];
   // A counting sort, stable: within an expert, choices in token order.
   std::vector<std::int64_t> next(p.offsets.begin(), p.offsets.end() - 1);
-  p.row_of.resize(std::size_t(N * k));
-  p.choice.resize(std::size_t(N * k));
+  p.row_of.assign(std::size_t(N * k), -1);
+  p.choice.resize(std::size_t(p.offsets.back()));
   for (std::int64_t c = 0; c < N * k; ++c) {
+    if (!kept[std::size_t(c)]) continue;
     const std::int64_t r = next[std::size_t(top[c])]++;
     p.row_of[std::size_t(c)] = std::int32_t(r);
     p.choice[std::size_t(r)] = std::int32_t(c);
@@ -47,6 +55,7 @@ void moe_gather_backward(const Mat& dx, const ConstMat& dxe, const Rows& row_of,
         float* d = &dx(t, 0);
         for (int c = 0; c < C; ++c) d[c] = 0.f;
         for (int j = 0; j < k; ++j) {
+          if (row_of(t * k + j) < 0) continue;
           const float* s = &dxe(row_of(t * k + j), 0);
           for (int c = 0; c < C; ++c) d[c] += s[c];
         }
@@ -60,6 +69,7 @@ void moe_combine(const Mat& y, const ConstMat& ye, const ConstMat& w, const Rows
         float* out = &y(t, 0);
         for (int c = 0; c < C; ++c) out[c] = 0.f;
         for (int j = 0; j < k; ++j) {
+          if (row_of(t * k + j) < 0) continue;
           const float wj = w(t, j);
           const float* s = &ye(row_of(t * k + j), 0);
           for (int c = 0; c < C; ++c) out[c] += wj * s[c];
@@ -75,6 +85,10 @@ void moe_combine_backward(const Mat& dye, const Mat& dw, const ConstMat& dy, con
         const float* d = &dy(t, 0);
         for (int j = 0; j < k; ++j) {
           const int r = row_of(t * k + j);
+          if (r < 0) {
+            dw(t, j) = 0.f;
+            continue;
+          }
           const float wj = w(t, j);
           const float* s = &ye(r, 0);
           float* de = &dye(r, 0);

@@ -35,7 +35,8 @@ std::int64_t activation_elements(const ModelConfig& m, int B, bool checkpointing
   n -= (checkpointing ? 2 : L + 1) * dense_mlp;
   if (checkpointing) n += (any_dense ? 2 : 0) * dense_mlp + (Ls > 0 ? kept : 0);
   else n += (L - Ls + (any_dense ? 1 : 0)) * dense_mlp + Ls * kept;
-  return n + (Ls > 0 ? once : 0);
+  const bool bias = m.moe_balance == "bias";
+  return n + (Ls > 0 ? once : 0) + (bias ? std::int64_t(Ls) * E : 0);
 }
 
 double flops_per_token(const ModelConfig& m) {

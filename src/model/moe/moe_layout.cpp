@@ -41,7 +41,13 @@ BlockSpec moe_block_spec(const ModelConfig& m, Family f) {
   x.K = m.experts_per_token;
   x.F = m.moe_ffn();
   x.renorm = f == Family::Mixtral || m.norm_topk_prob;
-  x.aux_coef = m.output_router_logits ? float(m.router_aux_loss_coef) : 0.f;
+  // moe.balance: auto is Hugging Face's (the loss exactly when output_router_logits says).
+  const std::string& b = m.moe_balance;
+  const double coef = m.moe_aux_coef >= 0 ? m.moe_aux_coef : m.router_aux_loss_coef;
+  x.aux_coef = b == "aux_loss" || (b == "auto" && m.output_router_logits) ? float(coef) : 0.f;
+  x.bias = b == "bias";
+  x.bias_rate = float(m.moe_bias_rate);
+  x.capacity_factor = float(m.moe_capacity_factor);
   for (int l = 0; l < m.n_layer; ++l) x.sparse.push_back(m.sparse_layer(l) ? 1 : 0);
   x.router = n.block + "gate.weight";
   x.experts = n.block + "experts.";

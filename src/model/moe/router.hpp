@@ -21,10 +21,13 @@ using ExpertIds = Kokkos::View<std::int32_t**, Kokkos::LayoutRight, DeviceSpace,
 using ConstExpertIds =
     Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, DeviceSpace, Unmanaged>;
 
-// probs [N, E], top [N, k], weights [N, k] from logits [N, E].
+// probs [N, E], top [N, k], weights [N, k] from logits [N, E]. bias [E] (moe.balance = bias,
+// DeepSeek-V3's auxiliary-loss-free balance; empty: none) is added to the probabilities only to
+// choose the experts: the weights are the chosen experts' probabilities.
 inline void router_forward(const ConstMat& logits, const Mat& probs, const ExpertIds& top,
-                           const Mat& weights, bool renorm) {
+                           const Mat& weights, bool renorm, const ConstVec& bias = ConstVec()) {
   const int N = int(logits.extent(0)), E = int(logits.extent(1)), K = int(top.extent(1));
+  const bool biased = bias.extent(0) > 0;
   Kokkos::parallel_for(
       "moe::router_forward", Kokkos::RangePolicy<ExecSpace>(0, N), KOKKOS_LAMBDA(const int i) {
         float m = logits(i, 0);
@@ -43,7 +46,8 @@ inline void router_forward(const ConstMat& logits, const Mat& probs, const Exper
           for (int e = 0; e < E; ++e) {
             bool taken = false;
             for (int l = 0; l < j; ++l) taken = taken || top(i, l) == e;
-            if (!taken && (best < 0 || probs(i, e) > probs(i, best))) best = e;
+            const float score = probs(i, e) + (biased ? bias(e) : 0.f);
+            if (!taken && (best < 0 || score > probs(i, best) + (biased ? bias(best) : 0.f))) best = e;
           }
           top(i, j) = best;
           weights(i, j) = probs(i, best);
