@@ -39,8 +39,14 @@ case "${1:-}" in
     ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_llama_124m.toml" --set train.steps=8)
     theirs=("${TORCH[@]}" --arch llama --layers 12 --embd 768 --heads 12 --kv 4 --ffn 2304
             --vocab 50257 --block 64 --batch 4 --steps 6) ;;
-  moe)  # a Mixtral of 4 layers x 512, 8 experts of 1024, top-2 (issue 46's shape), tied
-    ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_moe.toml" --set train.steps=8)
+  moe)  # a Mixtral of 4 layers x 512, 8 experts of 1024, top-2 (issue 46's shape), tied. Both
+    # on uniformly random tokens, as PyTorch's side draws them: the routing (how many rows each
+    # expert gets) depends on the data, and with it both sides' expert GEMMs.
+    RAND=$(mktemp /tmp/vs_pytorch_moe.XXXXXX)
+    trap 'rm -f "$RAND"' EXIT
+    /usr/bin/python3 -c "import numpy as n; n.random.seed(1); n.random.randint(0, 256, 1 << 20).astype(n.uint16).tofile('$RAND')"
+    ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_moe.toml" --set train.steps=8
+          --set "data.train=$RAND" --set "data.val=$RAND" --set data.format=uint16)
     theirs=("${TORCH[@]}" --arch moe --layers 4 --embd 512 --heads 8 --kv 8 --ffn 1024 --experts 8
             --topk 2 --vocab 256 --block 128 --batch 4 --steps 6) ;;
   ddp2)  # 8 sequences per process, as the one-process shape (global batch 16)

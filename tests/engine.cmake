@@ -4,6 +4,7 @@ fsdp_add_mpi_test(test_memory ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_memory.cpp)
 fsdp_add_mpi_test(test_memory_features ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_memory_features.cpp)
 fsdp_add_mpi_test(test_deterministic ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_deterministic.cpp)
 fsdp_add_mpi_test(test_llama ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_llama.cpp)
+fsdp_add_mpi_test(test_moe ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_moe.cpp)
 target_link_libraries(test_deterministic PRIVATE PkgConfig::XXHASH)
 # Six ranks too (a node of six GPUs; 3 x 2 shard groups), oversubscribed on small machines.
 add_test(NAME test_deterministic_np6

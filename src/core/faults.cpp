@@ -29,7 +29,7 @@ void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<doubl
 }  // namespace
 
 std::string nan_unit(int step) {
-  static const char* spec = std::getenv("FSDP_TEST_INJECT_NAN");
+  const char* spec = std::getenv("FSDP_TEST_INJECT_NAN");  // read each time: tests change it
   std::string unit;
   int at = -1;
   if (!name_at(spec, unit, at) || at != step) return "";

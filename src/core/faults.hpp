@@ -10,7 +10,8 @@
 namespace fsdp::faults {
 
 // FSDP_TEST_INJECT_NAN=<unit>@<step>: the unit whose gradient shard gets a NaN (on shard rank
-// 0) at that 0-based step, else "".
+// 0) at that 0-based step, else "". <unit>/<tensor>@<step>: the NaN goes into that tensor's
+// first element, on the rank that holds it (returned as "unit/tensor").
 std::string nan_unit(int step);
 // FSDP_TEST_SKIP_GATHER=<unit>@<world rank>: that rank skips the unit's first all-gather, as a
 // rank with diverging control flow would (debug.check_collectives must catch it). True once.

@@ -84,7 +84,34 @@ std::string ShardedOptimizer::first_nonfinite_unit() {
     if (comms[p]) comms[p]->all_reduce_sum(bad[p].data(), int(units.size()));
   for (std::size_t u = 0; u < units.size(); ++u)
     for (std::size_t p = 0; p < comms.size(); ++p)
-      if (bad[p][u] > 0.0) return units[u].layout->name;
+      if (bad[p][u] > 0.0) return units[u].layout->name + first_nonfinite_tensor(int(u));
+  return "";
+}
+
+// Within unit u, the first tensor (in the unit's order) whose gradient holds a non-finite value
+// on any rank: a mixture of experts' unit holds hundreds, and the expert is what to look at.
+std::string ShardedOptimizer::first_nonfinite_tensor(int u) {
+  ShardedUnit& su = state_.units()[std::size_t(u)];
+  const ShardVec g = state_.grad_shard(u);
+  const std::vector<comm::Communicator*> comms = placement_comms();
+  std::vector<std::vector<double>> bad(comms.size());
+  std::vector<std::vector<const TensorSpec*>> names(comms.size());
+  for (const PartShard& ps : su.parts) {
+    const std::size_t p = std::size_t(ps.part.placement);
+    for (const TensorSpec& t : ps.layout->tensors) {
+      const std::int64_t a = std::max(t.offset, ps.shard_begin),
+                         b = std::min(t.offset + t.numel, ps.shard_begin + ps.shard);
+      const bool nonfinite =
+          b > a && !std::isfinite(shard_sum_squares(g.sub(ps.shard_offset + a - ps.shard_begin, b - a)));
+      bad[p].push_back(nonfinite ? 1.0 : 0.0);
+      names[p].push_back(&t);
+    }
+  }
+  for (std::size_t p = 0; p < comms.size(); ++p)
+    if (comms[p] && !bad[p].empty()) comms[p]->all_reduce_sum(bad[p].data(), int(bad[p].size()));
+  for (std::size_t p = 0; p < comms.size(); ++p)
+    for (std::size_t i = 0; i < bad[p].size(); ++i)
+      if (bad[p][i] > 0.0) return " (tensor " + names[p][i]->name + ")";
   return "";
 }
 

@@ -61,6 +61,7 @@ class ShardedOptimizer {
 
  private:
   std::string first_nonfinite_unit();
+  std::string first_nonfinite_tensor(int u);  // " (tensor NAME)", or "" when none
   std::vector<comm::Communicator*> placement_comms();  // by placement (null: none uses it)
 
   ShardedState& state_;

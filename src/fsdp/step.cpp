@@ -190,12 +190,23 @@ double Engine::optimizer_step(int step, StepResult& r) {
 }
 
 void Engine::inject_fault(int step) {
-  const std::string unit = faults::nan_unit(step);
-  if (unit.empty() || state_->shard_comm().rank() != 0) return;
-  for (int u = 0; u < int(state_->units().size()); ++u)
-    if (state_->units()[std::size_t(u)].layout->name == unit) {
-      state_->grad_shard(u).sub(0, 1).fill(std::nanf(""));
+  std::string unit = faults::nan_unit(step);
+  if (unit.empty()) return;
+  const std::size_t slash = unit.find('/');
+  const std::string tensor = slash == std::string::npos ? "" : unit.substr(slash + 1);
+  unit = unit.substr(0, slash);
+  for (int u = 0; u < int(state_->units().size()); ++u) {
+    ShardedUnit& su = state_->units()[std::size_t(u)];
+    if (su.layout->name != unit) continue;
+    if (tensor.empty()) {
+      if (state_->shard_comm().rank() == 0) state_->grad_shard(u).sub(0, 1).fill(std::nanf(""));
+      continue;
     }
+    for (const PartShard& ps : su.parts)
+      for (const TensorSpec& t : ps.layout->tensors)
+        if (t.name == tensor && t.offset >= ps.shard_begin && t.offset < ps.shard_begin + ps.shard)
+          state_->grad_shard(u).sub(ps.shard_offset + t.offset - ps.shard_begin, 1).fill(std::nanf(""));
+  }
 }
 
 std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {

@@ -45,7 +45,7 @@ TEST_CASE("a NaN in one unit's gradient is named and handled per on_nonfinite", 
     const Snapshot before = snapshot(e);
     const StepResult r = e.train_step(1, n_micro, load);
     REQUIRE(r.skipped);
-    REQUIRE(r.nonfinite_unit == "h.1");
+    REQUIRE(r.nonfinite_unit == "h.1 (tensor h.1.ln_1.weight)");
     const Snapshot after = snapshot(e);
     REQUIRE(after.params == before.params);
     REQUIRE(after.m == before.m);

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// Mixtures of experts (qwen3_moe, mixtral) through everything the engine does, in deterministic
+// mode against one rank of the same job, bit for bit (losses, gradient norms, every parameter):
+// every strategy, each with features that touch the experts' path (gradient accumulation, bf16
+// parameters and gathers, offload of the optimizer state and of the parameters to a file,
+// sub-layer units with activation checkpointing, prefetch, Muon on every expert matrix, the
+// bias balance with an expert capacity). And a NaN in one expert's gradient is named down to
+// the expert's tensor.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "engine_fixture.hpp"
+
+using namespace fsdp;
+
+namespace {
+
+struct RunResult {
+  std::vector<double> losses, norms;
+  std::vector<std::vector<float>> params;
+};
+
+RunResult run(const RunConfig& cfg, MPI_Comm comm) {
+  Trainer t(cfg, comm, test::quiet());
+  const TrainSummary s = t.run();
+  RunResult r{s.losses, s.grad_norms, {}};
+  for (std::size_t u = 0; u < t.engine().units().size(); ++u)
+    r.params.push_back(t.engine().full_params(int(u)));
+  return r;
+}
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("Mixtures of experts: N ranks in deterministic mode are bitwise one rank", "[moe]") {
+  const std::string arch = GENERATE(std::string("qwen3_moe"), std::string("mixtral"));
+  const std::string strategy =
+      GENERATE(std::string("ddp"), std::string("zero1"), std::string("zero2"),
+               std::string("zero3"), std::string("hybrid"));
+  RunConfig cfg = test::tiny_moe_config(arch, strategy, 1);
+  cfg.train.steps = 3;
+  cfg.train.deterministic = true;
+  std::string what;
+  const std::string nvme = "/tmp/fsdp_test_moe_" + std::to_string(::getpid());
+  if (strategy == "ddp") {
+    cfg.train.batch_size = 2 * test::world_size() * cfg.train.micro_batch_size;  // 2 micro-batches
+    cfg.fsdp.mixed_precision = "bf16";
+    what = "accumulation, bf16";
+  } else if (strategy == "zero1") {
+    cfg.moe.balance = "bias";
+    cfg.moe.bias_rate = 0.01;
+    cfg.moe.capacity_factor = 1.0;
+    cfg.fsdp.offload = "optimizer";
+    what = "bias balance, capacity 1, optimizer offload";
+  } else if (strategy == "zero2") {
+    cfg.fsdp.unit = "sublayer";
+    cfg.fsdp.prefetch = 2;
+    cfg.train.optimizer = "muon";
+    what = "sub-layer units, prefetch 2, Muon";
+  } else if (strategy == "zero3") {
+    cfg.fsdp.unit = "sublayer";
+    cfg.model.activation_checkpointing = "blocks";
+    cfg.fsdp.offload = "nvme";
+    cfg.offload.params = true;
+    cfg.offload.path = nvme;
+    what = "sub-layer units, checkpointing, parameters and state on NVMe";
+  } else {
+    cfg.model.activation_checkpointing = "blocks";
+    cfg.fsdp.mixed_precision = "bf16";
+    what = "checkpointing, bf16";
+  }
+  INFO(arch << " " << strategy << " (" << what << ") on " << test::world_size() << " ranks");
+  if (cfg.fsdp.offload == "nvme") std::filesystem::create_directories(nvme + "_1");
+  RunConfig one = cfg;
+  one.fsdp.shard_group_size = strategy == "hybrid" ? 1 : 0;
+  if (one.fsdp.offload == "nvme") one.offload.path = nvme + "_1";
+  const RunResult exact = run(one, MPI_COMM_SELF);
+  if (strategy == "hybrid" && test::world_size() % 2 == 0) cfg.fsdp.shard_group_size = 2;
+  if (cfg.fsdp.offload == "nvme") std::filesystem::create_directories(nvme);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const RunResult got = run(cfg, MPI_COMM_WORLD);
+  CHECK(same_bits(got.losses, exact.losses));
+  CHECK(same_bits(got.norms, exact.norms));
+  CHECK(got.params == exact.params);
+  for (double l : exact.losses) CHECK(std::isfinite(l));
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::filesystem::remove_all(nvme);
+  std::filesystem::remove_all(nvme + "_1");
+}
+
+TEST_CASE("a NaN in one expert's gradient names that expert's tensor", "[moe]") {
+  const std::string tensor = "model.layers.1.block_sparse_moe.experts.3.w2.weight";
+  setenv("FSDP_TEST_INJECT_NAN", ("model.layers.1/" + tensor + "@1").c_str(), 1);
+  RunConfig cfg = test::tiny_moe_config("mixtral", "zero3", 1);
+  cfg.train.on_nonfinite = "skip_step";
+  Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
+  const int T = cfg.model.block_size, B = cfg.train.micro_batch_size;
+  std::vector<std::int32_t> tok(std::size_t(B) * T);
+  for (std::size_t i = 0; i < tok.size(); ++i) tok[i] = std::int32_t((i * 31 + 7) % 256);
+  auto load = [&](int, Decoder& m) { m.set_batch(tok.data(), tok.data()); };
+  const int n_micro = cfg.train.batch_size / test::world_size() / B;
+  REQUIRE_FALSE(t.engine().train_step(0, n_micro, load).skipped);
+  const StepResult r = t.engine().train_step(1, n_micro, load);
+  unsetenv("FSDP_TEST_INJECT_NAN");
+  REQUIRE(r.skipped);
+  REQUIRE(r.nonfinite_unit == "model.layers.1 (tensor " + tensor + ")");
+}
