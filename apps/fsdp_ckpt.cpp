@@ -47,11 +47,16 @@ int main(int argc, char** argv) {
   diff->add_option("b", other, "checkpoint file")->required();
   std::string hf_dir, hf_dtype = "fp32";
   auto* exp = app.add_subcommand(
-      "export", "write the model as a Hugging Face GPT-2 directory (model.safetensors, config.json)");
+      "export", "write the model as a Hugging Face directory (config.json and model.safetensors, or shards with an index)");
   exp->add_option("file", path, "checkpoint file")->required();
   exp->add_option("--hf", hf_dir, "output directory")->required();
   exp->add_option("--dtype", hf_dtype, "stored precision")
       ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  std::uint64_t max_shard = fsdp::ckpt::kDefaultMaxShardBytes;
+  exp->add_option("--max-shard-bytes", max_shard,
+                  "larger models go in files of at most this many bytes with an index "
+                  "(save_pretrained's 5GB); 0: one file")
       ->capture_default_str();
   fsdp::CheckpointBenchOptions bench_opts;
   bench_opts.config = "inputs/bench_124m.toml";
@@ -82,7 +87,8 @@ int main(int argc, char** argv) {
     else if (*exp)
       code = fsdp::ckpt::export_hf(MPI_COMM_WORLD, path, hf_dir,
                                    hf_dtype == "bf16" ? fsdp::weights::DType::BF16
-                                                      : fsdp::weights::DType::F32);
+                                                      : fsdp::weights::DType::F32,
+                                   max_shard);
     else if (*bench) {
       try {
         code = fsdp::run_checkpoint_bench(MPI_COMM_WORLD, bench_opts);

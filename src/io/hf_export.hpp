@@ -10,6 +10,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
 
 #include "model/model_config.hpp"
@@ -17,10 +18,16 @@
 
 namespace fsdp::ckpt {
 
+// save_pretrained's default max_shard_size, "5GB".
+constexpr std::uint64_t kDefaultMaxShardBytes = 5000000000ULL;
+
 // 0 written; 1 the checkpoint is damaged (a checksum mismatch; nothing is left in DIR);
-// 2 unreadable checkpoint or unwritable DIR. Rank 0 prints. Collective.
+// 2 unreadable checkpoint or unwritable DIR. Rank 0 prints. Collective. max_shard_bytes > 0:
+// tensors in files of at most that much data each (save_pretrained's sharding:
+// model-0000k-of-0000n.safetensors and model.safetensors.index.json) when one file would hold
+// more; 0: always one file.
 int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& dir,
-              weights::DType dtype);
+              weights::DType dtype, std::uint64_t max_shard_bytes = kDefaultMaxShardBytes);
 
 // config.json for model m stored as `dtype`, as its architecture writes it.
 std::string hf_config_json(const fsdp::ModelConfig& m, weights::DType dtype);

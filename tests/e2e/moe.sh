@@ -68,7 +68,15 @@ if grep -q "aux [0-9.]* | load [0-9.]* max/mean" "$WORK/train.log"; then
 else
   bad "step log lacks the balance loss and load: $(grep -m1 '^step' "$WORK/train.log")"
 fi
-mpirun -np 3 "$CKPT" export "$C6" --hf "$WORK/hf6" >"$WORK/out" 2>&1 || bad "export at np 3: $(tail -2 "$WORK/out")"
+# Exported in files of at most 400 kB with an index, as save_pretrained shards a large model.
+mpirun -np 3 "$CKPT" export "$C6" --hf "$WORK/hf6" --max-shard-bytes 400000 >"$WORK/out" 2>&1 ||
+  bad "export at np 3: $(tail -2 "$WORK/out")"
+shards=$(ls "$WORK/hf6" | grep -c '^model-0000[0-9]-of-0000[0-9].safetensors$')
+if [ "$shards" -ge 2 ] && [ -f "$WORK/hf6/model.safetensors.index.json" ] && [ ! -f "$WORK/hf6/model.safetensors" ]; then
+  ok "export --max-shard-bytes 400000: $shards files and model.safetensors.index.json ($(tail -1 "$WORK/out"))"
+else
+  bad "sharded export: $(ls "$WORK/hf6" | tr '\n' ' ')"
+fi
 for from in "$WORK/hf6" "$C6"; do
   name=$(basename "$from")
   mpirun -np 2 "$TRAIN" "${TINY[@]}" --init-from "$from" --set train.steps=1 --set checkpoint.every=1 \
@@ -79,7 +87,7 @@ l1=$(grep -m1 -o '"loss":[^,]*' "$WORK/rt_hf6.jsonl")
 l2=$(grep -m1 -o '"loss":[^,]*' "$WORK/rt_step_000006.h5.jsonl")
 if [ -n "$l1" ] && [ "$l1" = "$l2" ] &&
   "$CKPT" diff "$WORK/rt_hf6/step_000001.h5" "$WORK/rt_step_000006.h5/step_000001.h5" >"$WORK/diff" 2>&1; then
-  ok "trained at np 3, exported (Qwen3MoeForCausalLM, one tensor per expert), --init-from at np 2: $l1, every tensor bitwise the HDF5 resume's"
+  ok "trained at np 3, exported (Qwen3MoeForCausalLM, one tensor per expert, sharded), --init-from at np 2: $l1, every tensor bitwise the HDF5 resume's"
 else
   bad "round trip: $l1 vs $l2; $(tail -1 "$WORK/diff")"
 fi
