@@ -158,15 +158,15 @@ TEST_CASE("MoE experts: grouped SwiGLU MLPs against finite differences, idle exp
     g.gu.push_back(dgu_w.data() + e * 2 * F * C);
     g.down.push_back(ddown_w.data() + e * C * F);
   }
-  const kernels::ExpertWeights wv = kernels::ExpertWeights::of(w, C, F);
+  const kernels::ExpertLinear lin = kernels::ExpertLinear::of(w, g, C, F);
   const auto loss = [&] {
-    kernels::experts_forward(M(ye, R, C), M(gu, R, 2 * F), M(h, R, F), CM(xe, R, C), offsets, wv, F);
+    kernels::experts_forward(M(ye, R, C), M(gu, R, 2 * F), M(h, R, F), CM(xe, R, C), offsets, lin);
     return dot(a, ye);
   };
   loss();
   FlatView dxe("dxe", R * C), dgu("dgu", R * 2 * F), dh("dh", R * F);
   kernels::experts_backward(M(dxe, R, C), M(dgu, R, 2 * F), M(dh, R, F), CM(a, R, C), CM(xe, R, C),
-                            CM(gu, R, 2 * F), CM(h, R, F), offsets, wv, g, F);
+                            CM(gu, R, 2 * F), CM(h, R, F), offsets, lin);
   CHECK(grad_check("dxe", xe.data(), dxe.data(), R * C, loss, 1e-2f, 2e-2, 2e-4, 40).failed == 0);
   CHECK(grad_check("d gate_up", wgu.data(), dgu_w.data(), E * 2 * F * C, loss, 1e-2f, 2e-2, 2e-4, 60).failed == 0);
   CHECK(grad_check("d down", wdown.data(), ddown_w.data(), E * C * F, loss, 1e-2f, 2e-2, 2e-4, 60).failed == 0);

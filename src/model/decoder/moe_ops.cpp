@@ -7,6 +7,7 @@
 // its K experts).
 #include "model/decoder/buffer_views.hpp"
 #include "model/decoder/skeleton.hpp"
+#include "model/bf16_gemm.hpp"
 #include "model/gemm.hpp"
 #include "model/moe/router.hpp"
 #include "model/residual.hpp"
@@ -70,12 +71,30 @@ void DecoderSkeleton::allocate_moe(MemoryTracker& tracker) {
   moe_psum_.assign(std::size_t(cfg_.n_layer), std::vector<double>(std::size_t(E), 0.0));
 }
 
-k::ExpertWeights DecoderSkeleton::expert_weights(const UnitParams& p, const LayerOffsets& o) const {
+k::ExpertLinear DecoderSkeleton::expert_linear(const UnitParams& p, const LayerOffsets& o, Vec g) const {
   const int C = C_, F = s_.moe.F;
-  k::ExpertWeights w;
-  w.gu = [&p, &o, C, F](int e) { return p.weight(o.expert_gu[std::size_t(e)], 2 * F, C); };
-  w.down = [&p, &o, C, F](int e) { return p.weight(o.expert_down[std::size_t(e)], C, F); };
-  return w;
+  // Expert e's weight `which` (0: gate|up [2F, C], 1: down [C, F]): offset, rows, columns.
+  struct Shape {
+    std::int64_t off, out, in;
+  };
+  const auto at = [&o, C, F](int e, int which) {
+    return which == 0 ? Shape{o.expert_gu[std::size_t(e)], 2 * F, C} : Shape{o.expert_down[std::size_t(e)], C, F};
+  };
+  k::Bf16Gemms* bf16 = bf16_.get();
+  k::ExpertLinear lin;
+  lin.forward = [&p, at, bf16](int e, int which, const Mat& y, const ConstMat& x) {
+    const Shape s = at(e, which);
+    if (bf16) return bf16->head_forward(y, x, p.weight_bf16(s.off, s.out, s.in));
+    k::gemm("N", "T", 1.f, x, p.weight(s.off, s.out, s.in), 0.f, y);
+  };
+  lin.backward = [&p, at, bf16, g](int e, int which, const Mat& dx, const ConstMat& dy, const ConstMat& x) {
+    const Shape s = at(e, which);
+    const Mat dw = gm(g, s.off, s.out, s.in);
+    if (bf16) return bf16->head_backward(dx, dw, dy, x, p.weight_bf16(s.off, s.out, s.in));
+    k::gemm("N", "N", 1.f, dy, p.weight(s.off, s.out, s.in), 0.f, dx);
+    k::gemm("T", "N", 1.f, dy, x, 1.f, dw);
+  };
+  return lin;
 }
 
 void DecoderSkeleton::moe_compute(int l, const UnitParams& p, const Vec& x_out) {
@@ -117,7 +136,7 @@ void DecoderSkeleton::moe_compute(int l, const UnitParams& p, const Vec& x_out) 
 
   k::moe_gather(m(e.xe, rows, C), cm(a.ln2, N, C), int_rows(e.rows, R, rows), K);
   k::experts_forward(m(e.ye, rows, C), m(e.gu, rows, 2 * F), m(e.h, rows, F), cm(e.xe, rows, C),
-                     e.plan.offsets, expert_weights(p, o), F);
+                     e.plan.offsets, expert_linear(p, o, Vec()));
   k::moe_combine(m(tmp_, N, C), cm(e.ye, rows, C), cm(e.weights, N, K), int_rows(e.rows, 0, R));
   k::residual_forward(x_out, ConstVec(res2.data(), res2.extent(0)), tmp_.cvec());
 }
@@ -135,15 +154,10 @@ void DecoderSkeleton::moe_grads(int l, const UnitParams& p, Vec g) {
   const std::int64_t rows = e.plan.rows();
   k::moe_combine_backward(m(moe_dye_, rows, C), m(moe_dw_, N, K), dout, cm(e.ye, rows, C),
                           cm(e.weights, N, K), row_of);
-  k::ExpertTensors grads;
-  for (int j = 0; j < E; ++j) {
-    grads.gu.push_back(g.data() + o.expert_gu[std::size_t(j)]);
-    grads.down.push_back(g.data() + o.expert_down[std::size_t(j)]);
-  }
   // d xe overwrites d ye in place: each expert reads its rows of d ye before it writes them.
   k::experts_backward(m(moe_dye_, rows, C), m(moe_dgu_, rows, 2 * F), m(moe_dh_, rows, F),
                       cm(moe_dye_, rows, C), cm(e.xe, rows, C), cm(e.gu, rows, 2 * F),
-                      cm(e.h, rows, F), e.plan.offsets, expert_weights(p, o), grads, F);
+                      cm(e.h, rows, F), e.plan.offsets, expert_linear(p, o, g));
   k::moe_gather_backward(m(d_ln_, N, C), cm(moe_dye_, rows, C), row_of, K);
   const Mat dlogits = m(router_logits_, N, E);
   k::router_backward(dlogits, cm(e.probs, N, E), ids(e.top, N, K), cm(e.weights, N, K),

@@ -108,7 +108,9 @@ class DecoderSkeleton final : public Decoder {
   // A sparse layer's MLP (decoder/moe_ops.cpp): the router, the experts, the weighted sum.
   void moe_compute(int l, const UnitParams& p, const Vec& x_out);
   void moe_grads(int l, const UnitParams& p, Vec g);
-  kernels::ExpertWeights expert_weights(const UnitParams& p, const LayerOffsets& o) const;
+  // Layer o's experts' linear layers on unit p's weights (fp32, or bf16 GEMMs under
+  // use_bf16_gemms), their gradients into g (none in forward).
+  kernels::ExpertLinear expert_linear(const UnitParams& p, const LayerOffsets& o, Vec g) const;
   MoeActivations& moe_acts(int l) { return *moe_[checkpointing_ ? 0 : std::size_t(l)]; }
   void allocate_moe(MemoryTracker& tracker);
   double balance_loss() const;

@@ -17,41 +17,44 @@ ConstMat rows(const ConstMat& m, std::int64_t a, std::int64_t b) {
 
 }  // namespace
 
-ExpertWeights ExpertWeights::of(const ExpertTensors& t, int C, int F) {
-  ExpertWeights w;
-  w.gu = [&t, C, F](int e) { return ConstMat(t.gu[std::size_t(e)], std::size_t(2 * F), std::size_t(C)); };
-  w.down = [&t, C, F](int e) { return ConstMat(t.down[std::size_t(e)], std::size_t(C), std::size_t(F)); };
-  return w;
+ExpertLinear ExpertLinear::of(const ExpertTensors& w, const ExpertTensors& grads, int C, int F) {
+  const auto mat = [C, F](const ExpertTensors& t, int e, int which) {
+    return which == 0 ? Mat(t.gu[std::size_t(e)], std::size_t(2 * F), std::size_t(C))
+                      : Mat(t.down[std::size_t(e)], std::size_t(C), std::size_t(F));
+  };
+  ExpertLinear lin;
+  lin.forward = [&w, mat](int e, int which, const Mat& y, const ConstMat& x) {
+    gemm("N", "T", 1.f, x, mat(w, e, which), 0.f, y);
+  };
+  lin.backward = [&w, &grads, mat](int e, int which, const Mat& dx, const ConstMat& dy, const ConstMat& x) {
+    gemm("N", "N", 1.f, dy, mat(w, e, which), 0.f, dx);
+    gemm("T", "N", 1.f, dy, x, 1.f, mat(grads, e, which));
+  };
+  return lin;
 }
 
 void experts_forward(const Mat& ye, const Mat& gu_act, const Mat& h, const ConstMat& xe,
-                     const std::vector<std::int64_t>& offsets, const ExpertWeights& w, int /*F: h's width*/) {
+                     const std::vector<std::int64_t>& offsets, const ExpertLinear& lin) {
   for (std::size_t e = 0; e + 1 < offsets.size(); ++e) {
     const std::int64_t a = offsets[e], b = offsets[e + 1];
     if (a == b) continue;
     const Mat gu = rows(gu_act, a, b), he = rows(h, a, b);
-    gemm("N", "T", 1.f, rows(xe, a, b), w.gu(int(e)), 0.f, gu);
+    lin.forward(int(e), 0, gu, rows(xe, a, b));
     swiglu_forward(he, gu);
-    gemm("N", "T", 1.f, he, w.down(int(e)), 0.f, rows(ye, a, b));
+    lin.forward(int(e), 1, rows(ye, a, b), he);
   }
 }
 
 void experts_backward(const Mat& dxe, const Mat& dgu, const Mat& dh, const ConstMat& dye,
                       const ConstMat& xe, const ConstMat& gu_act, const ConstMat& h,
-                      const std::vector<std::int64_t>& offsets, const ExpertWeights& w,
-                      const ExpertTensors& grads, int F) {
-  const std::int64_t C = std::int64_t(xe.extent(1));
+                      const std::vector<std::int64_t>& offsets, const ExpertLinear& lin) {
   for (std::size_t e = 0; e + 1 < offsets.size(); ++e) {
     const std::int64_t a = offsets[e], b = offsets[e + 1];
     if (a == b) continue;
-    const ConstMat dy = rows(dye, a, b), x = rows(xe, a, b);
     const Mat dhe = rows(dh, a, b), dg = rows(dgu, a, b);
-    gemm("N", "N", 1.f, dy, w.down(int(e)), 0.f, dhe);                       // dh = dy down
-    gemm("T", "N", 1.f, dy, rows(h, a, b), 1.f,
-         Mat(grads.down[e], std::size_t(C), std::size_t(F)));                // d down += dy^T h
+    lin.backward(int(e), 1, dhe, rows(dye, a, b), rows(h, a, b));  // dh = dy down; d down += dy^T h
     swiglu_backward(dg, dhe, rows(gu_act, a, b));
-    gemm("T", "N", 1.f, dg, x, 1.f, Mat(grads.gu[e], std::size_t(2 * F), std::size_t(C)));
-    gemm("N", "N", 1.f, dg, w.gu(int(e)), 0.f, rows(dxe, a, b));             // dx = dgu W_gu
+    lin.backward(int(e), 0, rows(dxe, a, b), dg, rows(xe, a, b));  // dx = dgu W_gu; d W_gu += dgu^T x
   }
 }
 

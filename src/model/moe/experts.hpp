@@ -16,22 +16,26 @@ namespace fsdp::kernels {
 struct ExpertTensors {
   std::vector<float*> gu, down;
 };
-// Expert e's weights as the kernels read them: each view may be valid only until the next call
-// (a bf16 unit widens one weight at a time: model/unit_params.hpp), so the kernels ask for each
-// just before its GEMM.
-struct ExpertWeights {
-  std::function<ConstMat(int e)> gu, down;
-  static ExpertWeights of(const ExpertTensors& t, int C, int F);  // plain float tensors
+
+// An expert's two linear layers as the kernels call them, which = 0 its gate|up [2F, C], 1 its
+// down [C, F] (nn.Linear's [out, in]): forward y = x W^T; backward dx = dy W (assigned) and
+// dW += dy^T x into the expert's gradient. The model supplies them (fp32 GEMMs on its weights,
+// or bf16 GEMMs on a bf16 unit: model/bf16_gemm.hpp), so a weight is read only inside its call.
+struct ExpertLinear {
+  std::function<void(int e, int which, const Mat& y, const ConstMat& x)> forward;
+  std::function<void(int e, int which, const Mat& dx, const ConstMat& dy, const ConstMat& x)> backward;
+  // fp32 GEMMs on plain float tensors (the weights and the gradients they accumulate into).
+  static ExpertLinear of(const ExpertTensors& w, const ExpertTensors& grads, int C, int F);
 };
 
 // rows [offsets[e], offsets[e + 1]) of xe [R, C] are expert e's; gu_act [R, 2F] and h [R, F]
 // keep the gate/up outputs and the gated product for backward; ye [R, C] is assigned.
 void experts_forward(const Mat& ye, const Mat& gu_act, const Mat& h, const ConstMat& xe,
-                     const std::vector<std::int64_t>& offsets, const ExpertWeights& w, int F);
-// dxe [R, C] assigned; dgu [R, 2F] and dh [R, F] are scratch; grads accumulate (+=).
+                     const std::vector<std::int64_t>& offsets, const ExpertLinear& lin);
+// dxe [R, C] assigned (it may be dye itself: each expert reads its rows of dye before it writes
+// its rows of dxe); dgu [R, 2F] and dh [R, F] are scratch; the weights' gradients accumulate.
 void experts_backward(const Mat& dxe, const Mat& dgu, const Mat& dh, const ConstMat& dye,
                       const ConstMat& xe, const ConstMat& gu_act, const ConstMat& h,
-                      const std::vector<std::int64_t>& offsets, const ExpertWeights& w,
-                      const ExpertTensors& grads, int F);
+                      const std::vector<std::int64_t>& offsets, const ExpertLinear& lin);
 
 }  // namespace fsdp::kernels
