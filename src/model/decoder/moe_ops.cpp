@@ -169,42 +169,40 @@ void DecoderSkeleton::moe_grads(int l, const UnitParams& p, Vec g) {
   k::residual_backward(d_tmp_.vec(), ConstVec(dres_out_.data(), dres_out_.extent(0)));  // d res2
 }
 
-// Hugging Face's load_balancing_loss_func over the sparse layers' N tokens each, together:
-// E * sum_e f_e P_e with f_e = count_e / (Ls N), P_e = psum_e / (Ls N).
-double DecoderSkeleton::balance_loss() const {
+// The sparse layers' choices per expert and summed probabilities from their last forward,
+// together, and the number of (layer, token) pairs they cover.
+DecoderSkeleton::BalanceSums DecoderSkeleton::balance_sums() const {
   const ExpertSpec& x = s_.moe;
-  std::vector<double> f(std::size_t(x.E), 0.0), P(std::size_t(x.E), 0.0);
-  int Ls = 0;
+  BalanceSums b{std::vector<double>(std::size_t(x.E), 0.0), std::vector<double>(std::size_t(x.E), 0.0), 0.0};
   for (int l = 0; l < cfg_.n_layer; ++l) {
     if (!x.sparse_layer(l)) continue;
-    ++Ls;
-    for (int e = 0; e < x.E; ++e) {
-      f[std::size_t(e)] += double(moe_counts_[std::size_t(l)][std::size_t(e)]);
-      P[std::size_t(e)] += moe_psum_[std::size_t(l)][std::size_t(e)];
+    b.tokens += double(B_) * T_;
+    for (std::size_t e = 0; e < std::size_t(x.E); ++e) {
+      b.count[e] += double(moe_counts_[std::size_t(l)][e]);
+      b.psum[e] += moe_psum_[std::size_t(l)][e];
     }
   }
-  const double n = double(Ls) * B_ * T_;
-  double loss = 0.0;
-  for (int e = 0; e < x.E; ++e) loss += f[std::size_t(e)] * P[std::size_t(e)];
-  return x.E * loss / (n * n);
+  return b;
 }
 
-// d(dloss * coef * loss)/dp_{t,e} = dloss coef E f_e / (Ls N), the same for every token of every
-// sparse layer (f is a count: no gradient).
+// Hugging Face's load_balancing_loss_func over the sparse layers' tokens together:
+// E sum_e f_e P_e with f_e = count_e / n, P_e = psum_e / n (n = sparse layers x N).
+double DecoderSkeleton::balance_loss() const {
+  const BalanceSums b = balance_sums();
+  double loss = 0.0;
+  for (std::size_t e = 0; e < b.count.size(); ++e) loss += b.count[e] * b.psum[e];
+  return s_.moe.E * loss / (b.tokens * b.tokens);
+}
+
+// d(dloss coef loss)/dp_{t,e} = dloss coef E f_e / n, the same for every token of every sparse
+// layer (f is a count: no gradient).
 void DecoderSkeleton::set_balance_grad(float dloss) {
   const ExpertSpec& x = s_.moe;
   std::vector<float> dp(std::size_t(x.E), 0.f);
   if (x.aux_coef != 0.f) {
-    std::vector<double> f(std::size_t(x.E), 0.0);
-    int Ls = 0;
-    for (int l = 0; l < cfg_.n_layer; ++l) {
-      if (!x.sparse_layer(l)) continue;
-      ++Ls;
-      for (int e = 0; e < x.E; ++e) f[std::size_t(e)] += double(moe_counts_[std::size_t(l)][std::size_t(e)]);
-    }
-    const double n = double(Ls) * B_ * T_;
-    for (int e = 0; e < x.E; ++e)
-      dp[std::size_t(e)] = float(double(dloss) * x.aux_coef * x.E * f[std::size_t(e)] / (n * n));
+    const BalanceSums b = balance_sums();
+    for (std::size_t e = 0; e < dp.size(); ++e)
+      dp[e] = float(double(dloss) * x.aux_coef * x.E * b.count[e] / (b.tokens * b.tokens));
   }
   Kokkos::deep_copy(aux_dp_.vec(), HostConstVec(dp.data(), dp.size()));
 }

@@ -113,6 +113,11 @@ class DecoderSkeleton final : public Decoder {
   kernels::ExpertLinear expert_linear(const UnitParams& p, const LayerOffsets& o, Vec g) const;
   MoeActivations& moe_acts(int l) { return *moe_[checkpointing_ ? 0 : std::size_t(l)]; }
   void allocate_moe(MemoryTracker& tracker);
+  struct BalanceSums {
+    std::vector<double> count, psum;  // [E]
+    double tokens = 0.0;
+  };
+  BalanceSums balance_sums() const;
   double balance_loss() const;
   void set_balance_grad(float dloss);
   void attention_core_fwd(LayerActivations& a);
