@@ -350,10 +350,17 @@ Architecture family_architecture(bool qk_norm) {
   a.hf.config_json = [qk_norm](const ModelConfig& m, const std::string& dtype) {
     return hf_config_object(m, dtype, qk_norm).dump(2) + "\n";
   };
-  // Both read model.embed_tokens; the q/k norms tell a Qwen3 file without config.json's name.
+  // Both read model.embed_tokens; the q/k norms tell a Qwen3 file without config.json's name,
+  // and a router in any layer a mixture of experts (model/moe/moe_arch.cpp).
   a.hf.recognizes = [qk_norm](const TensorShapes& t) {
-    return t("model.embed_tokens.weight") != nullptr &&
-           (t("model.layers.0.self_attn.q_norm.weight") != nullptr) == qk_norm;
+    if (!t("model.embed_tokens.weight") ||
+        (t("model.layers.0.self_attn.q_norm.weight") != nullptr) != qk_norm)
+      return false;
+    for (int l = 0; t("model.layers." + std::to_string(l) + ".input_layernorm.weight"); ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".";
+      if (t(p + "mlp.gate.weight") || t(p + "block_sparse_moe.gate.weight")) return false;
+    }
+    return true;
   };
   a.hf.read_shape = [qk_norm](const TensorShapes& t, const std::string& file,
                               const nlohmann::json* config, const std::string& config_path) {
