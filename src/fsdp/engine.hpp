@@ -94,6 +94,7 @@ class Engine {
   void note_experts(const Decoder& m);
   void finish_experts(int n_micro, StepResult& r);
   double aux_sum_ = 0.0, dropped_sum_ = 0.0;
+  std::vector<double> global_counts_;  // the step's choices per expert, summed over the world
   std::vector<double> expert_counts_;
 
   // step.cpp: one micro-batch's forward and backward; reduce_last: reduce each unit after its

@@ -110,7 +110,6 @@ void Engine::finish_experts(int n_micro, StepResult& r) {
   r.aux_loss = v.back() / (double(n_micro) * groups_.world->size());
   r.dropped_choices = std::int64_t(v[v.size() - 2]);
   v.resize(v.size() - 2);
-  model_->update_router_bias(v);  // moe.balance = bias (a no-op otherwise)
   for (std::size_t l = 0; l < v.size(); l += std::size_t(E)) {
     double mx = 0.0, sum = 0.0;
     for (int e = 0; e < E; ++e) {
@@ -119,6 +118,7 @@ void Engine::finish_experts(int n_micro, StepResult& r) {
     }
     r.expert_load.push_back(sum > 0 ? mx * E / sum : 1.0);
   }
+  global_counts_ = v;  // the bias balance's update, once the step is taken
   aux_sum_ = dropped_sum_ = 0.0;
   expert_counts_.assign(expert_counts_.size(), 0.0);
 }
@@ -148,6 +148,8 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
   finish_experts(n_micro, r);
   inject_fault(step);
   r.optimizer_s = optimizer_step(step, r);
+  // moe.balance = bias (a no-op otherwise): a skipped step changes no state, the biases included.
+  if (!global_counts_.empty() && !r.skipped) model_->update_router_bias(global_counts_);
   r.comm_exposed_s = comm_times_.exposed_s;
   r.comm_total_s = comm_times_.total_s;
   r.gather_bytes = comm_times_.gather_bytes;

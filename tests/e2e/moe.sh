@@ -178,6 +178,8 @@ expect_fail "deck: top-k above the experts" 2 "model.experts_per_token: each tok
   "$TRAIN" --config inputs/qwen3_moe_tiny.toml --set model.experts_per_token=9
 expect_fail "deck: experts on GPT-2" 2 "model.n_experts: GPT-2 has a dense MLP" \
   "$TRAIN" --config "$WORK/empty.toml" --set model.n_experts=4
+expect_fail "deck: moe.* on a dense model" 2 "moe.capacity_factor: the model has no experts" \
+  "$TRAIN" --config inputs/llama_tiny.toml --set moe.capacity_factor=1.5
 expect_fail "deck: a layer list that is not one" 2 "model.mlp_only_layers: expected comma-separated layer indices" \
   "$TRAIN" --config inputs/qwen3_moe_tiny.toml --set model.mlp_only_layers=0,x
 
