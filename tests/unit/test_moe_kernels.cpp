@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The mixture-of-experts router and dispatch (model/moe/): the router's probabilities, top-k (the
+// The mixture-of-experts router and dispatch (model/experts/): the router's probabilities, top-k (the
 // lower expert on a tie, as a brute-force sort here has it) and renormalised weights; its
 // backward, with Hugging Face's balance loss, against central finite differences of
 // sum c w + coef * E * sum_e f_e P_e; the dispatch plan's rows grouped by expert in token order;
@@ -10,9 +10,9 @@
 #include <numeric>
 
 #include "gradcheck_util.hpp"
-#include "model/moe/dispatch.hpp"
-#include "model/moe/experts.hpp"
-#include "model/moe/router.hpp"
+#include "model/experts/dispatch.hpp"
+#include "model/experts/experts.hpp"
+#include "model/experts/router.hpp"
 
 using namespace fsdp;
 using namespace fsdp::test;

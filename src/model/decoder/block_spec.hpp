@@ -27,7 +27,7 @@ enum class NormKind { LayerNorm, RMSNorm };  // LayerNorm: weight and bias, eps 
 enum class MlpKind { Gelu, SwiGlu };         // GELU: up, gelu, down; SwiGLU: gate|up, silu*, down
 enum class Positions { Learned, Rotary };    // a position table in the embedding, or rotary q, k
 
-// The sparse layers' MLP (model/moe/): a router [E, C] in front of E SwiGLU experts of width F,
+// The sparse layers' MLP (kernels: model/experts/; architectures: model/moe/): a router [E, C] in front of E SwiGLU experts of width F,
 // each token sent to K of them. Tensor names: a layer's prefix + router, and prefix + experts +
 // e + gate (gate and up adjacent, one [2F, C] GEMM) and + down.
 struct ExpertSpec {

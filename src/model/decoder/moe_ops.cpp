@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The skeleton's sparse MLP sub-layer (ExpertSpec): norm, the router in fp32 (its softmax, top-k
-// and weights: model/moe/router.hpp), the dispatch plan on the host, the experts' grouped SwiGLU
-// GEMMs on their rows (model/moe/experts.hpp), the weighted sum back into each token's row and
+// and weights: model/experts/router.hpp), the dispatch plan on the host, the experts' grouped SwiGLU
+// GEMMs on their rows (model/experts/experts.hpp), the weighted sum back into each token's row and
 // the residual add; backward the transposes, plus the load-balancing loss's gradient through
 // each layer's probabilities. N = B*T tokens, R = N*K expert rows (dropless: every token reaches
 // its K experts).
@@ -9,7 +9,7 @@
 #include "model/decoder/skeleton.hpp"
 #include "model/bf16_gemm.hpp"
 #include "model/gemm.hpp"
-#include "model/moe/router.hpp"
+#include "model/experts/router.hpp"
 #include "model/residual.hpp"
 
 #include <cmath>

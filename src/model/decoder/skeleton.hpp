@@ -15,8 +15,8 @@
 #include "model/decoder.hpp"
 #include "model/decoder/block_spec.hpp"
 #include "model/flash_attention.hpp"
-#include "model/moe/dispatch.hpp"
-#include "model/moe/experts.hpp"
+#include "model/experts/dispatch.hpp"
+#include "model/experts/experts.hpp"
 #include "model/rotary.hpp"
 #include "model/unit_params.hpp"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/types.hpp"
-#include "model/moe/router.hpp"
+#include "model/experts/router.hpp"
 
 namespace fsdp::kernels {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The experts' SwiGLU MLPs on their rows (model/moe/dispatch.hpp groups them by expert): per
+// The experts' SwiGLU MLPs on their rows (model/experts/dispatch.hpp groups them by expert): per
 // expert with rows, one GEMM for gate and up together (its gate_proj [F, C] and up_proj [F, C]
 // stored adjacent, as Llama's MLP), the gate (model/swiglu.hpp), and down_proj [C, F]. An expert
 // no token chose costs nothing. Backward assigns dxe and accumulates the weights' gradients.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "model/moe/dispatch.hpp"
+#include "model/experts/dispatch.hpp"
 
 #include "core/check.hpp"
 

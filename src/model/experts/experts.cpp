@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "model/moe/experts.hpp"
+#include "model/experts/experts.hpp"
 
 #include "model/gemm.hpp"
 #include "model/swiglu.hpp"
