@@ -25,6 +25,17 @@ std::unique_ptr<Communicator> make_communicator(MPI_Comm comm, MpiOptions option
   return std::make_unique<MpiCommunicator>(comm, std::move(options));
 }
 
+std::unique_ptr<Communicator> make_expert_group(MPI_Comm world, int P, MpiOptions base) {
+  int rank = 0, n = 0;
+  FSDP_MPI_CHECK(MPI_Comm_rank(world, &rank));
+  FSDP_MPI_CHECK(MPI_Comm_size(world, &n));
+  if (P < 1 || n % P != 0)
+    fatal("comm::make_expert_group: expert groups of " + std::to_string(P) + " ranks in a world of " +
+          std::to_string(n));
+  base.name = "expert";
+  return split(world, rank / P, rank, std::move(base));
+}
+
 int ranks_per_node(MPI_Comm comm) {
   MPI_Comm raw = MPI_COMM_NULL;
   FSDP_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &raw));

@@ -25,6 +25,9 @@ struct ProcessGroups {
   std::unique_ptr<Communicator> world, shard, replicate;
   int ranks_per_node = 1;
   std::map<int, SplitGroups> splits;  // by k > 1
+  // fsdp.expert_parallel = P > 1: the P consecutive ranks (of one shard group) that share a
+  // layer's experts and exchange tokens (null: no expert parallelism).
+  std::unique_ptr<Communicator> expert;
   Communicator& part_shard(int k) { return k <= 1 ? *shard : *splits.at(k).shard; }
   Communicator& part_replicate(int k) { return k <= 1 ? *replicate : *splits.at(k).replicate; }
 };
@@ -42,6 +45,9 @@ inline std::pair<int, int> split_colors(int rank, int s, int k) {
 // splits: the k > 1 (dividing the shard group) whose SplitGroups to make too.
 ProcessGroups make_process_groups(MPI_Comm world, int shard_group_size, LinkEmulation link = {},
                                   MpiOptions base = {}, const std::vector<int>& splits = {});
+
+// The expert groups of fsdp.expert_parallel = P: ranks r with the same r / P. Collective over world.
+std::unique_ptr<Communicator> make_expert_group(MPI_Comm world, int P, MpiOptions base = {});
 
 // An MpiCommunicator over a duplicate of comm, or a SingleCommunicator when comm has one rank.
 std::unique_ptr<Communicator> make_communicator(MPI_Comm comm, MpiOptions options = {});

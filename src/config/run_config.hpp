@@ -77,6 +77,7 @@ struct FsdpConfig {
   std::string reduce_dtype = "fp32";     // fp32 | bf16
   std::string gemm_dtype = "auto";       // auto | fp32 | bf16: the GEMMs' inputs under bf16
   std::string accumulate = "unsharded";  // unsharded | sharded
+  int expert_parallel = 1;  // ranks of the shard group sharing one layer's experts, E/P each
 };
 
 struct CommConfig {

@@ -166,6 +166,19 @@ void RunSetup::validate() const {
          model.arch + " places its tensors in " + std::to_string(placements.size()) +
          " parts with groups of their own, which zero1 and zero2 (full parameters kept) do not "
          "support; use zero3 or hybrid (or ddp)");
+  // Expert parallelism: P consecutive ranks of one shard group each hold E / P of a layer's
+  // experts (model/decoder/moe_ep.cpp).
+  const int P = m.expert_parallel;
+  if (P > 1 && m.n_experts % P != 0)
+    fail("fsdp.expert_parallel = " + std::to_string(P) + " does not divide model.n_experts = " +
+         std::to_string(m.n_experts) + " (each rank of an expert group holds n_experts / P of them); "
+         "use a divisor of " + std::to_string(m.n_experts));
+  if (P > 1 && s % P != 0)
+    fail("fsdp.expert_parallel = " + std::to_string(P) + " does not divide the shard group of " +
+         std::to_string(s) + " rank" + (s == 1 ? "" : "s") + " (fsdp.strategy = " +
+         strategy_name(strategy) + ", " + std::to_string(ranks) +
+         " ranks): an expert group is P ranks of one shard group; use a divisor of " +
+         std::to_string(s));
   for (const Placement& pl : placements)
     if (s % std::max(1, pl.shard_split) != 0 && std::max(1, pl.shard_split) % s != 0)
       fail("model.arch = " + model.arch + ": its '" + pl.name + "' tensors are sharded over 1/" +
@@ -186,6 +199,7 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   s.model.moe_aux_coef = cfg.moe.aux_loss_coef;
   s.model.moe_bias_rate = cfg.moe.bias_rate;
   s.model.moe_capacity_factor = cfg.moe.capacity_factor;
+  s.model.expert_parallel = cfg.fsdp.expert_parallel;
   if (has_architecture(s.model.arch)) s.placements = architecture(s.model.arch).placements;
   s.train = cfg.train;
   s.muon = cfg.muon;
@@ -212,6 +226,7 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   s.micro_batch = cfg.train.micro_batch_size;
   s.batch_size = cfg.train.batch_size;
   s.deterministic = cfg.train.deterministic;
+  s.model.moe_grads_home = s.deterministic;
   // Under nvme the state is larger than memory by design: checkpoints stream it from the disk
   // synchronously instead of keeping a host copy for a background writer.
   s.checkpoint_staging =

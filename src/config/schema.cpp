@@ -244,6 +244,10 @@ std::vector<KeySpec> build_schema_rest() {
       entry("fsdp", "prefetch_across_steps", &R::fsdp, &F::prefetch_across_steps, any(),
             "zero3/hybrid with prefetch > 0: the optimizer issues the next step's first "
             "all-gathers as soon as it has updated those units"),
+      entry("fsdp", "expert_parallel", &R::fsdp, &F::expert_parallel, within(1, 4096),
+            "mixtures of experts: P consecutive ranks of a shard group share each sparse layer's "
+            "experts, E/P each, and exchange tokens with an all-to-all (1 = every rank computes "
+            "every expert for its own tokens)"),
       entry("fsdp", "shard_group_size", &R::fsdp, &F::shard_group_size, at_least(0),
             "hybrid: ranks per shard group; 0 = ranks per node"),
       entry("fsdp", "offload", &R::fsdp, &F::offload,
@@ -393,6 +397,9 @@ const std::vector<CrossCheck>& config_cross_checks() {
                  }});
     v.push_back({"moe.capacity_factor", "model.n_experts", [=](const RunConfig& c) {
                    return no_experts(c, c.moe.capacity_factor != defaults.capacity_factor);
+                 }});
+    v.push_back({"fsdp.expert_parallel", "model.n_experts", [=](const RunConfig& c) {
+                   return no_experts(c, c.fsdp.expert_parallel != 1);
                  }});
     add_architecture_checks(v);
     return v;

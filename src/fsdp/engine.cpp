@@ -14,6 +14,7 @@ Engine::Engine(const RunSetup& setup, comm::ProcessGroups& groups, MemoryTracker
   // tensors where this places them and may use the groups for collectives of its own.
   layout_ = place_units(setup_, arch_.units(setup_.model));
   parallel_.groups = &groups;
+  parallel_.experts = groups.expert.get();
   parallel_.units = &layout_.units;
   DecoderOptions o;
   o.micro_batch = setup_.micro_batch;

@@ -38,6 +38,9 @@ struct StepResult {
   double aux_loss = 0.0;
   std::vector<double> expert_load;
   std::int64_t dropped_choices = 0;  // moe.capacity_factor: summed over micro-batches and ranks
+  // fsdp.expert_parallel > 1: the token exchanges' seconds and bytes sent in the step, the mean
+  // over ranks (they block the compute, so all of it is exposed time).
+  double exchange_s = 0.0, exchange_bytes = 0.0;
   bool skipped = false;        // non-finite loss or gradients and train.on_nonfinite = skip_step
   std::string nonfinite_unit;  // the first unit whose gradients are not finite, if any
 };
@@ -93,7 +96,7 @@ class Engine {
   // expert_counts), summed for the step (step.cpp).
   void note_experts(const Decoder& m);
   void finish_experts(int n_micro, StepResult& r);
-  double aux_sum_ = 0.0, dropped_sum_ = 0.0;
+  double aux_sum_ = 0.0, dropped_sum_ = 0.0, exchange_s_ = 0.0, exchange_bytes_ = 0.0;
   std::vector<double> global_counts_;  // the step's choices per expert, summed over the world
   std::vector<double> expert_counts_;
 

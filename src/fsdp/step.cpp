@@ -106,10 +106,15 @@ void Engine::finish_experts(int n_micro, StepResult& r) {
   std::vector<double> v(expert_counts_);
   v.push_back(dropped_sum_);
   v.push_back(aux_sum_);
+  v.push_back(exchange_s_);
+  v.push_back(exchange_bytes_);
   groups_.world->all_reduce_sum(v.data(), int(v.size()));
-  r.aux_loss = v.back() / (double(n_micro) * groups_.world->size());
-  r.dropped_choices = std::int64_t(v[v.size() - 2]);
-  v.resize(v.size() - 2);
+  const double n = groups_.world->size();
+  r.exchange_bytes = v.back() / n;
+  r.exchange_s = v[v.size() - 2] / n;
+  r.aux_loss = v[v.size() - 3] / (double(n_micro) * n);
+  r.dropped_choices = std::int64_t(v[v.size() - 4]);
+  v.resize(v.size() - 4);
   for (std::size_t l = 0; l < v.size(); l += std::size_t(E)) {
     double mx = 0.0, sum = 0.0;
     for (int e = 0; e < E; ++e) {
@@ -119,13 +124,13 @@ void Engine::finish_experts(int n_micro, StepResult& r) {
     r.expert_load.push_back(sum > 0 ? mx * E / sum : 1.0);
   }
   global_counts_ = v;  // the bias balance's update, once the step is taken
-  aux_sum_ = dropped_sum_ = 0.0;
+  aux_sum_ = dropped_sum_ = exchange_s_ = exchange_bytes_ = 0.0;
   expert_counts_.assign(expert_counts_.size(), 0.0);
 }
 
 StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load) {
   StepResult r;
-  aux_sum_ = dropped_sum_ = 0.0;
+  aux_sum_ = dropped_sum_ = exchange_s_ = exchange_bytes_ = 0.0;
   expert_counts_.assign(expert_counts_.size(), 0.0);
   comm_times_.clear();
   host_copy::take_bytes_moved();  // what an evaluation or a checkpoint moved is not the step's
@@ -224,6 +229,7 @@ std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {
       gather_->release(i);
     }
     gather_->finish();
+    m.take_exchanges();  // an evaluation's exchanges are not a step's
     const auto& s = m.sequence_losses();
     losses.insert(losses.end(), s.begin(), s.end());
   }
@@ -231,8 +237,17 @@ std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {
 }
 
 void Engine::trace_compute(const char* pass, int unit, double t0) {
+  const double t1 = now_s();
+  // The model's own collectives inside this compute (the experts' token exchanges): summed for
+  // the step and traced on the communication row.
+  const std::string& name = state_->units()[std::size_t(unit)].layout->name;
+  for (const Decoder::Exchange& x : model_->take_exchanges()) {
+    exchange_s_ += x.t1 - x.t0;
+    exchange_bytes_ += double(x.bytes);
+    if (trace_.enabled()) trace_.add(std::string(x.what) + " " + name, "comm", x.t0, x.t1, 1);
+  }
   if (!trace_.enabled()) return;
-  trace_.add(pass + state_->units()[std::size_t(unit)].layout->name, "compute", t0, now_s(), 0);
+  trace_.add(pass + name, "compute", t0, t1, 0);
 }
 
 }  // namespace fsdp

@@ -75,6 +75,15 @@ class Decoder {
   virtual std::vector<std::int64_t> expert_counts() const { return {}; }
   // Choices the last forward dropped at an expert's capacity (moe.capacity_factor).
   virtual std::int64_t dropped_choices() const { return 0; }
+  // fsdp.expert_parallel > 1: the token exchanges since the last call, each from issue to
+  // completion on the monotonic clock (core/clock.hpp), and what each moved; the engine traces
+  // them and sums their time. The exchange blocks, so all of it is exposed.
+  struct Exchange {
+    double t0 = 0.0, t1 = 0.0;
+    std::int64_t bytes = 0;  // sent by this rank
+    const char* what = "";
+  };
+  virtual std::vector<Exchange> take_exchanges() { return {}; }
   // moe.balance = bias: the per-expert biases, sparse layer after sparse layer ([layers x
   // experts]; empty otherwise), their restore from a checkpoint, and the step's update from the
   // global batch's choices per expert (expert_counts' layout, summed over the ranks).

@@ -58,6 +58,11 @@ struct ModelConfig {
   double moe_aux_coef = -1.0;
   double moe_bias_rate = 1e-3;
   double moe_capacity_factor = 0.0;
+  // fsdp.expert_parallel (P ranks share a sparse layer's experts, E/P each) and, set with
+  // train.deterministic, whether the experts' weight gradients go home to the rank whose tokens
+  // made them (so each micro-batch's gradient is whole where it ran: model/decoder/moe_ep.cpp).
+  int expert_parallel = 1;
+  bool moe_grads_home = false;
   std::string activation_checkpointing = "none";  // none | blocks
   std::string attention = "auto";                 // auto | fused | materialized
 

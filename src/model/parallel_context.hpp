@@ -16,10 +16,12 @@ namespace fsdp {
 // the layouts without it); a model that issues collectives includes comm/process_groups.hpp.
 namespace comm {
 struct ProcessGroups;
+class Communicator;
 }
 
 struct ParallelContext {
   comm::ProcessGroups* groups = nullptr;           // null: a model on its own (tests, benches)
+  comm::Communicator* experts = nullptr;           // fsdp.expert_parallel > 1: the expert group
   const std::vector<UnitLayout>* units = nullptr;  // null: the architecture's own layout
   ExecSpace exec{};
 };

@@ -28,6 +28,10 @@ std::string experts_column(const StepResult& r) {
                 *std::max_element(r.expert_load.begin(), r.expert_load.end()));
   std::string out = buf;
   if (r.dropped_choices > 0) out += " | dropped " + std::to_string(r.dropped_choices);
+  if (r.exchange_bytes > 0) {
+    std::snprintf(buf, sizeof buf, " | exchange %.0f ms", 1e3 * r.exchange_s);
+    out += buf;
+  }
   return out;
 }
 
@@ -81,6 +85,8 @@ void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_
       j["aux_loss"] = r.aux_loss;
       j["expert_load"] = r.expert_load;
       j["dropped_choices"] = r.dropped_choices;
+      j["expert_exchange_s"] = r.exchange_s;
+      j["expert_exchange_bytes"] = r.exchange_bytes;
     }
     metrics_->write(j);
   }

@@ -37,6 +37,8 @@ struct ExpertSpec {
   bool bias = false;         // moe.balance = bias: a per-expert bias on the choice
   float bias_rate = 0.f;     // its change per step
   float capacity_factor = 0.f;  // > 0: each expert's capacity, ceil(f N K / E) of N tokens
+  int P = 1;                 // expert parallelism: E / P experts per rank of an expert group
+  bool grads_home = false;   // their weight gradients sent back to the tokens' rank
   std::vector<char> sparse;  // per layer: experts (1) or the dense MLP (0)
   std::string router, experts, gate, down;
   bool sparse_layer(int l) const { return !sparse.empty() && sparse[std::size_t(l)] != 0; }

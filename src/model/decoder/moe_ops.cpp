@@ -32,6 +32,9 @@ k::Rows int_rows(const TrackedBuffer& b, std::int64_t at, std::int64_t n) {
 void DecoderSkeleton::allocate_moe(MemoryTracker& tracker) {
   const ExpertSpec& x = s_.moe;
   const std::int64_t N = std::int64_t(B_) * T_, R = N * x.K, E = x.E, K = x.K, F = x.F;
+  // The rows one rank's experts may receive: with expert parallelism every source's R rows at
+  // worst (all of P ranks' tokens choosing this rank's experts); the buffers take that worst case.
+  const std::int64_t Rx = R * x.P;
   const std::string& t = s_.tag;
   auto buf = [&](const std::string& name, std::int64_t n) {
     return TrackedBuffer(tracker, name, n, MC::Activations, MemSpace::Device, Dtype::F32);
@@ -49,9 +52,10 @@ void DecoderSkeleton::allocate_moe(MemoryTracker& tracker) {
     a->weights = buf(p + "weights", N * K);
     a->rows = buf(p + "rows", 2 * R);  // int32: row_of, then choice
     a->xe = buf(p + "xe", R * C_);
-    a->gu = buf(p + "gate_up", R * 2 * F);
-    a->h = buf(p + "h", R * F);
+    a->gu = buf(p + "gate_up", Rx * 2 * F);
+    a->h = buf(p + "h", Rx * F);
     a->ye = buf(p + "ye", R * C_);
+    if (x.P > 1) a->xr = buf(p + "xr", Rx * C_);
     moe_.push_back(std::move(a));
   }
   router_logits_ = buf(t + "::router_logits", N * E);
@@ -63,16 +67,26 @@ void DecoderSkeleton::allocate_moe(MemoryTracker& tracker) {
   }
   moe_dropped_.assign(std::size_t(cfg_.n_layer), 0);
   moe_dye_ = buf(t + "::moe_dye", R * C_);
-  moe_dgu_ = buf(t + "::moe_dgate_up", R * 2 * F);
-  moe_dh_ = buf(t + "::moe_dh", R * F);
+  moe_dgu_ = buf(t + "::moe_dgate_up", Rx * 2 * F);
+  moe_dh_ = buf(t + "::moe_dh", Rx * F);
+  if (x.P > 1) {
+    moe_yr_ = buf(t + "::moe_yr", Rx * C_);
+    moe_cnt_ = buf(t + "::moe_counts", 2 * E);
+  }
+  if (x.grads_home) {  // each expert's gate|up [2F, C] and down [C, F]
+    moe_gsend_ = buf(t + "::moe_grads_home", E * 3 * F * C_);
+    moe_grecv_ = buf(t + "::moe_grads_away", E * 3 * F * C_);
+  }
   moe_dw_ = buf(t + "::moe_dweights", N * K);
   aux_dp_ = buf(t + "::aux_dp", E);
   moe_counts_.assign(std::size_t(cfg_.n_layer), std::vector<std::int64_t>(std::size_t(E), 0));
   moe_psum_.assign(std::size_t(cfg_.n_layer), std::vector<double>(std::size_t(E), 0.0));
 }
 
-k::ExpertLinear DecoderSkeleton::expert_linear(const UnitParams& p, const LayerOffsets& o, Vec g) const {
+k::ExpertLinear DecoderSkeleton::expert_linear(const UnitParams& p, const LayerOffsets& o, Vec g,
+                                               const LayerOffsets* grads_at) const {
   const int C = C_, F = s_.moe.F;
+  const LayerOffsets& go = grads_at ? *grads_at : o;
   // Expert e's weight `which` (0: gate|up [2F, C], 1: down [C, F]): offset, rows, columns.
   struct Shape {
     std::int64_t off, out, in;
@@ -87,9 +101,9 @@ k::ExpertLinear DecoderSkeleton::expert_linear(const UnitParams& p, const LayerO
     if (bf16) return bf16->head_forward(y, x, p.weight_bf16(s.off, s.out, s.in));
     k::gemm("N", "T", 1.f, x, p.weight(s.off, s.out, s.in), 0.f, y);
   };
-  lin.backward = [&p, at, bf16, g](int e, int which, const Mat& dx, const ConstMat& dy, const ConstMat& x) {
+  lin.backward = [&p, &go, at, bf16, g](int e, int which, const Mat& dx, const ConstMat& dy, const ConstMat& x) {
     const Shape s = at(e, which);
-    const Mat dw = gm(g, s.off, s.out, s.in);
+    const Mat dw = gm(g, which == 0 ? go.expert_gu[std::size_t(e)] : go.expert_down[std::size_t(e)], s.out, s.in);
     if (bf16) return bf16->head_backward(dx, dw, dy, x, p.weight_bf16(s.off, s.out, s.in));
     k::gemm("N", "N", 1.f, dy, p.weight(s.off, s.out, s.in), 0.f, dx);
     k::gemm("T", "N", 1.f, dy, x, 1.f, dw);
@@ -135,8 +149,11 @@ void DecoderSkeleton::moe_compute(int l, const UnitParams& p, const Vec& x_out) 
   k::router_balance_sums(cm(e.probs, N, E), ids(e.top, N, K), counts.data(), psum.data());
 
   k::moe_gather(m(e.xe, rows, C), cm(a.ln2, N, C), int_rows(e.rows, R, rows), K);
-  k::experts_forward(m(e.ye, rows, C), m(e.gu, rows, 2 * F), m(e.h, rows, F), cm(e.xe, rows, C),
-                     e.plan.offsets, expert_linear(p, o, Vec()));
+  if (x.P > 1)
+    experts_forward_ep(p, o, e);
+  else
+    k::experts_forward(m(e.ye, rows, C), m(e.gu, rows, 2 * F), m(e.h, rows, F), cm(e.xe, rows, C),
+                       e.plan.offsets, expert_linear(p, o, Vec()));
   k::moe_combine(m(tmp_, N, C), cm(e.ye, rows, C), cm(e.weights, N, K), int_rows(e.rows, 0, R));
   k::residual_forward(x_out, ConstVec(res2.data(), res2.extent(0)), tmp_.cvec());
 }
@@ -155,9 +172,12 @@ void DecoderSkeleton::moe_grads(int l, const UnitParams& p, Vec g) {
   k::moe_combine_backward(m(moe_dye_, rows, C), m(moe_dw_, N, K), dout, cm(e.ye, rows, C),
                           cm(e.weights, N, K), row_of);
   // d xe overwrites d ye in place: each expert reads its rows of d ye before it writes them.
-  k::experts_backward(m(moe_dye_, rows, C), m(moe_dgu_, rows, 2 * F), m(moe_dh_, rows, F),
-                      cm(moe_dye_, rows, C), cm(e.xe, rows, C), cm(e.gu, rows, 2 * F),
-                      cm(e.h, rows, F), e.plan.offsets, expert_linear(p, o, g));
+  if (x.P > 1)
+    experts_backward_ep(p, o, e, g);
+  else
+    k::experts_backward(m(moe_dye_, rows, C), m(moe_dgu_, rows, 2 * F), m(moe_dh_, rows, F),
+                        cm(moe_dye_, rows, C), cm(e.xe, rows, C), cm(e.gu, rows, 2 * F),
+                        cm(e.h, rows, F), e.plan.offsets, expert_linear(p, o, g));
   k::moe_gather_backward(m(d_ln_, N, C), cm(moe_dye_, rows, C), row_of, K);
   const Mat dlogits = m(router_logits_, N, E);
   k::router_backward(dlogits, cm(e.probs, N, E), ids(e.top, N, K), cm(e.weights, N, K),

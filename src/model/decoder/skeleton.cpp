@@ -313,8 +313,10 @@ std::unique_ptr<Decoder> build_skeleton(const ModelConfig& m, const BlockSpec& s
   // The run's placed layout where there is one: its offsets are where the engine puts each
   // tensor of the gathered unit.
   if (o.parallel && o.parallel->units) units = *o.parallel->units;
-  return std::make_unique<DecoderSkeleton>(m, s, std::move(units), head_unit, attention,
-                                           o.micro_batch, tracker, o.bf16_attention);
+  auto d = std::make_unique<DecoderSkeleton>(m, s, std::move(units), head_unit, attention,
+                                             o.micro_batch, tracker, o.bf16_attention);
+  if (o.parallel) d->set_expert_group(o.parallel->experts);
+  return d;
 }
 
 }  // namespace fsdp

@@ -15,12 +15,16 @@
 #include "model/decoder.hpp"
 #include "model/decoder/block_spec.hpp"
 #include "model/flash_attention.hpp"
+#include "comm/peer_blocks.hpp"
 #include "model/experts/dispatch.hpp"
 #include "model/experts/experts.hpp"
 #include "model/rotary.hpp"
 #include "model/unit_params.hpp"
 
 namespace fsdp {
+namespace comm {
+class Communicator;
+}
 
 // A layer's tensors as offsets into the unit(s) holding them (-1: the architecture has none):
 // the attention's in its unit, the MLP's in its (the same unit when the layer is one).
@@ -44,9 +48,15 @@ struct LayerActivations {
 // [N, E], choices [N, K] (int32) and weights [N, K]; the plan's row_of and choice [R] each (int32,
 // on the device; the plan itself on the host); the experts' inputs xe [R, C], gate|up [R, 2F],
 // gated product [R, F] and outputs ye [R, C].
+// Expert parallelism (ExpertSpec::P > 1): xe is what this rank sends, ye what comes back; xr
+// [P R, C] the rows its own E/P experts received (source after source, each source's grouped by
+// local expert: "virtual expert" s E/P + e, rows voff[v] to voff[v + 1]), gu and h theirs; send
+// and recv the two exchanges' blocks (the return trip swaps them).
 struct MoeActivations {
-  TrackedBuffer probs, top, weights, rows, xe, gu, h, ye;
+  TrackedBuffer probs, top, weights, rows, xe, gu, h, ye, xr;
   kernels::DispatchPlan plan;
+  std::vector<std::int64_t> voff;
+  comm::PeerBlocks send, recv;
 };
 
 class DecoderSkeleton final : public Decoder {
@@ -76,6 +86,10 @@ class DecoderSkeleton final : public Decoder {
   double aux_loss() const override { return aux_loss_; }
   std::vector<std::int64_t> expert_counts() const override;
   std::int64_t dropped_choices() const override;
+  std::vector<Exchange> take_exchanges() override { return std::move(exchanges_); }
+  // fsdp.expert_parallel > 1: the group of P ranks this rank shares its sparse layers' experts
+  // with (ParallelContext::experts); required before the first forward.
+  void set_expert_group(comm::Communicator* group);
   std::vector<float> router_bias() const override { return bias_; }
   void set_router_bias(const std::vector<float>& bias) override;
   void update_router_bias(const std::vector<double>& counts) override;
@@ -110,7 +124,15 @@ class DecoderSkeleton final : public Decoder {
   void moe_grads(int l, const UnitParams& p, Vec g);
   // Layer o's experts' linear layers on unit p's weights (fp32, or bf16 GEMMs under
   // use_bf16_gemms), their gradients into g (none in forward).
-  kernels::ExpertLinear expert_linear(const UnitParams& p, const LayerOffsets& o, Vec g) const;
+  // grads_at: where in g each expert's gradients go, if not at its weights' offsets.
+  kernels::ExpertLinear expert_linear(const UnitParams& p, const LayerOffsets& o, Vec g,
+                                      const LayerOffsets* grads_at = nullptr) const;
+  // Expert parallelism (decoder/moe_ep.cpp): the experts' part of the forward and backward,
+  // with the token exchanges around this rank's E/P experts.
+  void experts_forward_ep(const UnitParams& p, const LayerOffsets& o, MoeActivations& e);
+  void experts_backward_ep(const UnitParams& p, const LayerOffsets& o, MoeActivations& e, Vec g);
+  void exchange(const char* what, const ConstVec& send, const comm::PeerBlocks& sb, const Vec& recv,
+                const comm::PeerBlocks& rb);
   MoeActivations& moe_acts(int l) { return *moe_[checkpointing_ ? 0 : std::size_t(l)]; }
   void allocate_moe(MemoryTracker& tracker);
   struct BalanceSums {
@@ -165,6 +187,12 @@ class DecoderSkeleton final : public Decoder {
   std::vector<float> bias_;                // moe.balance = bias: [sparse layers x E], and on the device:
   TrackedBuffer router_bias_;
   double aux_loss_ = 0.0;
+  // Expert parallelism: the group, the rows received [P R, C] (outputs forward, their
+  // gradients backward), the counts' exchange [2 E], and with grads_home the weight gradients
+  // sent home and received [2 x E x 3 F C].
+  comm::Communicator* ep_ = nullptr;
+  TrackedBuffer moe_yr_, moe_cnt_, moe_gsend_, moe_grecv_;
+  std::vector<Exchange> exchanges_;
 };
 
 }  // namespace fsdp

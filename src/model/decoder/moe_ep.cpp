@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+// Expert parallelism (fsdp.expert_parallel = P > 1): P consecutive ranks of a shard group share
+// each sparse layer's experts, rank j of the group computing experts [j E/P, (j+1) E/P) for
+// the tokens of all P. Around the grouped GEMMs of model/experts/experts.hpp:
+//  forward:  counts (each rank tells each peer how many of its rows go to each of the peer's
+//            experts), the rows (an all-to-all-v: the plan already groups them by expert, so a
+//            peer's rows are one contiguous block), the experts, the outputs back (the inverse
+//            all-to-all-v, into the rows the plan expects);
+//  backward: the outputs' gradients out, the experts' backward, the inputs' gradients back.
+// Each source's rows stay a GEMM of their own ("virtual expert" s E/P + e): the GEMMs are those
+// of P = 1, row for row, so outputs and input gradients have the same bits at any P. The
+// weights' gradients accumulate over the sources on the expert's rank, which the shard group's
+// reduction then sums as any other gradient; in deterministic mode (ExpertSpec::grads_home) each
+// source's weight gradients are computed into zeros and sent home instead, so each micro-batch's
+// gradient is whole on the rank that ran it and fsdp/deterministic.cpp's tree sums it as at
+// P = 1 (the price: one all-to-all of the layer's expert gradients per micro-batch).
+// Activation checkpointing recomputes a layer's forward inside backward, so the forward's two
+// exchanges run again there (three round trips per layer and micro-batch instead of two).
+#include <stdexcept>
+#include <string>
+
+#include "comm/communicator.hpp"
+#include "core/clock.hpp"
+#include "model/decoder/buffer_views.hpp"
+#include "model/decoder/skeleton.hpp"
+
+namespace fsdp {
+namespace k = kernels;
+using namespace skeleton_views;
+
+namespace {
+
+// Virtual expert v (source v / El, local expert v % El) as the model's expert first + v % El.
+k::ExpertLinear on_local(const k::ExpertLinear& lin, int first, int El) {
+  k::ExpertLinear out;
+  out.forward = [lin, first, El](int v, int which, const Mat& y, const ConstMat& x) {
+    lin.forward(first + v % El, which, y, x);
+  };
+  out.backward = [lin, first, El](int v, int which, const Mat& dx, const ConstMat& dy, const ConstMat& x) {
+    lin.backward(first + v % El, which, dx, dy, x);
+  };
+  return out;
+}
+
+Mat rows_of(const TrackedBuffer& b, std::int64_t first, std::int64_t n, std::int64_t cols) {
+  return Mat(b.data() + first * cols, n, cols);
+}
+
+}  // namespace
+
+void DecoderSkeleton::set_expert_group(comm::Communicator* group) {
+  const ExpertSpec& x = s_.moe;
+  if (x.P <= 1) return;
+  if (group && group->size() != x.P)
+    throw std::invalid_argument("fsdp.expert_parallel = " + std::to_string(x.P) +
+                                ": the model needs an expert group of that many ranks (got " +
+                                (group ? std::to_string(group->size()) : std::string("none")) + ")");
+  ep_ = group;
+}
+
+void DecoderSkeleton::exchange(const char* what, const ConstVec& send, const comm::PeerBlocks& sb,
+                               const Vec& recv, const comm::PeerBlocks& rb) {
+  ExecSpace().fence();  // the rows are written by kernels: complete before they move
+  const double t0 = now_s();
+  ep_->all_to_all_v(send, sb, recv, rb);
+  exchanges_.push_back({t0, now_s(), std::int64_t(sizeof(float)) * (sb.total() - sb.counts[std::size_t(ep_->rank())]), what});
+}
+
+void DecoderSkeleton::experts_forward_ep(const UnitParams& p, const LayerOffsets& o, MoeActivations& e) {
+  const ExpertSpec& x = s_.moe;
+  if (!ep_)
+    throw std::logic_error("fsdp.expert_parallel = " + std::to_string(x.P) +
+                           ": a model built without its expert group (ParallelContext::experts)");
+  const int P = x.P, El = x.E / P, j = ep_->rank(), C = C_, F = x.F;
+  const k::DispatchPlan& plan = e.plan;
+  // Counts: El per peer, as floats (exact: a micro-batch's rows per expert are far below 2^24).
+  std::vector<float> mine(std::size_t(x.E)), theirs(std::size_t(x.E));
+  for (int v = 0; v < x.E; ++v) mine[std::size_t(v)] = float(plan.counts[std::size_t(v)]);
+  const Vec cnt_send(moe_cnt_.data(), std::size_t(x.E)), cnt_recv(moe_cnt_.data() + x.E, std::size_t(x.E));
+  Kokkos::deep_copy(cnt_send, HostConstVec(mine.data(), mine.size()));
+  const double t0 = now_s();
+  ep_->all_to_all(cnt_send, cnt_recv);
+  exchanges_.push_back({t0, now_s(), std::int64_t(sizeof(float)) * (x.E - El), "expert counts"});
+  Kokkos::deep_copy(HostVec(theirs.data(), theirs.size()), cnt_recv);
+  std::vector<std::int64_t> sc(static_cast<std::size_t>(P), 0), rc(sc), sd(sc);
+  e.voff.assign(std::size_t(x.E) + 1, 0);
+  for (int d = 0; d < P; ++d) {
+    sd[std::size_t(d)] = plan.offsets[std::size_t(d * El)] * C;
+    sc[std::size_t(d)] = (plan.offsets[std::size_t((d + 1) * El)] - plan.offsets[std::size_t(d * El)]) * C;
+    for (int i = 0; i < El; ++i) {
+      const std::size_t v = std::size_t(d * El + i);
+      e.voff[v + 1] = e.voff[v] + std::int64_t(theirs[v]);
+      rc[std::size_t(d)] += std::int64_t(theirs[v]) * C;
+    }
+  }
+  e.send = comm::PeerBlocks{sc, sd};
+  e.recv = comm::PeerBlocks::packed(rc);
+  const std::int64_t rows = plan.rows(), got = e.voff.back();
+  exchange("expert dispatch", ConstVec(e.xe.data(), std::size_t(rows * C)), e.send,
+           Vec(e.xr.data(), std::size_t(got * C)), e.recv);
+  k::experts_forward(m(moe_yr_, got, C), m(e.gu, got, 2 * F), m(e.h, got, F), cm(e.xr, got, C), e.voff,
+                     on_local(expert_linear(p, o, Vec()), j * El, El));
+  exchange("expert combine", ConstVec(moe_yr_.data(), std::size_t(got * C)), e.recv,
+           Vec(e.ye.data(), std::size_t(rows * C)), e.send);
+}
+
+void DecoderSkeleton::experts_backward_ep(const UnitParams& p, const LayerOffsets& o, MoeActivations& e,
+                                          Vec g) {
+  const ExpertSpec& x = s_.moe;
+  const int P = x.P, El = x.E / P, j = ep_->rank(), C = C_, F = x.F;
+  const std::int64_t rows = e.plan.rows(), got = e.voff.back();
+  const Vec dyr(moe_yr_.data(), std::size_t(got * C));
+  exchange("expert dispatch grad", ConstVec(moe_dye_.data(), std::size_t(rows * C)), e.send, dyr, e.recv);
+  if (!x.grads_home) {
+    // d xr overwrites d yr in place (experts_backward reads an expert's rows before writing them).
+    k::experts_backward(m(moe_yr_, got, C), m(moe_dgu_, got, 2 * F), m(moe_dh_, got, F),
+                        cm(moe_yr_, got, C), cm(e.xr, got, C), cm(e.gu, got, 2 * F), cm(e.h, got, F),
+                        e.voff, on_local(expert_linear(p, o, g), j * El, El));
+  } else {
+    // Source s's weight gradients into block s of the send buffer, from zeros: expert j El + i's
+    // gate|up at (s El + i) X, its down 2FC further (X = 3FC).
+    const std::int64_t X = 3 * std::int64_t(F) * C;
+    Kokkos::deep_copy(moe_gsend_.vec(), 0.f);
+    for (int s = 0; s < P; ++s) {
+      LayerOffsets home;
+      home.expert_gu.assign(std::size_t(x.E), -1);
+      home.expert_down.assign(std::size_t(x.E), -1);
+      for (int i = 0; i < El; ++i) {
+        home.expert_gu[std::size_t(j * El + i)] = (std::int64_t(s) * El + i) * X;
+        home.expert_down[std::size_t(j * El + i)] = (std::int64_t(s) * El + i) * X + 2 * std::int64_t(F) * C;
+      }
+      const std::int64_t r0 = e.voff[std::size_t(s * El)], n = e.voff[std::size_t((s + 1) * El)] - r0;
+      std::vector<std::int64_t> off(std::size_t(El) + 1);
+      for (int i = 0; i <= El; ++i) off[std::size_t(i)] = e.voff[std::size_t(s * El + i)] - r0;
+      k::experts_backward(rows_of(moe_yr_, r0, n, C), rows_of(moe_dgu_, r0, n, 2 * F),
+                          rows_of(moe_dh_, r0, n, F), rows_of(moe_yr_, r0, n, C), rows_of(e.xr, r0, n, C),
+                          rows_of(e.gu, r0, n, 2 * F), rows_of(e.h, r0, n, F), off,
+                          on_local(expert_linear(p, o, moe_gsend_.vec(), &home), j * El, El));
+    }
+    ExecSpace().fence();
+    const double t0 = now_s();
+    ep_->all_to_all(moe_gsend_.cvec(), moe_grecv_.vec());
+    exchanges_.push_back({t0, now_s(), std::int64_t(sizeof(float)) * (P - 1) * El * X, "expert grads home"});
+    // Block d holds what rank d computed for this rank's tokens: its experts d El + i. Added into
+    // zeros (a deterministic micro-batch's gradient), the bits are those computed there.
+    for (int d = 0; d < P; ++d)
+      for (int i = 0; i < El; ++i) {
+        const int ex = d * El + i;
+        const std::int64_t at = (std::int64_t(d) * El + i) * X;
+        const ConstVec gu(moe_grecv_.data() + at, std::size_t(2 * F * C));
+        const ConstVec down(moe_grecv_.data() + at + 2 * std::int64_t(F) * C, std::size_t(F * C));
+        const Vec gg = gv(g, o.expert_gu[std::size_t(ex)], 2 * std::int64_t(F) * C);
+        const Vec gd = gv(g, o.expert_down[std::size_t(ex)], std::int64_t(F) * C);
+        Kokkos::parallel_for("moe_ep::grads_home", Kokkos::RangePolicy<ExecSpace>(0, gg.extent(0)),
+                             KOKKOS_LAMBDA(const std::int64_t q) { gg(q) += gu(q); });
+        Kokkos::parallel_for("moe_ep::grads_home", Kokkos::RangePolicy<ExecSpace>(0, gd.extent(0)),
+                             KOKKOS_LAMBDA(const std::int64_t q) { gd(q) += down(q); });
+      }
+  }
+  exchange("expert combine grad", ConstVec(moe_yr_.data(), std::size_t(got * C)), e.recv,
+           Vec(moe_dye_.data(), std::size_t(rows * C)), e.send);
+}
+
+}  // namespace fsdp
