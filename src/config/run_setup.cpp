@@ -166,6 +166,18 @@ void RunSetup::validate() const {
          model.arch + " places its tensors in " + std::to_string(placements.size()) +
          " parts with groups of their own, which zero1 and zero2 (full parameters kept) do not "
          "support; use zero3 or hybrid (or ddp)");
+  // Settings for experts on a model without any would do nothing: said, not ignored. Here, not
+  // when the deck is read: --init-from's file may be the one that has the experts.
+  if (m.n_experts == 0) {
+    const ModelConfig d;
+    const char* key = m.moe_balance != d.moe_balance           ? "moe.balance"
+                      : m.moe_aux_coef != d.moe_aux_coef         ? "moe.aux_loss_coef"
+                      : m.moe_bias_rate != d.moe_bias_rate       ? "moe.bias_rate"
+                      : m.moe_capacity_factor != d.moe_capacity_factor ? "moe.capacity_factor"
+                      : m.expert_parallel != 1                   ? "fsdp.expert_parallel"
+                                                                 : nullptr;
+    if (key) fail(std::string(key) + ": the model has no experts (model.n_experts = 0): leave it at its default");
+  }
   // Expert parallelism: P consecutive ranks of one shard group each hold E / P of a layer's
   // experts (model/decoder/moe_ep.cpp).
   const int P = m.expert_parallel;
@@ -176,8 +188,8 @@ void RunSetup::validate() const {
   if (P > 1 && s % P != 0)
     fail("fsdp.expert_parallel = " + std::to_string(P) + " does not divide the shard group of " +
          std::to_string(s) + " rank" + (s == 1 ? "" : "s") + " (fsdp.strategy = " +
-         strategy_name(strategy) + ", " + std::to_string(ranks) +
-         " ranks): an expert group is P ranks of one shard group; use a divisor of " +
+         strategy_name(strategy) + ", " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") +
+         "): an expert group is P ranks of one shard group; use a divisor of " +
          std::to_string(s));
   for (const Placement& pl : placements)
     if (s % std::max(1, pl.shard_split) != 0 && std::max(1, pl.shard_split) % s != 0)

@@ -380,27 +380,8 @@ const std::vector<CrossCheck>& config_cross_checks() {
                 number(c.train.min_lr);
        }},
     };
-    // moe.* set for a model without experts would do nothing: said, not ignored.
-    const MoeConfig defaults;
-    const auto no_experts = [](const RunConfig& c, bool set) -> std::string {
-      if (!set || c.model.n_experts > 0) return "";
-      return "the model has no experts (model.n_experts = 0): leave it at its default";
-    };
-    v.push_back({"moe.balance", "model.n_experts", [=](const RunConfig& c) {
-                   return no_experts(c, c.moe.balance != defaults.balance);
-                 }});
-    v.push_back({"moe.aux_loss_coef", "model.n_experts", [=](const RunConfig& c) {
-                   return no_experts(c, c.moe.aux_loss_coef != defaults.aux_loss_coef);
-                 }});
-    v.push_back({"moe.bias_rate", "model.n_experts", [=](const RunConfig& c) {
-                   return no_experts(c, c.moe.bias_rate != defaults.bias_rate);
-                 }});
-    v.push_back({"moe.capacity_factor", "model.n_experts", [=](const RunConfig& c) {
-                   return no_experts(c, c.moe.capacity_factor != defaults.capacity_factor);
-                 }});
-    v.push_back({"fsdp.expert_parallel", "model.n_experts", [=](const RunConfig& c) {
-                   return no_experts(c, c.fsdp.expert_parallel != 1);
-                 }});
+    // moe.* and fsdp.expert_parallel on a model without experts: RunSetup::validate, once the
+    // model's shape is known (--init-from may bring the experts).
     add_architecture_checks(v);
     return v;
   }();

@@ -32,13 +32,13 @@ expect_fail() {
   fi
 }
 
-# eval_loss NP WEIGHTS: fsdp's eval loss of --init-from WEIGHTS on $WORK/val.txt under the empty deck
+# eval_loss NP WEIGHTS [ARGS...]: fsdp's eval loss of --init-from WEIGHTS on $WORK/val.txt under the empty deck
 # $WORK/empty.toml (12 sequences
 # of the file's own block size), as the metrics file holds it (the HF tests' reference runs).
 eval_loss() {
   mpirun -np "$1" "$TRAIN" --config "$WORK/empty.toml" --init-from "$2" --set train.steps=0 \
     --set "data.train=$WORK/val.txt" --set "data.val=$WORK/val.txt" --set eval.sequences=12 \
-    --set train.batch_size="$1" --set train.micro_batch_size=1 --metrics "$WORK/ev.jsonl" \
+    --set train.batch_size="$1" --set train.micro_batch_size=1 --metrics "$WORK/ev.jsonl" "${@:3}" \
     >"$WORK/out" 2>&1 || { echo "failed: $(tail -2 "$WORK/out")"; return; }
   grep -o '"eval_loss":[^,}]*' "$WORK/ev.jsonl" | cut -d: -f2
 }

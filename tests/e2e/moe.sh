@@ -21,12 +21,13 @@ $PY "$REF" random-model "$WORK/q" --moe qwen3_moe --headdim 24 --scaling none --
   --dense 0 --renorm 0 || bad "random-model qwen3_moe"
 $PY "$REF" random-model "$WORK/m" --moe mixtral --ffn 48 --seed 2 --coef 0.02 || bad "random-model mixtral"
 $PY -c "import random; random.seed(1); print(''.join(random.choice('abcdefgh ijklmnop') for _ in range(64 * 65)))" >"$WORK/val.txt"
-for spec in "1 q/hf" "2 q/hf_bf16" "2 m/hf" "1 m/hf_sharded"; do
+# Expert parallelism P = 1, 2 and 4: the experts split over the ranks, the tokens exchanged.
+for spec in "1 q/hf 1" "2 q/hf_bf16 2" "4 m/hf 4" "1 m/hf_sharded 1"; do
   set -- $spec
   ref=$($PY "$REF" eval-loss "$WORK/$2" "$WORK/val.txt" 64 12)
-  st=$(eval_loss "$1" "$WORK/$2")
-  if within "$st" "$ref" 1e-5; then ok "$2 at np $1: eval loss $st, float64 PyTorch $ref"
-  else bad "$2 at np $1: eval loss $st, float64 PyTorch $ref"; fi
+  st=$(eval_loss "$1" "$WORK/$2" --set fsdp.expert_parallel="$3")
+  if within "$st" "$ref" 1e-5; then ok "$2 at np $1, expert_parallel $3: eval loss $st, float64 PyTorch $ref"
+  else bad "$2 at np $1, expert_parallel $3: eval loss $st, float64 PyTorch $ref"; fi
 done
 
 # 2. One AdamW step at np 2 (zero3) on one window: each tensor's update against the reference's.
@@ -92,22 +93,32 @@ else
   bad "round trip: $l1 vs $l2; $(tail -1 "$WORK/diff")"
 fi
 
-# 4. Deterministic mode: Mixtral at np 1, 2 and 4 (hybrid 2 x 2) gives the same bits, and a
-# checkpoint of np 4 resumed at np 2 gives the straight run's: with Hugging Face's balance loss,
-# and with the bias balance (its biases in the checkpoint) and a capacity that drops choices.
+# 4. Deterministic mode: Mixtral at np 1, 2 and 4 and expert parallelism 1, 2 and 4 gives the
+# same bits, and a checkpoint of np 4 resumed at np 2 gives the straight run's: with Hugging
+# Face's balance loss (np 2 P 2, np 4 P 4, resumed at np 2 P 1), and with the bias balance (its
+# biases in the checkpoint) and a capacity that drops choices (np 2 P 1, np 4 hybrid 2 x 2 P 2,
+# resumed at np 2 P 2).
 MIX=(--config inputs/mixtral_tiny.toml --set train.steps=4 --set eval.every=0 --set train.batch_size=4
      --set train.micro_batch_size=1 --set train.deterministic=true --set train.peak_tflops=1)
 for variant in aux bias; do
   extra=()
-  [ $variant = bias ] && extra=(--set moe.balance=bias --set moe.bias_rate=0.01 --set moe.capacity_factor=1.0)
-  for spec in "1 zero3 0" "2 zero3 0" "4 hybrid 2"; do
+  specs=("1 zero3 0 1" "2 zero3 0 2" "4 zero3 0 4")
+  resume_p=1
+  if [ $variant = bias ]; then
+    extra=(--set moe.balance=bias --set moe.bias_rate=0.01 --set moe.capacity_factor=1.0)
+    specs=("1 zero3 0 1" "2 zero3 0 1" "4 hybrid 2 2")
+    resume_p=2
+  fi
+  for spec in "${specs[@]}"; do
     set -- $spec
     mpirun -np "$1" --oversubscribe "$TRAIN" "${MIX[@]}" "${extra[@]}" --set fsdp.strategy="$2" \
-      --set fsdp.shard_group_size="$3" --set checkpoint.every=2 --set "checkpoint.dir=$WORK/$variant$1" \
-      --metrics "$WORK/$variant$1.jsonl" >"$WORK/out" 2>&1 || bad "deterministic mixtral ($variant) at np $1: $(tail -3 "$WORK/out")"
+      --set fsdp.shard_group_size="$3" --set fsdp.expert_parallel="$4" --set checkpoint.every=2 \
+      --set "checkpoint.dir=$WORK/$variant$1" --metrics "$WORK/$variant$1.jsonl" >"$WORK/out" 2>&1 ||
+      bad "deterministic mixtral ($variant) at np $1 P $4: $(tail -3 "$WORK/out")"
   done
   mpirun -np 2 "$TRAIN" "${MIX[@]}" "${extra[@]}" --resume "$WORK/${variant}4/step_000002.h5" --set checkpoint.every=2 \
-    --set "checkpoint.dir=$WORK/${variant}res" >"$WORK/out" 2>&1 || bad "resume at np 2: $(tail -3 "$WORK/out")"
+    --set fsdp.expert_parallel=$resume_p --set "checkpoint.dir=$WORK/${variant}res" >"$WORK/out" 2>&1 ||
+    bad "resume at np 2 P $resume_p: $(tail -3 "$WORK/out")"
   same=0
   for other in "$WORK/${variant}2/step_000004.h5" "$WORK/${variant}4/step_000004.h5" "$WORK/${variant}res/step_000004.h5"; do
     "$CKPT" diff "$WORK/${variant}1/step_000004.h5" "$other" >"$WORK/diff" 2>&1 && same=$((same + 1)) ||
@@ -127,7 +138,7 @@ for variant in aux bias; do
     fi
     detail+="; $(grep -m1 -o '"dropped_choices":[0-9]*' "$WORK/bias1.jsonl") at step 1"
   fi
-  if [ "$same" = 3 ]; then ok "deterministic Mixtral ($variant): np 1, np 2, np 4 (hybrid 2 x 2) and np 4 -> np 2 resumed write the same bits$detail"
+  if [ "$same" = 3 ]; then ok "deterministic Mixtral ($variant): np 1, ${specs[1]}, ${specs[2]} (np, strategy, shard group, expert parallel) and np 4 -> np 2 P $resume_p resumed write the same bits$detail"
   else bad "deterministic Mixtral ($variant): $same of 3 checkpoints equal np 1's$detail"; fi
 done
 
@@ -180,6 +191,12 @@ expect_fail "deck: experts on GPT-2" 2 "model.n_experts: GPT-2 has a dense MLP" 
   "$TRAIN" --config "$WORK/empty.toml" --set model.n_experts=4
 expect_fail "deck: moe.* on a dense model" 2 "moe.capacity_factor: the model has no experts" \
   "$TRAIN" --config inputs/llama_tiny.toml --set moe.capacity_factor=1.5
+expect_fail "deck: experts not divisible by P" 2 "fsdp.expert_parallel = 3 does not divide model.n_experts = 8" \
+  "$TRAIN" --config inputs/qwen3_moe_tiny.toml --set fsdp.expert_parallel=3
+expect_fail "deck: P not dividing the shard group" 2 "fsdp.expert_parallel = 2 does not divide the shard group of 1 rank" \
+  "$TRAIN" --config inputs/qwen3_moe_tiny.toml --set fsdp.expert_parallel=2
+expect_fail "deck: expert parallelism on a dense model" 2 "fsdp.expert_parallel: the model has no experts" \
+  "$TRAIN" --config inputs/llama_tiny.toml --set fsdp.expert_parallel=2
 expect_fail "deck: a layer list that is not one" 2 "model.mlp_only_layers: expected comma-separated layer indices" \
   "$TRAIN" --config inputs/qwen3_moe_tiny.toml --set model.mlp_only_layers=0,x
 

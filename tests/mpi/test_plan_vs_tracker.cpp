@@ -31,6 +31,9 @@ struct Case {
   std::string unit = "block";
   std::string attention = "materialized";
   std::string arch = "gpt2";
+  // Experts: fsdp.expert_parallel over the shard group where it divides the 4 experts (the
+  // received rows' worst case, the counts, and deterministic mode's gradients sent home).
+  bool expert_parallel = false;
 };
 
 std::string describe(const Case& c) {
@@ -39,7 +42,7 @@ std::string describe(const Case& c) {
      << " ckpt=" << c.checkpointing << " micro=" << c.micro_batches
      << " accumulate=" << (c.sharded_accumulate ? "sharded" : "unsharded")
      << " offload=" << c.offload << " deterministic=" << c.deterministic << " unit=" << c.unit
-     << " attention=" << c.attention << " arch=" << c.arch;
+     << " attention=" << c.attention << " arch=" << c.arch << " ep=" << c.expert_parallel;
   return os.str();
 }
 
@@ -95,6 +98,9 @@ std::vector<Case> cases() {
   v.push_back({"zero3", 1, true, false, 2, false, "none", false, "block", "materialized", "qwen3_moe"});
   v.push_back({"hybrid", 2, true, true, 1, false, "params", false, "sublayer", "fused", "qwen3_moe"});
   v.push_back({"zero2", 0, true, true, 2, true, "none", false, "block", "auto", "mixtral"});
+  v.push_back({"zero3", 1, true, false, 2, false, "none", false, "block", "materialized", "qwen3_moe", true});
+  v.push_back({"hybrid", 2, true, true, 1, false, "params", false, "sublayer", "fused", "mixtral", true});
+  v.push_back({"zero3", 0, true, true, 2, false, "none", true, "block", "auto", "mixtral", true});
   v.push_back({"ddp", 1, true, false, 1, false, "optimizer", true, "sublayer", "auto", "mixtral"});
   return v;
 }
@@ -123,6 +129,14 @@ RunConfig config_for(const Case& c, int ranks) {
   cfg.model.attention = c.attention;
   // Hybrid: shard groups of two ranks where the world divides by two, else the whole node.
   cfg.fsdp.shard_group_size = c.strategy == "hybrid" && ranks % 2 == 0 ? 2 : 0;
+  if (c.expert_parallel) {
+    const int shard = c.strategy == "hybrid" ? (ranks % 2 == 0 ? 2 : ranks) : ranks;
+    for (int P : {4, 2, 1})
+      if (shard % P == 0 && cfg.model.n_experts % P == 0) {
+        cfg.fsdp.expert_parallel = P;
+        break;
+      }
+  }
   return cfg;
 }
 
