@@ -25,15 +25,19 @@ std::unique_ptr<Communicator> make_communicator(MPI_Comm comm, MpiOptions option
   return std::make_unique<MpiCommunicator>(comm, std::move(options));
 }
 
-std::unique_ptr<Communicator> make_expert_group(MPI_Comm world, int P, MpiOptions base) {
+void make_expert_groups(ProcessGroups& g, MPI_Comm world, int P, int S, bool slices, MpiOptions base) {
   int rank = 0, n = 0;
   FSDP_MPI_CHECK(MPI_Comm_rank(world, &rank));
   FSDP_MPI_CHECK(MPI_Comm_size(world, &n));
-  if (P < 1 || n % P != 0)
-    fatal("comm::make_expert_group: expert groups of " + std::to_string(P) + " ranks in a world of " +
-          std::to_string(n));
-  base.name = "expert";
-  return split(world, rank / P, rank, std::move(base));
+  if (P < 1 || S < 1 || n % S != 0 || S % P != 0)
+    fatal("comm::make_expert_groups: expert groups of " + std::to_string(P) + " ranks in shard groups of " +
+          std::to_string(S) + " in a world of " + std::to_string(n));
+  MpiOptions o = base;
+  o.name = "expert";
+  g.expert = split(world, rank / P, rank, o);
+  if (!slices) return;
+  o.name = "expert slice";
+  g.expert_slice = split(world, (rank / S) * P + (rank % S) % P, rank, o);
 }
 
 int ranks_per_node(MPI_Comm comm) {

@@ -28,6 +28,9 @@ struct ProcessGroups {
   // fsdp.expert_parallel = P > 1: the P consecutive ranks (of one shard group) that share a
   // layer's experts and exchange tokens (null: no expert parallelism).
   std::unique_ptr<Communicator> expert;
+  // Where the experts' part is divided (model/placement.hpp): the S / P ranks of a shard group
+  // at positions q with the same q % P, which gather, reduce and store one slice of it.
+  std::unique_ptr<Communicator> expert_slice;
   Communicator& part_shard(int k) { return k <= 1 ? *shard : *splits.at(k).shard; }
   Communicator& part_replicate(int k) { return k <= 1 ? *replicate : *splits.at(k).replicate; }
 };
@@ -46,8 +49,10 @@ inline std::pair<int, int> split_colors(int rank, int s, int k) {
 ProcessGroups make_process_groups(MPI_Comm world, int shard_group_size, LinkEmulation link = {},
                                   MpiOptions base = {}, const std::vector<int>& splits = {});
 
-// The expert groups of fsdp.expert_parallel = P: ranks r with the same r / P. Collective over world.
-std::unique_ptr<Communicator> make_expert_group(MPI_Comm world, int P, MpiOptions base = {});
+// The expert groups of fsdp.expert_parallel = P: ranks r with the same r / P, and with
+// `slices` the slice groups of shard groups of S ranks (the same r / S and r % P) too.
+// Collective over world.
+void make_expert_groups(ProcessGroups& g, MPI_Comm world, int P, int S, bool slices, MpiOptions base = {});
 
 // An MpiCommunicator over a duplicate of comm, or a SingleCommunicator when comm has one rank.
 std::unique_ptr<Communicator> make_communicator(MPI_Comm comm, MpiOptions options = {});

@@ -75,6 +75,12 @@ int RunSetup::part_split(int p) const {
   return k % s == 0 ? s : 0;
 }
 
+int RunSetup::part_slices(int p) const {
+  const bool divides = placements[std::size_t(p)].by_expert && model.expert_parallel > 1 &&
+                       (strategy == Strategy::Zero3 || strategy == Strategy::Hybrid) && !deterministic;
+  return divides ? model.expert_parallel : 1;
+}
+
 std::vector<int> RunSetup::part_splits() const {
   std::vector<int> k;
   for (int p = 0; p < int(placements.size()); ++p)
@@ -86,7 +92,11 @@ std::string RunSetup::describe_mesh() const {
   std::string d = "replicate " + std::to_string(replicate_group()) + " x shard " +
                   std::to_string(shard_group());
   for (int p = 0; p < int(placements.size()); ++p)
-    if (part_shard_group(p) != shard_group())
+    if (part_slices(p) > 1)
+      d += "; '" + placements[std::size_t(p)].name + "' parts: " + std::to_string(part_slices(p)) +
+           " slices (expert parallel), each sharded over " + std::to_string(part_shard_group(p)) +
+           " x replicate " + std::to_string(part_replicate_group(p));
+    else if (part_shard_group(p) != shard_group() && !part_merged(p))
       d += "; '" + placements[std::size_t(p)].name + "' parts: shard " +
            std::to_string(part_shard_group(p)) + " x replicate " +
            std::to_string(part_replicate_group(p));
@@ -161,11 +171,19 @@ void RunSetup::validate() const {
   // zero1 and zero2 keep full parameters and take the rank's shard of them as one range, which
   // a unit of several parts does not have (even where the parts' groups coincide: the parts
   // themselves never depend on N, so that deterministic mode's norm blocks do not).
-  if (placements.size() > 1 && (strategy == Strategy::Zero1 || strategy == Strategy::Zero2))
+  const auto own_groups = std::count_if(placements.begin(), placements.end(),
+                                        [](const Placement& pl) { return !pl.by_expert; });
+  if (own_groups > 1 && (strategy == Strategy::Zero1 || strategy == Strategy::Zero2))
     fail("fsdp.strategy = " + std::string(strategy_name(strategy)) + ": model.arch = " +
          model.arch + " places its tensors in " + std::to_string(placements.size()) +
          " parts with groups of their own, which zero1 and zero2 (full parameters kept) do not "
          "support; use zero3 or hybrid (or ddp)");
+  for (int p = 0; p < int(placements.size()); ++p)
+    if (part_slices(p) > 1 && muon_optimizer())
+      fail("train.optimizer = muon with fsdp.expert_parallel = " + std::to_string(m.expert_parallel) +
+           " under fsdp.strategy = " + strategy_name(strategy) +
+           ": the experts are divided over the ranks, and Muon's whole-matrix exchange does not "
+           "reach divided parts yet; use fsdp.strategy = zero2 (experts stored whole) or AdamW");
   // Settings for experts on a model without any would do nothing: said, not ignored. Here, not
   // when the deck is read: --init-from's file may be the one that has the experts.
   if (m.n_experts == 0) {

@@ -83,8 +83,14 @@ struct RunSetup {
   // one placement is the shard group itself.
   std::vector<Placement> placements{{"dense", 1}};
   int part_split(int p) const;
-  int part_shard_group(int p) const { return shard_group() / std::max(1, part_split(p)); }
-  int part_replicate_group(int p) const { return ranks / part_shard_group(p); }
+  // A by_expert placement's slices (fsdp.expert_parallel where the part is divided, else 1), and
+  // whether its tensors join placement 0 instead (by_expert, not divided).
+  int part_slices(int p) const;
+  bool part_merged(int p) const { return placements[std::size_t(p)].by_expert && part_slices(p) == 1; }
+  // The ranks one slice of the part is sharded over (a part not divided: one slice), and the
+  // copies of each shard.
+  int part_shard_group(int p) const { return shard_group() / std::max(1, part_split(p)) / part_slices(p); }
+  int part_replicate_group(int p) const { return ranks / (part_shard_group(p) * part_slices(p)); }
   // The splits k > 1 whose groups the run needs (comm::make_process_groups' `splits`).
   std::vector<int> part_splits() const;
   // The mesh in words, outermost dimension first, e.g. "replicate 2 x shard 2; 'half' parts:

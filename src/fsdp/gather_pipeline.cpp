@@ -135,8 +135,8 @@ void GatherPipeline::issue(int u) {
     }
   }
   for (PartShard& ps : su.parts) {
-    const Bf16Vec own(su.gathered.bf16().data() + ps.flat_begin(), bf16 ? ps.shard : 0);
-    const Vec own_f32(su.gathered.data() + ps.flat_begin(), bf16 ? 0 : ps.shard);
+    const Bf16Vec own(su.gathered.bf16().data() + ps.gather_at(), bf16 ? ps.shard : 0);
+    const Vec own_f32(su.gathered.data() + ps.gather_at(), bf16 ? 0 : ps.shard);
     if (offloaded) {
       if (bf16)
         host_copy::to_device(
@@ -152,11 +152,11 @@ void GatherPipeline::issue(int u) {
     comm::Communicator& c = *ps.shard_comm;
     if (bf16)
       ps.gather = c.iall_gather(ConstBf16Vec(own.data(), ps.shard),
-                                Bf16Vec(su.gathered.bf16().data() + ps.part.base, ps.part.padded));
+                                Bf16Vec(su.gathered.bf16().data() + ps.part.base, ps.part.flat()));
     else
       ps.gather = c.iall_gather(
           ConstVec(offloaded ? own_f32.data() : shard.device().data() + ps.shard_offset, ps.shard),
-          Vec(su.gathered.data() + ps.part.base, ps.part.padded));
+          Vec(su.gathered.data() + ps.part.base, ps.part.flat()));
     times_.exposed_s += now_s() - t0;
     times_.gather_bytes += double(ps.gather.bytes());
   }

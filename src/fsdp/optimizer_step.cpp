@@ -46,7 +46,7 @@ std::vector<comm::Communicator*> ShardedOptimizer::placement_comms() {
   for (const ShardedUnit& su : state_.units())
     for (const PartShard& ps : su.parts) {
       if (int(c.size()) <= ps.part.placement) c.resize(std::size_t(ps.part.placement) + 1, nullptr);
-      c[std::size_t(ps.part.placement)] = ps.shard_comm;
+      c[std::size_t(ps.part.placement)] = ps.store_comm;
     }
   return c;
 }

@@ -17,6 +17,12 @@ void accumulate_into(const Vec& dst, const ConstVec& src) {
       KOKKOS_LAMBDA(const int64_t i) { dst(i) += src(i); });
 }
 
+void scale(const Vec& v, float f) {
+  Kokkos::parallel_for(
+      "engine::scale_divided_grads", Kokkos::RangePolicy<ExecSpace>(0, v.extent(0)),
+      KOKKOS_LAMBDA(const int64_t i) { v(i) *= f; });
+}
+
 void accumulate_on_host(const PinnedVec& dst, const ConstPinnedVec& src) {
   Kokkos::parallel_for(
       "engine::accumulate_grad_shard_on_host", Kokkos::RangePolicy<HostExecSpace>(0, dst.extent(0)),
@@ -89,6 +95,12 @@ void ReducePipeline::reduce_scatter(int u) {
   ShardedUnit& su = units_[std::size_t(u)];
   const double t0 = now_s();
   FSDP_COMM_SITE("reduce " + su.layout->name);
+  // A divided part's rank holds the gradient of P ranks' tokens (the experts it computed for its
+  // expert group), and its slice group is S/P ranks: the mean over the S ranks' tokens is the
+  // slice group's mean over P.
+  for (const PartShard& ps : su.parts)
+    if (ps.part.slices > 1)
+      scale(Vec(su.grad_full.data() + ps.part.base, ps.part.flat()), 1.f / float(ps.part.slices));
   Pending pr = cast_for_send(u);
   pr.first = shards_grads(state_.strategy()) && fresh_[std::size_t(u)];
   // An offloaded gradient shard (fsdp.offload = params) is host memory: the collective lands
@@ -105,11 +117,11 @@ void ReducePipeline::reduce_scatter(int u) {
     comm::Communicator& shard = *ps.shard_comm;
     if (bf16_)
       pr.handles.push_back(shard.ireduce_scatter(
-          ConstBf16Vec(pr.send.bf16().data() + ps.part.base, ps.part.padded), into,
+          ConstBf16Vec(pr.send.bf16().data() + ps.part.base, ps.part.flat()), into,
           comm::ReduceOp::Avg));
     else
       pr.handles.push_back(shard.ireduce_scatter(
-          ConstVec(su.grad_full.data() + ps.part.base, ps.part.padded), into, comm::ReduceOp::Avg));
+          ConstVec(su.grad_full.data() + ps.part.base, ps.part.flat()), into, comm::ReduceOp::Avg));
     times_.reduce_bytes += double(pr.handles.back().bytes());
   }
   times_.exposed_s += now_s() - t0;

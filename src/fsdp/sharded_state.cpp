@@ -36,37 +36,55 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Proces
   for (std::size_t u = 0; u < units_.size(); ++u) {
     ShardedUnit& su = units_[u];
     su.layout = &layout_.units[u];
+    su.stored = &layout_.stored[u];
     su.numel = su.layout->numel;
     su.padded = layout_.padded(int(u));
+    su.whole = layout_.whole(int(u));
+    std::vector<int> positions;
     for (std::size_t i = 0; i < layout_.parts[u].size(); ++i) {
       PartShard ps;
       ps.part = layout_.parts[u][i];
       ps.layout = &layout_.part_units[u][i];
-      const int k = setup.part_split(ps.part.placement);
-      ps.shard_comm = &groups.part_shard(k);
-      ps.replicate_comm = &groups.part_replicate(k);
+      int position = 0;
+      if (ps.part.slices > 1) {
+        // Divided: gathered and reduced over the slice's ranks, stored whole over the shard group.
+        if (!groups.expert_slice) fatal("unit " + su.layout->name + ": a divided part without its slice groups");
+        ps.shard_comm = groups.expert_slice.get();
+        ps.replicate_comm = groups.replicate.get();
+        ps.store_comm = groups.shard.get();
+        const PartRank pr = part_rank(setup, ps.part.placement, groups.world->rank());
+        if (pr.gather != ps.shard_comm->rank())
+          fatal("unit " + su.layout->name + ": slice group position " + std::to_string(ps.shard_comm->rank()) +
+                ", planned " + std::to_string(pr.gather));
+        position = pr.position;
+      } else {
+        const int k = setup.part_split(ps.part.placement);
+        ps.shard_comm = &groups.part_shard(k);
+        ps.replicate_comm = &groups.part_replicate(k);
+        ps.store_comm = ps.shard_comm;
+        position = ps.shard_comm->rank();
+      }
       if (ps.shard_comm->size() != ps.part.shard_group)
         fatal("unit " + su.layout->name + ": a part planned over " +
               std::to_string(ps.part.shard_group) + " ranks has a shard group of " +
               std::to_string(ps.shard_comm->size()));
-      ps.shard = ps.part.padded / ps.part.shard_group;
-      ps.shard_begin = std::int64_t(ps.shard_comm->rank()) * ps.shard;
+      ps.shard = ps.part.shard();
+      ps.shard_begin = std::int64_t(position) * ps.shard;
       ps.shard_offset = su.shard;
       su.shard += ps.shard;
+      positions.push_back(position);
       su.parts.push_back(std::move(ps));
     }
     su.shard_begin = su.parts.size() == 1 ? su.parts[0].shard_begin : 0;
-    std::vector<int> positions;
-    for (const PartShard& ps : su.parts) positions.push_back(ps.shard_comm->rank());
     su.optim = optimizer_layout(layout_, int(u), positions, setup.muon_optimizer(), !nvme);
   }
   for (std::size_t u = 0; u < units_.size(); ++u) {
     ShardedUnit& su = units_[u];
     const std::string& name = su.layout->name;
 
-    // Every rank initialises the full unit the same way and keeps what it owns.
-    std::vector<float> full(su.padded, 0.f);
-    arch.init_unit(setup.model, *su.layout, full.data(), seed);
+    // Every rank initialises the whole unit the same way and keeps what it owns.
+    std::vector<float> full(su.whole, 0.f);
+    arch.init_unit(setup.model, *su.stored, full.data(), seed);
     const auto keep_own = [&](const ShardVec& shard) {
       for (const PartShard& ps : su.parts)
         shard.sub(ps.shard_offset, ps.shard).copy_from(full.data() + ps.flat_begin());
@@ -108,7 +126,7 @@ std::int64_t ShardedState::offload_bytes(const RunSetup& setup, const RunLayout&
 
 std::int64_t ShardedState::padded_params() const {
   std::int64_t n = 0;
-  for (const auto& su : units_) n += su.padded;
+  for (const auto& su : units_) n += su.whole;
   return n;
 }
 
@@ -163,9 +181,9 @@ std::vector<UnitShard> ShardedState::unit_shards() {
 
 std::vector<float> ShardedState::full_params(int u) {
   ShardedUnit& su = units_[std::size_t(u)];
-  std::vector<float> out(su.padded);
+  std::vector<float> out(su.whole);
   if (shards_params(setup_.strategy)) {
-    FlatView full("sharded_state::full_params", su.padded);
+    FlatView full("sharded_state::full_params", su.whole);
     const ShardVec shard = su.params.view();
     for (const PartShard& ps : su.parts) {
       const Vec own(full.data() + ps.flat_begin(), ps.shard);
@@ -178,15 +196,28 @@ std::vector<float> ShardedState::full_params(int u) {
       } else {
         Kokkos::deep_copy(own, p.device());
       }
-      ps.shard_comm->all_gather(ConstVec(own.data(), ps.shard),
-                                Vec(full.data() + ps.part.base, ps.part.padded));
+      if (ps.part.slices == 1) {
+        ps.shard_comm->all_gather(ConstVec(own.data(), ps.shard),
+                                  Vec(full.data() + ps.part.store, ps.part.padded));
+        continue;
+      }
+      // Divided: shard-group position q holds piece (q % P) S/P + q / P of the whole part.
+      comm::Communicator& g = *ps.store_comm;
+      FlatView pieces("sharded_state::full_params_pieces", ps.part.padded);
+      g.all_gather(ConstVec(own.data(), ps.shard), Vec(pieces.data(), ps.part.padded));
+      const int S = g.size(), P = ps.part.slices;
+      for (int q = 0; q < S; ++q) {
+        const std::int64_t piece = std::int64_t(q % P) * (S / P) + q / P;
+        Kokkos::deep_copy(Vec(full.data() + ps.part.store + piece * ps.shard, ps.shard),
+                          Vec(pieces.data() + std::int64_t(q) * ps.shard, ps.shard));
+      }
     }
-    Kokkos::deep_copy(HostVec(out.data(), su.padded), full);
+    Kokkos::deep_copy(HostVec(out.data(), su.whole), full);
   } else {
     su.params.view().copy_to(out.data());
   }
   std::int64_t end = 0;
-  for (const TensorSpec& t : su.layout->tensors) end = std::max(end, t.offset + t.numel);
+  for (const TensorSpec& t : su.stored->tensors) end = std::max(end, t.offset + t.numel);
   out.resize(std::size_t(end));
   return out;
 }

@@ -21,27 +21,35 @@ namespace fsdp {
 struct PartShard {
   UnitPart part;                     // its place in the unit's flat buffer, its groups' sizes
   const UnitLayout* layout = nullptr;  // its tensors, at offsets within the part
-  std::int64_t shard = 0;            // part.padded / its shard group's size
-  std::int64_t shard_begin = 0;      // first element of the part this rank owns
+  std::int64_t shard = 0;            // part.shard(): what this rank owns of it
+  std::int64_t shard_begin = 0;      // first element of the (whole) part this rank owns
   std::int64_t shard_offset = 0;     // where that slice sits in the unit's shard buffers
+  // The gather and reduction group (a divided part: its slice's), the copies of the shard, and
+  // the ranks that hold the whole part once between them (sums over the part: the norm).
   comm::Communicator* shard_comm = nullptr;
   comm::Communicator* replicate_comm = nullptr;
+  comm::Communicator* store_comm = nullptr;
   comm::Handle gather;  // the in-flight all-gather into its region of `gathered`
-  // Elements [begin, begin + shard) of the unit's flat buffer: this rank's slice.
-  std::int64_t flat_begin() const { return part.base + shard_begin; }
+  // Elements [begin, begin + shard) of the unit's whole buffer (RunLayout::stored): this
+  // rank's slice.
+  std::int64_t flat_begin() const { return part.store + shard_begin; }
+  // Where this rank's shard lands in the part's region of the flat (gathered) buffer.
+  std::int64_t gather_at() const { return part.base + std::int64_t(shard_comm->rank()) * shard; }
   bool writes() const { return replicate_comm->rank() == 0; }  // the copy a checkpoint writes
 };
 
 struct ShardedUnit {
   const UnitLayout* layout = nullptr;  // every tensor at its offset in the flat buffer
+  const UnitLayout* stored = nullptr;  // ... and in the whole buffer (differs for divided parts)
   std::vector<PartShard> parts;
   std::int64_t numel = 0;        // real parameters
-  std::int64_t padded = 0;       // the flat buffer: every part, padded
+  std::int64_t padded = 0;       // the flat buffer: every part, padded (a divided one's slice)
+  std::int64_t whole = 0;        // the whole buffer: every part entire
   std::int64_t shard = 0;        // this rank's slices of every part (= padded without sharding)
   // The first flat element this rank owns where that is one range: a unit of one part, or a
   // strategy that does not shard (the whole buffer). 0 otherwise.
   std::int64_t shard_begin = 0;
-  // Element i of the rank's shard buffers as an element of the unit's flat buffer.
+  // Element i of the rank's shard buffers as an element of the unit's whole buffer.
   std::int64_t flat_of(std::int64_t i) const {
     for (const PartShard& p : parts)
       if (i < p.shard_offset + p.shard) return p.flat_begin() + (i - p.shard_offset);

@@ -67,7 +67,7 @@ MemoryPlan plan_memory(const Setup& s) {
   for (int u = 0; u < int(layout.units.size()); ++u) {
     const std::int64_t padded = layout.padded(u);
     mp.params += layout.units[std::size_t(u)].numel;
-    mp.padded_params += padded;
+    mp.padded_params += layout.whole(u);
     mp.largest_unit = std::max(mp.largest_unit, padded);
     shards.push_back(layout.shard(u));
   }

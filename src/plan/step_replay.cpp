@@ -264,7 +264,7 @@ class Replay {
     gather_handle_[u].clear();
     for (const UnitPart& part : layout_.parts[std::size_t(u)]) {
       gather_handle_[u].push_back(issue(Coll::AllGather, Group::Shard,
-                                        b_.param * double(part.padded), u, after, part.placement));
+                                        b_.param * double(part.flat()), u, after, part.placement));
       ev_.back().carried_lead = lead;
     }
     gathered_[u] = true;
@@ -411,7 +411,7 @@ class Replay {
       if (!direct) allocate(C::CommBuffers, kDev, p.recv_bytes, u);
       for (const UnitPart& part : layout_.parts[std::size_t(u)])
         p.handles.push_back(issue(Coll::ReduceScatter, Group::Shard,
-                                  wire_bytes() * double(part.padded), u, -1, part.placement));
+                                  wire_bytes() * double(part.flat()), u, -1, part.placement));
     }
     pending_.push_back(p);
     drain(std::size_t(std::max(1, k_)));

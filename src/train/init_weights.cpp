@@ -142,7 +142,7 @@ void load_weights(const std::string& path, Engine& engine, Checkpointer& checkpo
     std::vector<float> host(std::size_t(shard.size()), 0.f);  // the padding stays 0
     for (const PartShard& ps : su.parts) {  // this rank's slice of each part
       const h5::FlatRange mine{ps.flat_begin(), ps.flat_begin() + ps.shard};
-      for (const TensorSpec& t : su.layout->tensors) {
+      for (const TensorSpec& t : su.stored->tensors) {
         const h5::FlatRange r = h5::intersect(mine, {t.offset, t.offset + t.numel});
         if (r.empty() || !err.empty()) continue;
         try {

@@ -35,7 +35,7 @@ std::string first_nonfinite_param(Engine& engine, MPI_Comm world) {
   FSDP_MPI_CHECK(MPI_Allreduce(&v, &found, 1, MPI_DOUBLE, MPI_SUM, world));
   const int u = int(first / kUnitStride);
   const std::int64_t flat = first % kUnitStride;
-  const UnitLayout& layout = *engine.units()[std::size_t(u)].layout;
+  const UnitLayout& layout = *engine.units()[std::size_t(u)].stored;
   for (const TensorSpec& t : layout.tensors)
     if (flat >= t.offset && flat < t.offset + t.numel) {
       // The element's index in the tensor's own (row-major) shape, as a user would look it up.

@@ -138,14 +138,18 @@ void Trainer::make_groups(MPI_Comm world) {
   }
   groups_ = std::move(made.groups);
   // Expert parallelism's token exchange: a group of its own, on MPI (and shared memory).
-  if (setup_.model.expert_parallel > 1)
-    groups_.expert = comm::make_expert_group(world, setup_.model.expert_parallel, mpi_options);
+  if (setup_.model.expert_parallel > 1) {
+    bool divided = false;
+    for (int p = 0; p < int(setup_.placements.size()); ++p) divided = divided || setup_.part_slices(p) > 1;
+    comm::make_expert_groups(groups_, world, setup_.model.expert_parallel, setup_.shard_group(), divided,
+                             mpi_options);
+  }
   if (rank_ == 0 && opts_.log) {
     std::printf("fsdp-train: mesh %s\n", setup_.describe_mesh().c_str());
     for (const std::string& path : made.paths) std::printf("fsdp-train: comm %s\n", path.c_str());
   }
   for (comm::Communicator* c : {groups_.world.get(), groups_.shard.get(), groups_.replicate.get(),
-                                groups_.expert.get()})
+                                groups_.expert.get(), groups_.expert_slice.get()})
     if (c) c->set_check_collectives(cfg_.debug.check_collectives);
   for (auto& [k, g] : groups_.splits)
     for (comm::Communicator* c : {g.shard.get(), g.replicate.get()})

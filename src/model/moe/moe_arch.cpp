@@ -261,6 +261,7 @@ Architecture architecture(Family f) {
   a.active_params = [](const ModelConfig& m) { return active_params(m); };
   a.flops_formula = "6(P_active - VC if untied) + 12LT(HD) (P_active: the router and K of E experts per sparse layer)";
   a.recompute_formula = "each layer's forward (2P_layer,active + 4T(HD))";
+  a.placements = {{"dense", 1, false}, {"experts", 1, true}};
   a.hf.architectures = n.hf_arch;
   a.hf.config_json = [f](const ModelConfig& m, const std::string& dtype) { return config_json(m, dtype, f); };
   a.hf.recognizes = [f](const TensorShapes& t) { return recognizes(t, f); };

@@ -28,6 +28,9 @@ std::vector<UnitLayout> moe_units(const ModelConfig& m, Family f) {
       add_llama_tensor(b, ex + n.gate, {F, C});  // adjacent: one [2F, C] GEMM
       add_llama_tensor(b, ex + n.up, {F, C});
       add_llama_tensor(b, ex + n.down, {C, F});
+      // The experts' placement (kExpertPart): divided over fsdp.expert_parallel's ranks where
+      // that saves memory, else with the dense tensors (model/placement.hpp).
+      for (std::size_t i = b.tensors.size() - 3; i < b.tensors.size(); ++i) b.tensors[i].part = kExpertPart;
     }
   });
 }

@@ -26,6 +26,8 @@ struct FamilyNames {
 };
 const FamilyNames& names(Family f);
 
+// The architectures' placements: 0 the dense tensors, 1 the experts (by_expert).
+constexpr int kExpertPart = 1;
 std::vector<UnitLayout> moe_units(const ModelConfig& m, Family f);
 BlockSpec moe_block_spec(const ModelConfig& m, Family f);
 // Llama's initialisation (N(0, 0.02), the residual projections o_proj and each expert's down
