@@ -55,6 +55,25 @@ class Replay {
       padded_.push_back(layout_.padded(u));
       shard_.push_back(layout_.shard(u));
     }
+    // Expert parallelism (model/decoder/moe_ep.cpp): per unit, the bytes one all-to-all of its
+    // sparse layers sends from this rank, routing even: (P - 1) / P of the N k fp32 rows of C;
+    // deterministic mode also sends every expert's gradients home once per micro-batch.
+    const ModelConfig& m = s.model;
+    const int P = std::max(1, m.expert_parallel);
+    for (int u = 0; u < int(layout_.units.size()); ++u) {
+      std::int64_t experts = 0, expert_numel = 0;
+      for (const TensorSpec& t : layout_.units[std::size_t(u)].tensors)
+        if (s.placements[std::size_t(t.part)].by_expert) {
+          ++experts;
+          expert_numel += t.numel;
+        }
+      const double layers = m.n_experts > 0 ? double(experts) / (3.0 * m.n_experts) : 0.0;
+      const double share = double(P - 1) / P;
+      exchange_.push_back(P > 1 ? 4.0 * layers * share * double(s.micro_batch) * m.block_size *
+                                      m.experts_per_token * m.n_embd
+                                : 0.0);
+      grads_home_.push_back(P > 1 && m.moe_grads_home ? 4.0 * share * double(expert_numel) : 0.0);
+    }
     // The optimizer's state as this rank holds it (fsdp/optimizer_layout.hpp): under Muon the
     // packed second moments, and the exchange's owners and buffers (fsdp/muon_owners.hpp).
     std::vector<int> positions;  // by placement
@@ -127,6 +146,11 @@ class Replay {
   }
   void blocking(Coll op, Group g, double bytes, int unit, int placement = 0) {
     wait(issue(op, g, bytes, unit, -1, placement), unit);
+  }
+  // The token exchanges inside unit u's compute: n all-to-alls (blocking, as the model's are).
+  void expert_exchanges(int u, int n) {
+    if (exchange_[std::size_t(u)] <= 0) return;
+    for (int i = 0; i < n; ++i) blocking(Coll::AllToAll, Group::Expert, exchange_[std::size_t(u)], u);
   }
   void compute(double flops, double recompute, int unit) {
     StepEvent e{StepEvent::Compute};
@@ -464,6 +488,7 @@ class Replay {
       carry_ = false;  // only the step's first acquire takes over carried gathers
       const Stage st = fwd[std::size_t(i)];
       compute(st.head ? head_flops_.forward : flops_[std::size_t(st.unit)].forward, 0.0, st.unit);
+      if (!st.head) expert_exchanges(st.unit, 2);
       release(i, keep_fwd);
     }
     if (prefetch_optimizer_) prefetch_state();
@@ -475,6 +500,10 @@ class Replay {
       begin_unit_backward(u);
       const UnitFlops& f = st.head ? head_flops_ : flops_[std::size_t(u)];
       compute(f.backward, f.recompute, u);
+      if (!st.head) {
+        expert_exchanges(u, s_.activation_checkpointing ? 4 : 2);
+        if (grads_home_[std::size_t(u)] > 0) blocking(Coll::AllToAll, Group::Expert, grads_home_[std::size_t(u)], u);
+      }
       release(i);
       if (last[std::size_t(b)]) finish_unit_backward(u, reduce_last);
     }
@@ -751,6 +780,7 @@ class Replay {
   GatherWindow window_;
   int head_unit_;                 // the unit whose parameters the LM head reads
   std::vector<UnitFlops> flops_;  // per unit's stage
+  std::vector<double> exchange_, grads_home_;  // per unit: bytes of one token exchange; gradients home
   UnitFlops head_flops_;
   bool carry_ = false;         // the step's first gathers were issued by the last optimizer
   std::vector<int> carried_;  // which units those are

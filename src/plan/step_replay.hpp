@@ -17,7 +17,8 @@ enum class Coll {
   AllGather, ReduceScatter, AllReduce, HostToDevice, DeviceToHost, AllToAll,
   DiskRead, DiskWrite  // fsdp.offload = nvme: the rank's offload file (one queue per rank)
 };
-enum class Group { Shard, Replicate, World, Pcie, Disk };
+// Expert: fsdp.expert_parallel's P consecutive ranks (the experts' token exchange).
+enum class Group { Shard, Replicate, World, Pcie, Disk, Expert };
 const char* to_string(Coll c);
 
 struct StepEvent {

@@ -31,6 +31,10 @@ GroupShape group_shape(const Setup& s, Group g, int placement) {
       gs.n = s.part_replicate_group(placement);
       gs.per_node = S >= rpn ? 1 : std::min(gs.n, rpn / S);
       break;
+    case Group::Expert:  // consecutive ranks, like a shard group
+      gs.n = std::max(1, s.model.expert_parallel);
+      gs.per_node = std::min(gs.n, rpn);
+      break;
     case Group::World:
     case Group::Pcie:
     case Group::Disk:
@@ -240,6 +244,12 @@ std::vector<std::string> time_assumptions(const Setup& s, const Machine& m) {
     a.push_back(std::to_string(s.ranks_per_node()) + " ranks share " +
                 std::to_string(m.cores_per_node) + " cores per node: each rank's compute, " +
                 "optimizer and on-core transfers run " + fmt(slice, "x") + " slower");
+  if (s.model.expert_parallel > 1 && s.model.n_experts > 0)
+    a.push_back("expert parallelism " + std::to_string(s.model.expert_parallel) +
+                ": tokens routed evenly, each sparse layer's all-to-alls send (P - 1) / P of its N k "
+                "rows each way, twice in forward and twice in backward (checkpointing: the forward's "
+                "again)" + (s.deterministic ? ", and deterministic mode sends each expert's gradients home" : "") +
+                "; the dispatch buffers are counted at their worst case, every row of P ranks to one");
   a.push_back(std::string("collectives: latency + busfactor x bytes / busbw, ") +
               (m.serialize_collectives ? "one at a time on the link" : "each from its own issue") +
               (m.comm_overlaps_compute ? ", overlapping compute until waited for"

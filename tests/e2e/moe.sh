@@ -205,10 +205,11 @@ case("sigmoid", scoring_func="sigmoid")
 case("topk_above", num_experts_per_tok=5)
 case("experts_disagree", num_experts=6)
 PYEOF
-init=(mpirun -np 2 "$TRAIN" --config "$WORK/empty.toml" --set train.steps=0 --set "data.train=$WORK/val.txt"
+# The first at np 2 (every rank stops on the one line), the others on one rank.
+init=("$TRAIN" --config "$WORK/empty.toml" --set train.steps=0 --set "data.train=$WORK/val.txt"
   --set "data.val=$WORK/val.txt" --set train.batch_size=2 --set train.micro_batch_size=1 --init-from)
 B="$WORK/bad"
-expect_fail "shared experts" 5 "shared_experts/config.json: shared_expert_intermediate_size: shared experts are not computed" "${init[@]}" "$B/shared_experts"
+expect_fail "shared experts" 5 "shared_experts/config.json: shared_expert_intermediate_size: shared experts are not computed" mpirun -np 2 "${init[@]}" "$B/shared_experts"
 expect_fail "sigmoid scores" 5 "sigmoid/config.json: scoring_func: this version computes a softmax router only" "${init[@]}" "$B/sigmoid"
 expect_fail "top-k above the experts" 5 "topk_above/config.json: num_experts_per_tok: 5 is above num_experts 4" "${init[@]}" "$B/topk_above"
 expect_fail "experts the tensors contradict" 5 "model.layers.1.mlp.gate.weight: \[4, 64\], but num_experts 6" "${init[@]}" "$B/experts_disagree"
