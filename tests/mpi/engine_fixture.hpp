@@ -5,8 +5,10 @@
 #include <mpi.h>
 #include <stdlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "comm/agree.hpp"
 
@@ -80,6 +82,29 @@ inline TrainOptions quiet() {
   TrainOptions o;
   o.log = false;
   return o;
+}
+
+// Bit-for-bit equality of two runs' values (losses, norms, parameters): NaNs included, and
+// -0 told from 0, which == would not.
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// A quiet run's per-step losses and gradient norms, and every unit's parameters at the end
+// (Engine::full_params: gathered, the whole buffer).
+struct RunResult {
+  std::vector<double> losses, norms;
+  std::vector<std::vector<float>> params;
+};
+
+inline RunResult run_result(const RunConfig& cfg, MPI_Comm comm) {
+  Trainer t(cfg, comm, quiet());
+  const TrainSummary s = t.run();
+  RunResult r{s.losses, s.grad_norms, {}};
+  for (std::size_t u = 0; u < t.engine().units().size(); ++u)
+    r.params.push_back(t.engine().full_params(int(u)));
+  return r;
 }
 
 // The whole model state in flat order (the first numel elements of each unit): every shard of

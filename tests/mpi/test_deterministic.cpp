@@ -34,9 +34,7 @@ Bits run(const RunConfig& cfg, MPI_Comm comm) {
 }
 
 // Doubles compared as bits: == would call -0 and +0 equal.
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
+using test::same_bits;
 
 RunConfig deterministic_config(const std::string& strategy, int shard_group, bool bf16,
                                int prefetch) {

@@ -24,23 +24,10 @@ using namespace fsdp;
 
 namespace {
 
-struct RunResult {
-  std::vector<double> losses, norms;
-  std::vector<std::vector<float>> params;
-};
+using test::RunResult;
+RunResult run(const RunConfig& cfg, MPI_Comm comm) { return test::run_result(cfg, comm); }
 
-RunResult run(const RunConfig& cfg, MPI_Comm comm) {
-  Trainer t(cfg, comm, test::quiet());
-  const TrainSummary s = t.run();
-  RunResult r{s.losses, s.grad_norms, {}};
-  for (std::size_t u = 0; u < t.engine().units().size(); ++u)
-    r.params.push_back(t.engine().full_params(int(u)));
-  return r;
-}
-
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
+using test::same_bits;
 
 }  // namespace
 

@@ -46,9 +46,7 @@ Bits run(const RunConfig& cfg, MPI_Comm comm) {
   return bits_of(t, s, comm);
 }
 
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
+using test::same_bits;
 
 void check_same(const Bits& got, const Bits& ref) {
   CHECK(same_bits(got.losses, ref.losses));

@@ -37,12 +37,7 @@ State run(const RunConfig& cfg, const std::string& resume = "") {
   return finish(t, s);
 }
 
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using test::same_bits;
 
 void require_same(const State& got, const State& want) {
   REQUIRE(same_bits(got.losses, want.losses));

@@ -96,6 +96,9 @@ void DecoderSkeleton::experts_forward_ep(const UnitParams& p, const LayerOffsets
   e.send = comm::PeerBlocks{sc, sd};
   e.recv = comm::PeerBlocks::packed(rc);
   const std::int64_t rows = plan.rows(), got = e.voff.back();
+  if (got * C > std::int64_t(moe_yr_.size()))  // received_rows_bound is a bound: a bug otherwise
+    throw std::logic_error("expert parallelism: " + std::to_string(got) + " rows received, buffers for " +
+                           std::to_string(std::int64_t(moe_yr_.size()) / C));
   exchange("expert dispatch", ConstVec(e.xe.data(), std::size_t(rows * C)), e.send,
            Vec(e.xr.data(), std::size_t(got * C)), e.recv);
   k::experts_forward(m(moe_yr_, got, C), m(e.gu, got, 2 * F), m(e.h, got, F), cm(e.xr, got, C), e.voff,

@@ -9,6 +9,7 @@
 #include "model/decoder/skeleton.hpp"
 #include "model/bf16_gemm.hpp"
 #include "model/gemm.hpp"
+#include "model/experts/capacity.hpp"
 #include "model/experts/router.hpp"
 #include "model/residual.hpp"
 
@@ -33,8 +34,9 @@ void DecoderSkeleton::allocate_moe(MemoryTracker& tracker) {
   const ExpertSpec& x = s_.moe;
   const std::int64_t N = std::int64_t(B_) * T_, R = N * x.K, E = x.E, K = x.K, F = x.F;
   // The rows one rank's experts may receive: with expert parallelism every source's R rows at
-  // worst (all of P ranks' tokens choosing this rank's experts); the buffers take that worst case.
-  const std::int64_t Rx = R * x.P;
+  // worst (all of P ranks' tokens choosing this rank's experts), bounded by a capacity; the
+  // buffers take that worst case.
+  const std::int64_t Rx = k::received_rows_bound(R, x.E, x.P, x.capacity_factor);
   const std::string& t = s_.tag;
   auto buf = [&](const std::string& name, std::int64_t n) {
     return TrackedBuffer(tracker, name, n, MC::Activations, MemSpace::Device, Dtype::F32);
@@ -132,9 +134,7 @@ void DecoderSkeleton::moe_compute(int l, const UnitParams& p, const Vec& x_out) 
   std::vector<std::int32_t> top(static_cast<std::size_t>(R));
   Kokkos::deep_copy(Kokkos::View<std::int32_t*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(top.data(), top.size()),
                     k::Rows(reinterpret_cast<const std::int32_t*>(e.top.data()), std::size_t(R)));
-  const std::int64_t capacity =
-      x.capacity_factor > 0 ? std::int64_t(std::ceil(double(x.capacity_factor) * double(R) / E)) : 0;
-  e.plan = k::dispatch_plan(top.data(), N, K, E, capacity);
+  e.plan = k::dispatch_plan(top.data(), N, K, E, k::expert_capacity(R, E, x.capacity_factor));
   moe_dropped_[std::size_t(l)] = e.plan.dropped;
   const std::int64_t rows = e.plan.rows();  // R, less what the capacity dropped
   std::vector<std::int32_t> both(e.plan.row_of);

@@ -7,6 +7,7 @@
 
 #include "model/attention_path.hpp"
 #include "model/decoder/skeleton_units.hpp"
+#include "model/experts/capacity.hpp"
 #include "model/llama/hf_config.hpp"
 #include "model/llama/llama_arch.hpp"
 #include "model/model_keys.hpp"
@@ -28,12 +29,14 @@ std::int64_t activation_elements(const ModelConfig& m, int B, bool checkpointing
   const std::int64_t dense_mlp = 3 * N * m.ffn_hidden;
   const int Ls = sparse_layers(m);
   const bool any_dense = Ls < L;
-  // Expert parallelism: a rank's experts may receive every source's rows (Rx = P R at worst),
+  // Expert parallelism: a rank's experts may receive every source's rows (Rx = P R at worst, less
+  // under a capacity: model/experts/dispatch.hpp),
   // kept as xr [Rx, C] with their gate|up and gated product; the received rows' outputs and
   // gradients [Rx, C] and the counts [2E] once; deterministic mode's gradients sent home and
   // received [2 x E x 3 Fe C] (model/decoder/moe_ep.cpp).
   const int P = std::max(1, m.expert_parallel);
-  const std::int64_t Rx = R * P, ep = P > 1 ? 1 : 0;
+  const std::int64_t Rx = kernels::received_rows_bound(R, int(E), P, float(m.moe_capacity_factor));
+  const std::int64_t ep = P > 1 ? 1 : 0;
   const std::int64_t home = P > 1 && m.moe_grads_home ? 2 * E * 3 * Fe * C : 0;
   const std::int64_t kept = N * E + 2 * N * K + 2 * R + 2 * R * C + ep * Rx * C + 3 * Rx * Fe;
   const std::int64_t once = N * E + R * C + 3 * Rx * Fe + N * K + E + ep * (Rx * C + 2 * E) + home;
