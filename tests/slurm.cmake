@@ -10,5 +10,4 @@ fsdp_add_e2e_test(slurm_gpu_job slurm_gpu_job.sh)
 set_tests_properties(slurm_cpu_job slurm_requeue slurm_hard_kill slurm_bad_deck slurm_gpu_job PROPERTIES
   LABELS slurm RUN_SERIAL TRUE TIMEOUT 400 SKIP_RETURN_CODE 77)
 
-fsdp_add_e2e_test(e2e_stop_signals stop_signals.sh)
-set_tests_properties(e2e_stop_signals PROPERTIES PROCESSORS 2)
+fsdp_add_e2e_test(e2e_stop_signals stop_signals.sh)  # one CTest slot: see reliability.cmake

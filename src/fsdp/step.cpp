@@ -242,7 +242,7 @@ void Engine::trace_compute(const char* pass, int unit, double t0) {
   // the step and traced on the communication row.
   const std::string& name = state_->units()[std::size_t(unit)].layout->name;
   for (const Decoder::Exchange& x : model_->take_exchanges()) {
-    exchange_s_ += x.t1 - x.t0;
+    exchange_s_ += x.exposed_s;
     exchange_bytes_ += double(x.bytes);
     if (trace_.enabled()) trace_.add(std::string(x.what) + " " + name, "comm", x.t0, x.t1, 1);
   }

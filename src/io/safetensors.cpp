@@ -20,11 +20,6 @@ constexpr std::uint64_t kMaxHeaderBytes = std::uint64_t(100) << 20;
   throw WeightsError(path + ": " + (where.empty() ? "" : quote(where) + ": ") + what);
 }
 
-std::string shape_text(const std::vector<std::int64_t>& s) {
-  std::string t = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
 
 // The tensors must tile the data region exactly, as Hugging Face's reader demands: sorted by
 // offset, each starts where the one before ends, the first at 0 and the last at the end. Two
@@ -71,6 +66,12 @@ std::string quote(const std::string& s, std::size_t max_chars) {
   }
   if (s.size() > max_chars) out += "...";
   return out;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& s) {
+  std::string t = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
 }
 
 const char* dtype_name(DType d) {

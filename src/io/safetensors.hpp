@@ -14,6 +14,7 @@ namespace fsdp::weights {
 
 enum class DType { F32, BF16, F16 };
 const char* dtype_name(DType d);  // "F32", "BF16", "F16"
+std::string shape_text(const std::vector<std::int64_t>& shape);  // "[768, 2304]"
 int dtype_bytes(DType d);
 
 struct StoredTensor {

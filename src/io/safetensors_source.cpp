@@ -22,12 +22,6 @@ namespace fsdp::weights {
 namespace fs = std::filesystem;
 namespace {
 
-std::string shape_text(const std::vector<std::int64_t>& s) {
-  std::string t = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
-
 // The registered architecture whose Hugging Face form the file is: the one config.json's
 // "architectures" names, else the first whose tensors the file has, else the default (whose
 // shape reader then names what is missing).

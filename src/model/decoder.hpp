@@ -76,10 +76,11 @@ class Decoder {
   // Choices the last forward dropped at an expert's capacity (moe.capacity_factor).
   virtual std::int64_t dropped_choices() const { return 0; }
   // fsdp.expert_parallel > 1: the token exchanges since the last call, each from issue to
-  // completion on the monotonic clock (core/clock.hpp), and what each moved; the engine traces
-  // them and sums their time. The exchange blocks, so all of it is exposed.
+  // completion on the monotonic clock (core/clock.hpp), the part of it spent waiting (the rest
+  // overlapped compute) and what each moved; the engine traces them and sums their waits.
   struct Exchange {
     double t0 = 0.0, t1 = 0.0;
+    double exposed_s = 0.0;
     std::int64_t bytes = 0;  // sent by this rank
     const char* what = "";
   };

@@ -137,8 +137,10 @@ void Trainer::make_groups(MPI_Comm world) {
     throw SetupError(e.what(), true);
   }
   groups_ = std::move(made.groups);
-  // Expert parallelism's token exchange: a group of its own, on MPI (and shared memory).
+  // Expert parallelism's token exchange: a group of its own, on MPI (and shared memory), on the
+  // same emulated link as the mesh's groups (comm.emulate_*).
   if (setup_.model.expert_parallel > 1) {
+    mpi_options.link = link;
     bool divided = false;
     for (int p = 0; p < int(setup_.placements.size()); ++p) divided = divided || setup_.part_slices(p) > 1;
     comm::make_expert_groups(groups_, world, setup_.model.expert_parallel, setup_.shard_group(), divided,

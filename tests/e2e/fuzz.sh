@@ -4,6 +4,8 @@
 # own, $FSDP_FUZZ_BUILD_DIR or <build>/fuzz, reused when present, then runs each target for
 # FUZZ_SECONDS (default 6: the suite's time budget; longer by hand) over a scratch copy of its
 # committed seed corpus. Fails on any crash, sanitizer report, leak, timeout or out-of-memory. Skipped (exit 77) without clang++.
+# FUZZ_STAGE=build stops after the build (the suite's fuzz_build, on both cores); the fuzzing
+# itself is one process, so the suite runs it as a test of one core (fuzz_smoke).
 source "$(dirname "$0")/lib.sh"
 FB=${FSDP_FUZZ_BUILD_DIR:-$BUILD/fuzz}
 SECONDS_EACH=${FUZZ_SECONDS:-6}
@@ -23,6 +25,7 @@ fi
 cmake --build "$FB" -j"$(nproc)" --target fuzz_config fuzz_checkpoint fuzz_weights >"$WORK/build.log" 2>&1 \
   || { bad "build of the fuzz targets: $(grep -m5 -E 'error' "$WORK/build.log")"; finish; exit 1; }
 ok "fuzz targets built in $FB ($(($(date +%s) - t0)) s)"
+if [ "${FUZZ_STAGE:-}" = build ]; then finish; exit; fi
 
 for target in config checkpoint weights; do
   corpus="$WORK/corpus_$target"

@@ -7,13 +7,19 @@
 //            peer's rows are one contiguous block), the experts, the outputs back (the inverse
 //            all-to-all-v, into the rows the plan expects);
 //  backward: the outputs' gradients out, the experts' backward, the inputs' gradients back.
+// A rank's own rows for its own experts never travel: the exchanges leave this rank's block out,
+// and the experts run on those rows in place (forward: from the plan's rows into its outputs;
+// backward: the gradients in place) while the peers' rows are in flight, so the wait for the
+// slowest peer overlaps 1/P of the expert work. The trace draws each exchange from issue to
+// completion; the step's exchange time counts only the waits.
 // Each source's rows stay a GEMM of their own ("virtual expert" s E/P + e): the GEMMs are those
 // of P = 1, row for row, so outputs and input gradients have the same bits at any P. The
-// weights' gradients accumulate over the sources on the expert's rank, which the shard group's
-// reduction then sums as any other gradient; in deterministic mode (ExpertSpec::grads_home) each
-// source's weight gradients are computed into zeros and sent home instead, so each micro-batch's
-// gradient is whole on the rank that ran it and fsdp/deterministic.cpp's tree sums it as at
-// P = 1 (the price: one all-to-all of the layer's expert gradients per micro-batch).
+// weights' gradients accumulate over the sources on the expert's rank (this rank's own rows
+// first, then the peers' in rank order), which the shard group's reduction then sums as any
+// other gradient; in deterministic mode (ExpertSpec::grads_home) each source's weight gradients
+// are computed into zeros and sent home instead, so each micro-batch's gradient is whole on the
+// rank that ran it and fsdp/deterministic.cpp's tree sums it as at P = 1 (the price: one
+// all-to-all of the layer's expert gradients per micro-batch).
 // Activation checkpointing recomputes a layer's forward inside backward, so the forward's two
 // exchanges run again there (three round trips per layer and micro-batch instead of two).
 #include <stdexcept>
@@ -46,6 +52,13 @@ Mat rows_of(const TrackedBuffer& b, std::int64_t first, std::int64_t n, std::int
   return Mat(b.data() + first * cols, n, cols);
 }
 
+// Source s's local experts' row offsets in the received layout, counted from its first row.
+std::vector<std::int64_t> source_offsets(const std::vector<std::int64_t>& voff, int s, int El) {
+  std::vector<std::int64_t> off(std::size_t(El) + 1);
+  for (int i = 0; i <= El; ++i) off[std::size_t(i)] = voff[std::size_t(s * El + i)] - voff[std::size_t(s * El)];
+  return off;
+}
+
 }  // namespace
 
 void DecoderSkeleton::set_expert_group(comm::Communicator* group) {
@@ -63,7 +76,22 @@ void DecoderSkeleton::exchange(const char* what, const ConstVec& send, const com
   ExecSpace().fence();  // the rows are written by kernels: complete before they move
   const double t0 = now_s();
   ep_->all_to_all_v(send, sb, recv, rb);
-  exchanges_.push_back({t0, now_s(), std::int64_t(sizeof(float)) * (sb.total() - sb.counts[std::size_t(ep_->rank())]), what});
+  const double t1 = now_s();
+  exchanges_.push_back({t0, t1, t1 - t0, std::int64_t(sizeof(float)) * sb.total(), what});
+}
+
+comm::Handle DecoderSkeleton::start_exchange(const ConstVec& send, const comm::PeerBlocks& sb,
+                                             const Vec& recv, const comm::PeerBlocks& rb, double& t0) {
+  ExecSpace().fence();
+  t0 = now_s();
+  return ep_->iall_to_all_v(send, sb, recv, rb);
+}
+
+void DecoderSkeleton::finish_exchange(const char* what, comm::Handle& h, double t0, std::int64_t bytes) {
+  const double w0 = now_s();
+  h.wait();
+  const double t1 = now_s();
+  exchanges_.push_back({t0, t1, t1 - w0, bytes, what});
 }
 
 void DecoderSkeleton::experts_forward_ep(const UnitParams& p, const LayerOffsets& o, MoeActivations& e) {
@@ -80,29 +108,46 @@ void DecoderSkeleton::experts_forward_ep(const UnitParams& p, const LayerOffsets
   Kokkos::deep_copy(cnt_send, HostConstVec(mine.data(), mine.size()));
   const double t0 = now_s();
   ep_->all_to_all(cnt_send, cnt_recv);
-  exchanges_.push_back({t0, now_s(), std::int64_t(sizeof(float)) * (x.E - El), "expert counts"});
+  const double t1 = now_s();
+  exchanges_.push_back({t0, t1, t1 - t0, std::int64_t(sizeof(float)) * (x.E - El), "expert counts"});
   Kokkos::deep_copy(HostVec(theirs.data(), theirs.size()), cnt_recv);
-  std::vector<std::int64_t> sc(static_cast<std::size_t>(P), 0), rc(sc), sd(sc);
+  // Received layout: source d's rows for local expert i at voff[d El + i] (this rank's own
+  // block too, where only its activations live); the exchanges' blocks leave this rank out.
+  std::vector<std::int64_t> sc(static_cast<std::size_t>(P), 0), rc(sc), sd(sc), rd(sc);
   e.voff.assign(std::size_t(x.E) + 1, 0);
   for (int d = 0; d < P; ++d) {
     sd[std::size_t(d)] = plan.offsets[std::size_t(d * El)] * C;
     sc[std::size_t(d)] = (plan.offsets[std::size_t((d + 1) * El)] - plan.offsets[std::size_t(d * El)]) * C;
+    rd[std::size_t(d)] = e.voff[std::size_t(d * El)] * C;
     for (int i = 0; i < El; ++i) {
       const std::size_t v = std::size_t(d * El + i);
       e.voff[v + 1] = e.voff[v] + std::int64_t(theirs[v]);
       rc[std::size_t(d)] += std::int64_t(theirs[v]) * C;
     }
   }
+  sc[std::size_t(j)] = rc[std::size_t(j)] = 0;
   e.send = comm::PeerBlocks{sc, sd};
-  e.recv = comm::PeerBlocks::packed(rc);
+  e.recv = comm::PeerBlocks{rc, rd};
   const std::int64_t rows = plan.rows(), got = e.voff.back();
   if (got * C > std::int64_t(moe_yr_.size()))  // received_rows_bound is a bound: a bug otherwise
     throw std::logic_error("expert parallelism: " + std::to_string(got) + " rows received, buffers for " +
                            std::to_string(std::int64_t(moe_yr_.size()) / C));
-  exchange("expert dispatch", ConstVec(e.xe.data(), std::size_t(rows * C)), e.send,
-           Vec(e.xr.data(), std::size_t(got * C)), e.recv);
-  k::experts_forward(m(moe_yr_, got, C), m(e.gu, got, 2 * F), m(e.h, got, F), cm(e.xr, got, C), e.voff,
-                     on_local(expert_linear(p, o, Vec()), j * El, El));
+  const k::ExpertLinear lin = on_local(expert_linear(p, o, Vec()), j * El, El);
+  double issued = 0.0;
+  comm::Handle h = start_exchange(ConstVec(e.xe.data(), std::size_t(rows * C)), e.send,
+                                  Vec(e.xr.data(), std::size_t(got * C)), e.recv, issued);
+  // This rank's rows meanwhile: from the plan's rows straight into its outputs.
+  const std::int64_t s0 = plan.offsets[std::size_t(j * El)], r0 = e.voff[std::size_t(j * El)];
+  const std::int64_t n0 = e.voff[std::size_t((j + 1) * El)] - r0;
+  k::experts_forward(rows_of(e.ye, s0, n0, C), rows_of(e.gu, r0, n0, 2 * F), rows_of(e.h, r0, n0, F),
+                     rows_of(e.xe, s0, n0, C), source_offsets(e.voff, j, El), lin);
+  finish_exchange("expert dispatch", h, issued, std::int64_t(sizeof(float)) * e.send.total());
+  for (int s = 0; s < P; ++s) {
+    if (s == j) continue;
+    const std::int64_t a = e.voff[std::size_t(s * El)], n = e.voff[std::size_t((s + 1) * El)] - a;
+    k::experts_forward(rows_of(moe_yr_, a, n, C), rows_of(e.gu, a, n, 2 * F), rows_of(e.h, a, n, F),
+                       rows_of(e.xr, a, n, C), source_offsets(e.voff, s, El), lin);
+  }
   exchange("expert combine", ConstVec(moe_yr_.data(), std::size_t(got * C)), e.recv,
            Vec(e.ye.data(), std::size_t(rows * C)), e.send);
 }
@@ -112,38 +157,48 @@ void DecoderSkeleton::experts_backward_ep(const UnitParams& p, const LayerOffset
   const ExpertSpec& x = s_.moe;
   const int P = x.P, El = x.E / P, j = ep_->rank(), C = C_, F = x.F;
   const std::int64_t rows = e.plan.rows(), got = e.voff.back();
-  const Vec dyr(moe_yr_.data(), std::size_t(got * C));
-  exchange("expert dispatch grad", ConstVec(moe_dye_.data(), std::size_t(rows * C)), e.send, dyr, e.recv);
-  if (!x.grads_home) {
-    // d xr overwrites d yr in place (experts_backward reads an expert's rows before writing them).
-    k::experts_backward(m(moe_yr_, got, C), m(moe_dgu_, got, 2 * F), m(moe_dh_, got, F),
-                        cm(moe_yr_, got, C), cm(e.xr, got, C), cm(e.gu, got, 2 * F), cm(e.h, got, F),
-                        e.voff, on_local(expert_linear(p, o, g), j * El, El));
-  } else {
-    // Source s's weight gradients into block s of the send buffer, from zeros: expert j El + i's
-    // gate|up at (s El + i) X, its down 2FC further (X = 3FC).
-    const std::int64_t X = 3 * std::int64_t(F) * C;
-    Kokkos::deep_copy(moe_gsend_.vec(), 0.f);
-    for (int s = 0; s < P; ++s) {
-      LayerOffsets home;
+  const std::int64_t X = 3 * std::int64_t(F) * C;
+  // Source s's rows: on this rank's own, the plan's rows (the gradients in moe_dye_, replaced in
+  // place by the inputs' gradients); on a peer's, the received ones (in moe_yr_, likewise).
+  // grads_home: source s's weight gradients into block s of the send buffer, from zeros: expert
+  // j El + i's gate|up at (s El + i) X, its down 2FC further.
+  if (x.grads_home) Kokkos::deep_copy(moe_gsend_.vec(), 0.f);
+  auto backward_of = [&](int s) {
+    const std::int64_t a = e.voff[std::size_t(s * El)], n = e.voff[std::size_t((s + 1) * El)] - a;
+    const std::int64_t b = s == j ? e.plan.offsets[std::size_t(j * El)] : a;
+    const TrackedBuffer& dy = s == j ? moe_dye_ : moe_yr_;
+    const TrackedBuffer& xin = s == j ? e.xe : e.xr;
+    k::ExpertLinear lin;
+    LayerOffsets home;  // lin keeps a pointer to it
+    if (!x.grads_home) {
+      lin = on_local(expert_linear(p, o, g), j * El, El);
+    } else {
       home.expert_gu.assign(std::size_t(x.E), -1);
       home.expert_down.assign(std::size_t(x.E), -1);
       for (int i = 0; i < El; ++i) {
         home.expert_gu[std::size_t(j * El + i)] = (std::int64_t(s) * El + i) * X;
         home.expert_down[std::size_t(j * El + i)] = (std::int64_t(s) * El + i) * X + 2 * std::int64_t(F) * C;
       }
-      const std::int64_t r0 = e.voff[std::size_t(s * El)], n = e.voff[std::size_t((s + 1) * El)] - r0;
-      std::vector<std::int64_t> off(std::size_t(El) + 1);
-      for (int i = 0; i <= El; ++i) off[std::size_t(i)] = e.voff[std::size_t(s * El + i)] - r0;
-      k::experts_backward(rows_of(moe_yr_, r0, n, C), rows_of(moe_dgu_, r0, n, 2 * F),
-                          rows_of(moe_dh_, r0, n, F), rows_of(moe_yr_, r0, n, C), rows_of(e.xr, r0, n, C),
-                          rows_of(e.gu, r0, n, 2 * F), rows_of(e.h, r0, n, F), off,
-                          on_local(expert_linear(p, o, moe_gsend_.vec(), &home), j * El, El));
+      lin = on_local(expert_linear(p, o, moe_gsend_.vec(), &home), j * El, El);
     }
+    // d x overwrites d y in place (experts_backward reads an expert's rows before writing them).
+    k::experts_backward(rows_of(dy, b, n, C), rows_of(moe_dgu_, a, n, 2 * F), rows_of(moe_dh_, a, n, F),
+                        rows_of(dy, b, n, C), rows_of(xin, b, n, C), rows_of(e.gu, a, n, 2 * F),
+                        rows_of(e.h, a, n, F), source_offsets(e.voff, s, El), lin);
+  };
+  double issued = 0.0;
+  comm::Handle h = start_exchange(ConstVec(moe_dye_.data(), std::size_t(rows * C)), e.send,
+                                  Vec(moe_yr_.data(), std::size_t(got * C)), e.recv, issued);
+  backward_of(j);
+  finish_exchange("expert dispatch grad", h, issued, std::int64_t(sizeof(float)) * e.send.total());
+  for (int s = 0; s < P; ++s)
+    if (s != j) backward_of(s);
+  if (x.grads_home) {
     ExecSpace().fence();
     const double t0 = now_s();
     ep_->all_to_all(moe_gsend_.cvec(), moe_grecv_.vec());
-    exchanges_.push_back({t0, now_s(), std::int64_t(sizeof(float)) * (P - 1) * El * X, "expert grads home"});
+    const double t1 = now_s();
+    exchanges_.push_back({t0, t1, t1 - t0, std::int64_t(sizeof(float)) * (P - 1) * El * X, "expert grads home"});
     // Block d holds what rank d computed for this rank's tokens: its experts d El + i. Added into
     // zeros (a deterministic micro-batch's gradient), the bits are those computed there.
     for (int d = 0; d < P; ++d)

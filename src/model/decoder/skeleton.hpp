@@ -24,6 +24,7 @@
 namespace fsdp {
 namespace comm {
 class Communicator;
+class Handle;
 }
 
 // A layer's tensors as offsets into the unit(s) holding them (-1: the architecture has none):
@@ -133,6 +134,10 @@ class DecoderSkeleton final : public Decoder {
   void experts_backward_ep(const UnitParams& p, const LayerOffsets& o, MoeActivations& e, Vec g);
   void exchange(const char* what, const ConstVec& send, const comm::PeerBlocks& sb, const Vec& recv,
                 const comm::PeerBlocks& rb);
+  // The same, non-blocking: issued (t0 its time) and later waited, the wait recorded as exposed.
+  comm::Handle start_exchange(const ConstVec& send, const comm::PeerBlocks& sb, const Vec& recv,
+                              const comm::PeerBlocks& rb, double& t0);
+  void finish_exchange(const char* what, comm::Handle& h, double t0, std::int64_t bytes);
   MoeActivations& moe_acts(int l) { return *moe_[checkpointing_ ? 0 : std::size_t(l)]; }
   void allocate_moe(MemoryTracker& tracker);
   struct BalanceSums {
