@@ -178,12 +178,6 @@ void RunSetup::validate() const {
          model.arch + " places its tensors in " + std::to_string(placements.size()) +
          " parts with groups of their own, which zero1 and zero2 (full parameters kept) do not "
          "support; use zero3 or hybrid (or ddp)");
-  for (int p = 0; p < int(placements.size()); ++p)
-    if (part_slices(p) > 1 && muon_optimizer())
-      fail("train.optimizer = muon with fsdp.expert_parallel = " + std::to_string(m.expert_parallel) +
-           " under fsdp.strategy = " + strategy_name(strategy) +
-           ": the experts are divided over the ranks, and Muon's whole-matrix exchange does not "
-           "reach divided parts yet; use fsdp.strategy = zero2 (experts stored whole) or AdamW");
   // Settings for experts on a model without any would do nothing: said, not ignored. Here, not
   // when the deck is read: --init-from's file may be the one that has the experts.
   if (m.n_experts == 0) {

@@ -18,18 +18,20 @@ MuonExchange::MuonExchange(ShardedState& state, MemoryTracker& tracker, int ns_s
     const ShardedUnit& su = state.units()[u];
     for (std::size_t k = 0; k < su.parts.size(); ++k) {
       const PartShard& ps = su.parts[k];
-      const int S = ps.shard_comm->size(), me = ps.shard_comm->rank();
+      // Owners are pieces of the whole part (fsdp/muon_owners.hpp); the exchange runs over the
+      // gather group, whose rank q stores piece first + q (a divided part: its slice's pieces).
+      const int S = ps.shard_comm->size(), me = ps.shard_comm->rank(), first = ps.position - me;
       if (int(positions.size()) <= ps.part.placement) positions.resize(std::size_t(ps.part.placement) + 1, 0);
-      positions[std::size_t(ps.part.placement)] = me;
+      positions[std::size_t(ps.part.placement)] = ps.position;
       const std::vector<TensorSpec>& ts = layout.part_units[u][k].tensors;
       const std::vector<int>& owner = owners.owner[u][k];
       if (std::all_of(owner.begin(), owner.end(), [](int q) { return q < 0; })) continue;
       Round r;
       r.unit = int(u);
       r.comm = ps.shard_comm;
-      const auto range_of = [&](int q, const TensorSpec& t) {  // position q's slice of t
-        const std::int64_t lo = std::max(q * ps.shard, t.offset);
-        const std::int64_t hi = std::min((q + 1) * ps.shard, t.offset + t.numel);
+      const auto range_of = [&](int q, const TensorSpec& t) {  // group rank q's slice of t
+        const std::int64_t lo = std::max((first + q) * ps.shard, t.offset);
+        const std::int64_t hi = std::min((first + q + 1) * ps.shard, t.offset + t.numel);
         return std::make_pair(lo, std::max(lo, hi));
       };
       // The gather: to each owner q in turn, this rank's slices of q's matrices, in model order.
@@ -37,7 +39,7 @@ MuonExchange::MuonExchange(ShardedState& state, MemoryTracker& tracker, int ns_s
       std::int64_t at = 0;
       for (int q = 0; q < S; ++q)
         for (std::size_t i = 0; i < ts.size(); ++i) {
-          if (owner[i] != q) continue;
+          if (owner[i] != first + q) continue;
           const auto [lo, hi] = range_of(me, ts[i]);
           if (hi == lo) continue;
           r.mine.push_back({ps.shard_offset + (lo - ps.shard_begin), at, hi - lo});
@@ -49,7 +51,7 @@ MuonExchange::MuonExchange(ShardedState& state, MemoryTracker& tracker, int ns_s
       std::vector<std::int64_t> base(ts.size(), -1);
       std::int64_t total = 0;
       for (std::size_t i = 0; i < ts.size(); ++i)
-        if (owner[i] == me) {
+        if (owner[i] == ps.position) {
           base[i] = total;
           r.owned.push_back({total, ts[i].shape[0], ts[i].shape[1]});
           flops_ += optim::newton_schulz_flops(ts[i].shape[0], ts[i].shape[1], ns_steps);
@@ -58,7 +60,7 @@ MuonExchange::MuonExchange(ShardedState& state, MemoryTracker& tracker, int ns_s
       at = 0;
       for (int q = 0; q < S; ++q)
         for (std::size_t i = 0; i < ts.size(); ++i) {
-          if (owner[i] != me) continue;
+          if (owner[i] != ps.position) continue;
           const auto [lo, hi] = range_of(q, ts[i]);
           if (hi == lo) continue;
           r.theirs.push_back({base[i] + (lo - ts[i].offset), at, hi - lo});

@@ -23,24 +23,29 @@ MuonOwners muon_owners(const RunLayout& layout, int ns_steps) {
       const UnitPart& part = layout.parts[u][k];
       if (int(o.flops.size()) <= part.placement) o.flops.resize(std::size_t(part.placement) + 1);
       std::vector<double>& total = o.flops[std::size_t(part.placement)];
-      if (total.empty()) total.assign(std::size_t(part.shard_group), 0.0);
-      // One round of the exchange (fsdp/muon_exchange.hpp): its owners finish together, so the
-      // round itself is balanced, longest job first; ties go to the position with the least
-      // work so far (then the lowest), which evens the rounds' remainders out over the step.
-      std::vector<Job> jobs;
-      for (std::size_t i = 0; i < ts.size(); ++i)
-        if (muon_matrix(ts[i]))
-          jobs.push_back({int(i), optim::newton_schulz_flops(ts[i].shape[0], ts[i].shape[1], ns_steps)});
-      std::stable_sort(jobs.begin(), jobs.end(),
-                       [](const Job& a, const Job& b) { return a.cost > b.cost; });
-      std::vector<double> round(total.size(), 0.0);
-      for (const Job& j : jobs) {
-        std::size_t q = 0;
-        for (std::size_t r = 1; r < round.size(); ++r)
-          if (round[r] < round[q] || (round[r] == round[q] && total[r] < total[q])) q = r;
-        round[q] += j.cost;
-        total[q] += j.cost;
-        o.owner[u][k][std::size_t(j.i)] = int(q);
+      const int Sg = part.shard_group, slices = part.slices;
+      if (total.empty()) total.assign(std::size_t(Sg) * std::size_t(slices), 0.0);
+      // A divided part: each slice's matrices among the positions holding that slice.
+      for (int j = 0; j < slices; ++j) {
+        // One round of the exchange (fsdp/muon_exchange.hpp): its owners finish together, so the
+        // round itself is balanced, longest job first; ties go to the position with the least
+        // work so far (then the lowest), which evens the rounds' remainders out over the step.
+        std::vector<Job> jobs;
+        for (std::size_t i = 0; i < ts.size(); ++i)
+          if (muon_matrix(ts[i]) && ts[i].offset / part.flat() == j)
+            jobs.push_back({int(i), optim::newton_schulz_flops(ts[i].shape[0], ts[i].shape[1], ns_steps)});
+        std::stable_sort(jobs.begin(), jobs.end(),
+                         [](const Job& a, const Job& b) { return a.cost > b.cost; });
+        std::vector<double> round(std::size_t(Sg), 0.0);
+        const std::size_t first = std::size_t(j) * std::size_t(Sg);
+        for (const Job& job : jobs) {
+          std::size_t q = 0;
+          for (std::size_t r = 1; r < round.size(); ++r)
+            if (round[r] < round[q] || (round[r] == round[q] && total[first + r] < total[first + q])) q = r;
+          round[q] += job.cost;
+          total[first + q] += job.cost;
+          o.owner[u][k][std::size_t(job.i)] = int(first + q);
+        }
       }
     }
   }

@@ -16,8 +16,11 @@
 
 namespace fsdp {
 
+// A divided part (expert parallelism): each slice's matrices go to the positions storing that
+// slice ((slice) S/P + its place in the slice's group, PartRank::position), balanced per slice.
 struct MuonOwners {
-  // owner[u][k][i]: the position owning tensor i of unit u's part k; -1 for AdamW's tensors.
+  // owner[u][k][i]: the position owning tensor i of unit u's part k (the piece of the whole part
+  // it stores); -1 for AdamW's tensors.
   std::vector<std::vector<std::vector<int>>> owner;
   // Newton-Schulz FLOPs per step of each position, per placement.
   std::vector<std::vector<double>> flops;

@@ -69,6 +69,7 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Proces
               std::to_string(ps.part.shard_group) + " ranks has a shard group of " +
               std::to_string(ps.shard_comm->size()));
       ps.shard = ps.part.shard();
+      ps.position = position;
       ps.shard_begin = std::int64_t(position) * ps.shard;
       ps.shard_offset = su.shard;
       su.shard += ps.shard;

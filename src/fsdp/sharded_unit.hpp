@@ -23,6 +23,7 @@ struct PartShard {
   const UnitLayout* layout = nullptr;  // its tensors, at offsets within the part
   std::int64_t shard = 0;            // part.shard(): what this rank owns of it
   std::int64_t shard_begin = 0;      // first element of the (whole) part this rank owns
+  int position = 0;                  // the piece that is (PartRank::position): shard_begin / shard
   std::int64_t shard_offset = 0;     // where that slice sits in the unit's shard buffers
   // The gather and reduction group (a divided part: its slice's), the copies of the shard, and
   // the ranks that hold the whole part once between them (sums over the part: the norm).

@@ -225,8 +225,6 @@ expect_fail "deck: experts not divisible by P" 2 "fsdp.expert_parallel = 3 does 
   "$TRAIN" --config inputs/qwen3_moe_tiny.toml --set fsdp.expert_parallel=3
 expect_fail "deck: P not dividing the shard group" 2 "fsdp.expert_parallel = 2 does not divide the shard group of 1 rank" \
   "$TRAIN" --config inputs/qwen3_moe_tiny.toml --set fsdp.expert_parallel=2
-expect_fail "deck: Muon with divided experts" 2 "train.optimizer = muon with fsdp.expert_parallel = 2 under fsdp.strategy = zero3" \
-  mpirun -np 2 "$TRAIN" --config inputs/qwen3_moe_tiny.toml --set fsdp.expert_parallel=2 --set train.optimizer=muon
 expect_fail "deck: expert parallelism on a dense model" 2 "fsdp.expert_parallel: the model has no experts" \
   "$TRAIN" --config inputs/llama_tiny.toml --set fsdp.expert_parallel=2
 expect_fail "deck: a layer list that is not one" 2 "model.mlp_only_layers: expected comma-separated layer indices" \
