@@ -224,10 +224,14 @@ TEST_CASE("muon: divided experts follow one undivided run's curve, planned byte 
   cfg.train.micro_batch_size = 1;
   const std::vector<double> ref = Trainer(cfg, MPI_COMM_WORLD, test::quiet()).run().losses;
   int ran = 0;
-  for (int P : {2, 4}) {
-    if (N % P != 0 || cfg.model.n_experts % P != 0) continue;
+  for (int P : {2, 4, -2}) {  // -2: hybrid, shard groups of 2 with P = 2 (a slice per rank)
+    const bool hybrid = P < 0;
+    P = std::abs(P);
+    if (N % P != 0 || cfg.model.n_experts % P != 0 || (hybrid && N < 4)) continue;
     cfg.fsdp.expert_parallel = P;
-    INFO("P = " << P << " on " << N << " ranks");
+    cfg.fsdp.strategy = hybrid ? "hybrid" : "zero3";
+    cfg.fsdp.shard_group_size = hybrid ? 2 : 0;
+    INFO("P = " << P << " on " << N << " ranks, " << cfg.fsdp.strategy);
     Trainer t(cfg, MPI_COMM_WORLD, test::quiet());
     const std::vector<double> got = t.run().losses;
     REQUIRE(got.size() == ref.size());
