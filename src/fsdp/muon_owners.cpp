@@ -32,7 +32,7 @@ MuonOwners muon_owners(const RunLayout& layout, int ns_steps) {
         // work so far (then the lowest), which evens the rounds' remainders out over the step.
         std::vector<Job> jobs;
         for (std::size_t i = 0; i < ts.size(); ++i)
-          if (muon_matrix(ts[i]) && ts[i].offset / part.flat() == j)
+          if (muon_matrix(ts[i]) && (slices == 1 || ts[i].offset / part.flat() == j))
             jobs.push_back({int(i), optim::newton_schulz_flops(ts[i].shape[0], ts[i].shape[1], ns_steps)});
         std::stable_sort(jobs.begin(), jobs.end(),
                          [](const Job& a, const Job& b) { return a.cost > b.cost; });

@@ -20,7 +20,6 @@ constexpr std::uint64_t kMaxHeaderBytes = std::uint64_t(100) << 20;
   throw WeightsError(path + ": " + (where.empty() ? "" : quote(where) + ": ") + what);
 }
 
-
 // The tensors must tile the data region exactly, as Hugging Face's reader demands: sorted by
 // offset, each starts where the one before ends, the first at 0 and the last at the end. Two
 // tensors sharing bytes or bytes that belong to none mean the header does not describe the file.

@@ -7,7 +7,8 @@
 // with AdamW it is refused naming both optimizers, while --init-from takes its weights; the
 // planner's memory equals the tracker's byte for byte, and Muon's state is under three
 // quarters of AdamW's on a model whose hidden matrices hold most of the parameters. With
-// expert parallelism dividing the experts (not deterministic), Muon follows the undivided curve.
+// expert parallelism dividing the experts (not deterministic), Muon follows the undivided curve,
+// and its checkpoint resumes undivided.
 // The numbers Muon computes are checked against a float64 PyTorch reference by
 // tests/e2e/muon_reference.sh.
 #include <xxhash.h>
@@ -222,7 +223,9 @@ TEST_CASE("muon: divided experts follow one undivided run's curve, planned byte 
   cfg.train.steps = 8;
   cfg.train.batch_size = 2 * N;
   cfg.train.micro_batch_size = 1;
-  const std::vector<double> ref = Trainer(cfg, MPI_COMM_WORLD, test::quiet()).run().losses;
+  Trainer straight(cfg, MPI_COMM_WORLD, test::quiet());
+  const std::vector<double> ref = straight.run().losses;
+  const std::vector<float> ref_params = test::gather_state(straight, MPI_COMM_WORLD, &Engine::param_shard);
   int ran = 0;
   for (int P : {2, 4, -2}) {  // -2: hybrid, shard groups of 2 with P = 2 (a slice per rank)
     const bool hybrid = P < 0;
@@ -243,4 +246,43 @@ TEST_CASE("muon: divided experts follow one undivided run's curve, planned byte 
     ++ran;
   }
   if (N == 2 || N == 4) CHECK(ran > 0);
+  if (ran == 0) return;
+  // A checkpoint of divided experts resumed undivided (P = 1, the same ranks): Muon's momentum
+  // and the experts come back whole and in place (the pieces are stored permuted), so the run
+  // goes on along the same curve and ends with the same parameters.
+  test::SharedTmpDir tmp("fsdp_muon_divided");
+  RunConfig first = cfg;
+  first.fsdp.strategy = "zero3";
+  first.fsdp.shard_group_size = 0;
+  first.fsdp.expert_parallel = N % 4 == 0 ? 4 : 2;
+  first.checkpoint.dir = tmp.path + "/ckpt";
+  first.checkpoint.every = 4;  // the whole run (the schedule depends on train.steps), kept at 4
+  first.checkpoint.keep = 2;
+  {
+    Trainer t(first, MPI_COMM_WORLD, test::quiet());
+    t.run();
+  }
+  RunConfig rest = first;
+  rest.fsdp.expert_parallel = 1;
+  rest.checkpoint.every = 0;
+  TrainOptions o = test::quiet();
+  o.resume = first.checkpoint.dir + "/step_000004.h5";
+  Trainer t(rest, MPI_COMM_WORLD, o);
+  REQUIRE(t.start_step() == 4);
+  const std::vector<double> got = t.run().losses;
+  REQUIRE(got.size() == ref.size() - 4);
+  double worst = 0.0;
+  for (std::size_t s = 0; s < got.size(); ++s) worst = std::max(worst, std::abs(got[s] - ref[s + 4]) / ref[s + 4]);
+  const std::vector<float> params = test::gather_state(t, MPI_COMM_WORLD, &Engine::param_shard);
+  REQUIRE(params.size() == ref_params.size());
+  double scale = 0.0, diff = 0.0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    scale = std::max(scale, double(std::abs(ref_params[i])));
+    diff = std::max(diff, double(std::abs(params[i] - ref_params[i])));
+  }
+  INFO("resumed at P = 1 from P = " << first.fsdp.expert_parallel << " on " << N << " ranks: losses within "
+                                     << worst << ", parameters within " << diff / scale << " of the largest");
+  CHECK(worst < 1e-5);
+  CHECK(diff < 1e-5 * scale);
+  MPI_Barrier(MPI_COMM_WORLD);
 }
