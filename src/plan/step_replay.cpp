@@ -12,6 +12,7 @@
 #include "fsdp/part_layout.hpp"
 #include "fsdp/schedule.hpp"
 #include "model/architecture.hpp"
+#include "model/experts/capacity.hpp"
 #include "optim/newton_schulz.hpp"
 
 #include <algorithm>
@@ -69,7 +70,10 @@ class Replay {
         }
       const double layers = m.n_experts > 0 ? double(experts) / (3.0 * m.n_experts) : 0.0;
       const double share = double(P - 1) / P;
-      exchange_.push_back(P > 1 ? 4.0 * layers * share * double(s.micro_batch) * m.block_size *
+      // With bf16 GEMMs the dispatches move bf16 (kernels::bf16_dispatch): the mean exchange is
+      // 3/4 of fp32's (a dispatch and a return each time).
+      const double bytes = s.bf16_gemms && kernels::bf16_dispatch(P, m.n_embd) ? 3.0 : 4.0;
+      exchange_.push_back(P > 1 ? bytes * layers * share * double(s.micro_batch) * m.block_size *
                                       m.experts_per_token * m.n_embd
                                 : 0.0);
       grads_home_.push_back(P > 1 && m.moe_grads_home ? 4.0 * share * double(expert_numel) : 0.0);
@@ -175,6 +179,15 @@ class Replay {
                                     s_.model, s_.micro_batch));
       allocate(C::Activations, kDev, cast, -1);
       allocate(C::Activations, kDev, cast, -1);
+      // The experts' bf16 dispatch buffers (decoder/moe_ep.cpp): sent [R, C], received [Rx, C].
+      const ModelConfig& m = s_.model;
+      const int P = std::max(1, m.expert_parallel);
+      if (m.n_experts > 0 && kernels::bf16_dispatch(P, m.n_embd)) {
+        const std::int64_t R = std::int64_t(s_.micro_batch) * m.block_size * m.experts_per_token;
+        const std::int64_t Rx = kernels::received_rows_bound(R, m.n_experts, P, float(m.moe_capacity_factor));
+        allocate(C::Activations, kDev, 2.0 * double(R) * m.n_embd, -1);
+        allocate(C::Activations, kDev, 2.0 * double(Rx) * m.n_embd, -1);
+      }
     }
     const MemSpace optim_space = offload_ ? kHost : kDev;
     const MemSpace param_space = s_.offloads_params() ? kHost : kDev;

@@ -4,7 +4,7 @@
 // every strategy, each with features that touch the experts' path (gradient accumulation, bf16
 // parameters and gathers, offload of the optimizer state and of the parameters to a file,
 // sub-layer units with activation checkpointing, prefetch, Muon on every expert matrix, the
-// bias balance with an expert capacity), with expert parallelism over the whole shard group
+// bias balance with an expert capacity, bf16 GEMMs whose dispatches move bf16 rows), with expert parallelism over the whole shard group
 // where it divides the 4 experts (zero1/2/3 at np 2 and 4, hybrid's groups of 2). Loss curves at
 // np 4 with P = 1, 2 and 4 agree within 1e-5 outside deterministic mode (the experts divided
 // over the ranks; at P = 4 their shards offloaded, sub-layer units, checkpointing). And a NaN in one
@@ -66,7 +66,8 @@ TEST_CASE("Mixtures of experts: N ranks in deterministic mode are bitwise one ra
   } else {
     cfg.model.activation_checkpointing = "blocks";
     cfg.fsdp.mixed_precision = "bf16";
-    what = "checkpointing, bf16";
+    cfg.fsdp.gemm_dtype = "bf16";  // on every CPU: the dispatches then move bf16 rows
+    what = "checkpointing, bf16 GEMMs";
   }
   INFO(arch << " " << strategy << " (" << what << ") on " << test::world_size() << " ranks");
   if (cfg.fsdp.offload == "nvme") std::filesystem::create_directories(nvme + "_1");

@@ -20,15 +20,20 @@
 // are computed into zeros and sent home instead, so each micro-batch's gradient is whole on the
 // rank that ran it and fsdp/deterministic.cpp's tree sums it as at P = 1 (the price: one
 // all-to-all of the layer's expert gradients per micro-batch).
+// With bf16 GEMMs (kernels::bf16_dispatch) the two dispatches move the rows as bf16, cast as the
+// GEMMs would cast them and widened on arrival (exactly): half the bytes, the same bits; the
+// returns stay fp32 (GEMM outputs, which nothing rounds).
 // Activation checkpointing recomputes a layer's forward inside backward, so the forward's two
 // exchanges run again there (three round trips per layer and micro-batch instead of two).
 #include <stdexcept>
 #include <string>
 
 #include "comm/communicator.hpp"
+#include "core/bf16.hpp"
 #include "core/clock.hpp"
 #include "model/decoder/buffer_views.hpp"
 #include "model/decoder/skeleton.hpp"
+#include "model/experts/capacity.hpp"
 
 namespace fsdp {
 namespace k = kernels;
@@ -94,6 +99,36 @@ void DecoderSkeleton::finish_exchange(const char* what, comm::Handle& h, double 
   exchanges_.push_back({t0, t1, t1 - w0, bytes, what});
 }
 
+comm::Handle DecoderSkeleton::start_dispatch(const TrackedBuffer& src, std::int64_t rows, const MoeActivations& e,
+                                             const TrackedBuffer& dst, std::int64_t got, double& t0) {
+  const std::int64_t C = C_;
+  if (!moe_send_bf16_.size())
+    return start_exchange(ConstVec(src.data(), std::size_t(rows * C)), e.send,
+                          Vec(dst.data(), std::size_t(got * C)), e.recv, t0);
+  // bf16 GEMMs: the rows as the GEMMs will read them (kernels::bf16_dispatch), only the peers'.
+  const Bf16Vec send = moe_send_bf16_.bf16();
+  for (std::size_t d = 0; d < e.send.counts.size(); ++d) {
+    const std::int64_t at = e.send.displs[d], n = e.send.counts[d];
+    if (n > 0) cast_to_bf16(ConstVec(src.data() + at, std::size_t(n)), Bf16Vec(send.data() + at, std::size_t(n)));
+  }
+  ExecSpace().fence();
+  t0 = now_s();
+  return ep_->iall_to_all_v(ConstBf16Vec(send.data(), std::size_t(rows * C)), e.send,
+                            Bf16Vec(moe_recv_bf16_.bf16().data(), std::size_t(got * C)), e.recv);
+}
+
+void DecoderSkeleton::finish_dispatch(const char* what, comm::Handle& h, double t0, const MoeActivations& e,
+                                      const TrackedBuffer& dst) {
+  const bool b16 = moe_send_bf16_.size() > 0;
+  finish_exchange(what, h, t0, std::int64_t(b16 ? sizeof(std::uint16_t) : sizeof(float)) * e.send.total());
+  if (!b16) return;
+  const Bf16Vec recv = moe_recv_bf16_.bf16();
+  for (std::size_t d = 0; d < e.recv.counts.size(); ++d) {  // exact: bf16 widens to fp32 losslessly
+    const std::int64_t at = e.recv.displs[d], n = e.recv.counts[d];
+    if (n > 0) widen_bf16(ConstBf16Vec(recv.data() + at, std::size_t(n)), Vec(dst.data() + at, std::size_t(n)));
+  }
+}
+
 void DecoderSkeleton::experts_forward_ep(const UnitParams& p, const LayerOffsets& o, MoeActivations& e) {
   const ExpertSpec& x = s_.moe;
   if (!ep_)
@@ -134,14 +169,13 @@ void DecoderSkeleton::experts_forward_ep(const UnitParams& p, const LayerOffsets
                            std::to_string(std::int64_t(moe_yr_.size()) / C));
   const k::ExpertLinear lin = on_local(expert_linear(p, o, Vec()), j * El, El);
   double issued = 0.0;
-  comm::Handle h = start_exchange(ConstVec(e.xe.data(), std::size_t(rows * C)), e.send,
-                                  Vec(e.xr.data(), std::size_t(got * C)), e.recv, issued);
+  comm::Handle h = start_dispatch(e.xe, rows, e, e.xr, got, issued);
   // This rank's rows meanwhile: from the plan's rows straight into its outputs.
   const std::int64_t s0 = plan.offsets[std::size_t(j * El)], r0 = e.voff[std::size_t(j * El)];
   const std::int64_t n0 = e.voff[std::size_t((j + 1) * El)] - r0;
   k::experts_forward(rows_of(e.ye, s0, n0, C), rows_of(e.gu, r0, n0, 2 * F), rows_of(e.h, r0, n0, F),
                      rows_of(e.xe, s0, n0, C), source_offsets(e.voff, j, El), lin);
-  finish_exchange("expert dispatch", h, issued, std::int64_t(sizeof(float)) * e.send.total());
+  finish_dispatch("expert dispatch", h, issued, e, e.xr);
   for (int s = 0; s < P; ++s) {
     if (s == j) continue;
     const std::int64_t a = e.voff[std::size_t(s * El)], n = e.voff[std::size_t((s + 1) * El)] - a;
@@ -187,10 +221,9 @@ void DecoderSkeleton::experts_backward_ep(const UnitParams& p, const LayerOffset
                         rows_of(e.h, a, n, F), source_offsets(e.voff, s, El), lin);
   };
   double issued = 0.0;
-  comm::Handle h = start_exchange(ConstVec(moe_dye_.data(), std::size_t(rows * C)), e.send,
-                                  Vec(moe_yr_.data(), std::size_t(got * C)), e.recv, issued);
+  comm::Handle h = start_dispatch(moe_dye_, rows, e, moe_yr_, got, issued);
   backward_of(j);
-  finish_exchange("expert dispatch grad", h, issued, std::int64_t(sizeof(float)) * e.send.total());
+  finish_dispatch("expert dispatch grad", h, issued, e, moe_yr_);
   for (int s = 0; s < P; ++s)
     if (s != j) backward_of(s);
   if (x.grads_home) {

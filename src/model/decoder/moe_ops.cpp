@@ -85,6 +85,17 @@ void DecoderSkeleton::allocate_moe(MemoryTracker& tracker) {
   moe_psum_.assign(std::size_t(cfg_.n_layer), std::vector<double>(std::size_t(E), 0.0));
 }
 
+void DecoderSkeleton::allocate_bf16_dispatch(MemoryTracker& tracker) {
+  const ExpertSpec& x = s_.moe;
+  if (!k::bf16_dispatch(x.P, C_)) return;
+  const std::int64_t R = std::int64_t(B_) * T_ * x.K, Rx = k::received_rows_bound(R, x.E, x.P, x.capacity_factor);
+  auto buf = [&](const std::string& name, std::int64_t n) {
+    return TrackedBuffer(tracker, name, n, MC::Activations, MemSpace::Device, Dtype::BF16, Fill::None);
+  };
+  moe_send_bf16_ = buf(s_.tag + "::moe_send_bf16", R * C_);
+  moe_recv_bf16_ = buf(s_.tag + "::moe_recv_bf16", Rx * C_);
+}
+
 k::ExpertLinear DecoderSkeleton::expert_linear(const UnitParams& p, const LayerOffsets& o, Vec g,
                                                const LayerOffsets* grads_at) const {
   const int C = C_, F = s_.moe.F;

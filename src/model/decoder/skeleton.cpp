@@ -201,6 +201,7 @@ std::vector<float> DecoderSkeleton::token_losses() const {
 
 void DecoderSkeleton::use_bf16_gemms(MemoryTracker& tracker) {
   bf16_ = std::make_unique<k::Bf16Gemms>(tracker, skeleton_bf16_scratch_elements(s_, cfg_, B_));
+  if (s_.moe.any(1)) allocate_bf16_dispatch(tracker);
 }
 
 Vec DecoderSkeleton::res2_of(int l) {

@@ -138,8 +138,14 @@ class DecoderSkeleton final : public Decoder {
   comm::Handle start_exchange(const ConstVec& send, const comm::PeerBlocks& sb, const Vec& recv,
                               const comm::PeerBlocks& rb, double& t0);
   void finish_exchange(const char* what, comm::Handle& h, double t0, std::int64_t bytes);
+  // A dispatch (rows of src out, peers' rows into dst, e's blocks): fp32, or bf16 with bf16 GEMMs.
+  comm::Handle start_dispatch(const TrackedBuffer& src, std::int64_t rows, const MoeActivations& e,
+                              const TrackedBuffer& dst, std::int64_t got, double& t0);
+  void finish_dispatch(const char* what, comm::Handle& h, double t0, const MoeActivations& e,
+                       const TrackedBuffer& dst);
   MoeActivations& moe_acts(int l) { return *moe_[checkpointing_ ? 0 : std::size_t(l)]; }
   void allocate_moe(MemoryTracker& tracker);
+  void allocate_bf16_dispatch(MemoryTracker& tracker);  // with bf16 GEMMs (moe_ep.cpp)
   struct BalanceSums {
     std::vector<double> count, psum;  // [E]
     double tokens = 0.0;
@@ -197,6 +203,9 @@ class DecoderSkeleton final : public Decoder {
   // sent home and received [2 x E x 3 F C].
   comm::Communicator* ep_ = nullptr;
   TrackedBuffer moe_yr_, moe_cnt_, moe_gsend_, moe_grecv_;
+  // With bf16 GEMMs (kernels::bf16_dispatch): the dispatched rows as bf16, sent [R, C] and
+  // received [P R, C] at worst (decoder/moe_ep.cpp).
+  TrackedBuffer moe_send_bf16_, moe_recv_bf16_;
   std::vector<Exchange> exchanges_;
 };
 

@@ -25,4 +25,10 @@ inline std::int64_t received_rows_bound(std::int64_t R, int experts, int P, floa
   return cap > 0 ? std::min(all, std::int64_t(experts) * cap) : all;
 }
 
+// With bf16 GEMMs the experts read their input rows and their outputs' gradients rounded to
+// bf16, so the two dispatches may move them as bf16: half the bytes, the same bits at the
+// GEMM. bf16 payloads travel as 4-byte words, so a row of C elements needs C even (the
+// returns carry fp32 outputs and input gradients, which no GEMM rounds: they stay fp32).
+inline bool bf16_dispatch(int P, std::int64_t C) { return P > 1 && C % 2 == 0; }
+
 }  // namespace fsdp::kernels
