@@ -4,11 +4,12 @@
 // every strategy, each with features that touch the experts' path (gradient accumulation, bf16
 // parameters and gathers, offload of the optimizer state and of the parameters to a file,
 // sub-layer units with activation checkpointing, prefetch, Muon on every expert matrix, the
-// bias balance with an expert capacity, bf16 GEMMs whose dispatches move bf16 rows), with expert parallelism over the whole shard group
-// where it divides the 4 experts (zero1/2/3 at np 2 and 4, hybrid's groups of 2). Loss curves at
-// np 4 with P = 1, 2 and 4 agree within 1e-5 outside deterministic mode (the experts divided
-// over the ranks; at P = 4 their shards offloaded, sub-layer units, checkpointing). And a NaN in one
-// expert's gradient is named down to the expert's tensor.
+// bias balance with an expert capacity, bf16 GEMMs whose dispatches move bf16 rows), with
+// expert parallelism over the whole shard group where it divides the 4 experts (zero1/2/3 at
+// np 2 and 4, hybrid's groups of 2). Loss curves at np 4 with P = 1, 2 and 4 agree within 1e-5
+// outside deterministic mode (the experts divided over the ranks; at P = 4 their shards
+// offloaded, sub-layer units, checkpointing). And a NaN in one expert's gradient is named down
+// to the expert's tensor.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
