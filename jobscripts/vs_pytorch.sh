@@ -9,7 +9,8 @@
 #   jobscripts/vs_pytorch.sh small|124m|llama124m|moe|ddp2|ddp2-global8 [bf16]
 # bf16: fsdp with bf16 parameters (fsdp.gemm_dtype = auto: bf16 GEMMs where the CPU computes them) against PyTorch under
 # torch.autocast("cpu", dtype=torch.bfloat16), each on its own best bf16 path for this CPU.
-# Environment: PAIRS (5), FSDP_BUILD, TORCH_BF16_STEPS (4: PyTorch's steps in bf16 mode).
+# Environment: PAIRS (5), FSDP_BUILD, TORCH_BF16_STEPS (4: PyTorch's steps in bf16 mode), BLOCK
+# (moe only: the context, 128; the batch keeps 512 tokens a step).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FSDP_BUILD:-$ROOT/build}
@@ -26,7 +27,17 @@ print("SkylakeX" if re.search(r"\bavx512bw\b", flags) else "Haswell" if re.searc
 EOF
 )
 [ -n "$core" ] && export OPENBLAS_CORETYPE="$core"
-TORCH=(/usr/bin/python3 "$ROOT/jobscripts/pytorch_reference.py")
+# PyTorch on tcmalloc, as its CPU performance guides advise: under glibc's malloc each tensor of
+# 32 MiB or more is a fresh mmap, faulted in page by page and unmapped when freed, which at
+# T = 1024 (the attention's B x H x T x T scores) made PyTorch's step 2.8x slower on a VM where
+# page faults are dear. fsdp allocates its buffers once and gains nothing from it.
+TCMALLOC=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+if [ -f "$TCMALLOC" ]; then
+  TORCH=(env LD_PRELOAD="$TCMALLOC" /usr/bin/python3 "$ROOT/jobscripts/pytorch_reference.py")
+else
+  echo "vs_pytorch: PyTorch runs on glibc's malloc (apt-get install libtcmalloc-minimal4 for the allocator its guides advise)" >&2
+  TORCH=(/usr/bin/python3 "$ROOT/jobscripts/pytorch_reference.py")
+fi
 small=(--layers 4 --embd 256 --heads 4 --vocab 256 --block 128)
 case "${1:-}" in
   small)
@@ -45,10 +56,14 @@ case "${1:-}" in
     RAND=$(mktemp /tmp/vs_pytorch_moe.XXXXXX)
     trap 'rm -f "$RAND"' EXIT
     /usr/bin/python3 -c "import numpy as n; n.random.seed(1); n.random.randint(0, 256, 1 << 20).astype(n.uint16).tofile('$RAND')"
+    # BLOCK (128) sets the context; the batch keeps 512 tokens a step (at least one sequence).
+    T=${BLOCK:-128}
+    B=$(( 512 / T > 0 ? 512 / T : 1 ))
     ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_moe.toml" --set train.steps=8
-          --set "data.train=$RAND" --set "data.val=$RAND" --set data.format=uint16)
+          --set "data.train=$RAND" --set "data.val=$RAND" --set data.format=uint16
+          --set model.block_size="$T" --set train.batch_size="$B" --set train.micro_batch_size="$B")
     theirs=("${TORCH[@]}" --arch moe --layers 4 --embd 512 --heads 8 --kv 8 --ffn 1024 --experts 8
-            --topk 2 --vocab 256 --block 128 --batch 4 --steps 6) ;;
+            --topk 2 --vocab 256 --block "$T" --batch "$B" --steps 6) ;;
   ddp2)  # 8 sequences per process, as the one-process shape (global batch 16)
     ours=(mpirun --oversubscribe -np 2 "$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml"
           --set train.batch_size=16 --set train.steps=30)

@@ -12,7 +12,7 @@ BUILD=${FSDP_BUILD_DIR:-$ROOT/build}
 
 PACKAGES=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
   hdf5-tools catch2 libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libopenblas-dev libdnnl-dev
-  libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libxxhash-dev libpcre2-dev libutf8proc-dev python3-matplotlib python3-numpy python3-torch
+  libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libxxhash-dev libpcre2-dev libutf8proc-dev python3-matplotlib python3-numpy python3-torch libtcmalloc-minimal4
   slurmctld slurmd slurm-client munge clang-14 libclang-rt-14-dev xz-utils)
 
 install_packages() {
