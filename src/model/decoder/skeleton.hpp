@@ -204,7 +204,7 @@ class DecoderSkeleton final : public Decoder {
   comm::Communicator* ep_ = nullptr;
   TrackedBuffer moe_yr_, moe_cnt_, moe_gsend_, moe_grecv_;
   // With bf16 GEMMs (kernels::bf16_dispatch): the dispatched rows as bf16, sent [R, C] and
-  // received [P R, C] at worst (decoder/moe_ep.cpp).
+  // received [Rx, C], Rx = kernels::received_rows_bound (decoder/moe_ep.cpp).
   TrackedBuffer moe_send_bf16_, moe_recv_bf16_;
   std::vector<Exchange> exchanges_;
 };
