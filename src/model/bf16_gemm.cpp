@@ -48,17 +48,22 @@ bool use_onednn() { return onednn::support(onednn::Inputs::BF16).fast; }
 }  // namespace
 
 void gemm_bf16(const char* ta, const char* tb, float alpha, const ConstBf16Mat& a,
-               const ConstBf16Mat& b, float beta, const Mat& c) {
+               const ConstBf16Mat& b, float beta, const Mat& c, GemmRows rows) {
   const gemm_paths::Shape shape = shape_of(ta, tb, a, c);
   if (use_onednn()) {
-    static const std::string& path =
+    static const std::string& fixed =
         gemm_paths::intern("oneDNN " + onednn::support(onednn::Inputs::BF16).impl);
-    const gemm_paths::Scope logged(shape, path);
+    static const std::string& ragged = []() -> const std::string& {
+      const onednn::Support& r = onednn::ragged_support(onednn::Inputs::BF16);
+      if (!r.fast) return fixed;  // onednn::matmul makes a primitive per row count then
+      return gemm_paths::intern("oneDNN " + r.impl + " (rows at run time)");
+    }();
+    const gemm_paths::Scope logged(shape, rows == GemmRows::Ragged ? ragged : fixed);
 #if defined(FSDP_SPACE_CHECK)
     const space_check::KernelScope on_device;  // oneDNN reads the emulated device's memory
 #endif
     onednn::matmul(onednn::Inputs::BF16, shape.ta, shape.tb, shape.M, shape.N, shape.K, alpha,
-                   a.data(), ld(a), b.data(), ld(b), beta, c.data(), std::int64_t(c.stride(0)));
+                   a.data(), ld(a), b.data(), ld(b), beta, c.data(), std::int64_t(c.stride(0)), rows);
     return;
   }
   static const std::string& path = gemm_paths::intern("widened to fp32, " + gemm_paths::fp32_path());
@@ -84,7 +89,7 @@ std::string gemm_bf16_path() {
 }
 #else
 void gemm_bf16(const char* ta, const char* tb, float alpha, const ConstBf16Mat& a,
-               const ConstBf16Mat& b, float beta, const Mat& c) {
+               const ConstBf16Mat& b, float beta, const Mat& c, GemmRows) {
   static const std::string& path = gemm_paths::intern("cuBLAS GemmEx bf16 tensor cores");
   const gemm_paths::Scope logged(shape_of(ta, tb, a, c), path);
   cublas_gemm_bf16(ta, tb, alpha, a, b, beta, c);
@@ -125,21 +130,22 @@ void Bf16Gemms::backward(const Mat& dinp, const Mat& dw, const ConstMat& dout, c
   gemm_bf16("T", "N", 1.f, x, d, 1.f, dw);
 }
 
-void Bf16Gemms::head_forward(const Mat& logits, const ConstMat& x, const ConstBf16Mat& emb) {
+void Bf16Gemms::head_forward(const Mat& logits, const ConstMat& x, const ConstBf16Mat& emb,
+                             GemmRows rows) {
   const ConstBf16Mat xb = cast(first_, x.data(), x.extent(0), x.extent(1));
-  gemm_bf16("N", "T", 1.f, xb, emb, 0.f, logits);
+  gemm_bf16("N", "T", 1.f, xb, emb, 0.f, logits, rows);
 }
 
 void Bf16Gemms::head_backward(const Mat& dx, const Mat& demb, const ConstMat& dlogits,
-                              const ConstMat& x, const ConstBf16Mat& emb) {
+                              const ConstMat& x, const ConstBf16Mat& emb, GemmRows kind) {
   const std::int64_t rows = dlogits.extent(0), V = dlogits.extent(1), C = x.extent(1);
   const std::int64_t chunk = std::max<std::int64_t>(1, std::min(rows, elements_ / V));
   for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const std::int64_t n = std::min(chunk, rows - r0);
     const ConstBf16Mat d = cast(first_, dlogits.data() + r0 * V, n, V);
-    gemm_bf16("N", "N", 1.f, d, emb, 0.f, Mat(dx.data() + r0 * C, n, C));
+    gemm_bf16("N", "N", 1.f, d, emb, 0.f, Mat(dx.data() + r0 * C, n, C), kind);
     const ConstBf16Mat xb = cast(second_, x.data() + r0 * C, n, C);
-    gemm_bf16("T", "N", 1.f, d, xb, 1.f, demb);
+    gemm_bf16("T", "N", 1.f, d, xb, 1.f, demb, kind);
   }
 }
 

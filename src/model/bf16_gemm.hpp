@@ -16,12 +16,14 @@
 
 #include "core/memory.hpp"
 #include "core/types.hpp"
+#include "model/gemm_rows.hpp"
 
 namespace fsdp::kernels {
 
 // C = alpha * op(A) * op(B) + beta * C on row-major views, 'N' or 'T' per operand.
+// `rows` says whether A's token rows keep their count from call to call (model/gemm_rows.hpp).
 void gemm_bf16(const char* ta, const char* tb, float alpha, const ConstBf16Mat& a,
-               const ConstBf16Mat& b, float beta, const Mat& c);
+               const ConstBf16Mat& b, float beta, const Mat& c, GemmRows rows = GemmRows::Fixed);
 // Which implementation gemm_bf16 runs here, for the start-up log.
 std::string gemm_bf16_path();
 // Whether gemm_bf16 computes in bf16 here (tensor cores, or oneDNN's bf16 kernels) rather than
@@ -47,10 +49,12 @@ class Bf16Gemms {
                 const ConstBf16Mat& w);
   // The LM head, emb [V, C] (the token embedding when tied): logits = x @ emb^T, and backward
   // dx = dlogits @ emb, demb += dlogits^T @ x, in row chunks whose cast fits the scratch
-  // (dlogits is B*T x V).
-  void head_forward(const Mat& logits, const ConstMat& x, const ConstBf16Mat& emb);
+  // (dlogits is B*T x V). The experts call these too, with their weights [out, in] and
+  // `rows` = Ragged: each takes however many tokens the router sent it.
+  void head_forward(const Mat& logits, const ConstMat& x, const ConstBf16Mat& emb,
+                    GemmRows rows = GemmRows::Fixed);
   void head_backward(const Mat& dx, const Mat& demb, const ConstMat& dlogits, const ConstMat& x,
-                     const ConstBf16Mat& emb);
+                     const ConstBf16Mat& emb, GemmRows rows = GemmRows::Fixed);
 
  private:
   ConstBf16Mat cast(const TrackedBuffer& into, const float* rows, std::int64_t n, std::int64_t cols);

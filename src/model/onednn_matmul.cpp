@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <utility>
 
 #include "core/check.hpp"
 
@@ -20,12 +21,13 @@ namespace fsdp::kernels::onednn {
 namespace {
 
 using Dims = dnnl::memory::dims;
+// inputs, ops, M, N, K (the ragged one -1), lda, ldb, ldc, alpha, beta, ragged.
 using Key = std::tuple<int, char, char, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                       std::int64_t, std::int64_t, float, float>;
+                       std::int64_t, std::int64_t, float, float, bool>;
 
 struct Entry {
   dnnl::matmul primitive;
-  dnnl::memory a, b, c;
+  dnnl::memory a, b, c;  // fixed shapes only: a ragged call describes its operands each time
   std::string impl;
 };
 
@@ -63,19 +65,40 @@ dnnl::memory::desc operand(Inputs inputs, char op, std::int64_t rows, std::int64
   return dnnl::memory::desc(Dims{rows, cols}, dtype(inputs), strides);
 }
 
+// The operands of C[M,N] = op(A) op(B) as oneDNN sees them; any of M, N, K may be
+// DNNL_RUNTIME_DIM_VAL (strides never depend on the row count).
+struct Operands {
+  dnnl::memory::desc a, b, c;
+};
+Operands operands(Inputs inputs, char ta, char tb, std::int64_t M, std::int64_t N, std::int64_t K,
+                  std::int64_t lda, std::int64_t ldb, std::int64_t ldc) {
+  return {operand(inputs, ta, M, K, lda), operand(inputs, tb, K, N, ldb),
+          dnnl::memory::desc(Dims{M, N}, dnnl::memory::data_type::f32, Dims{ldc, 1})};
+}
+
+// A ragged call's M and K as its primitive has them: A's stored rows (M for op 'N', K for 'T')
+// left to run time.
+std::pair<std::int64_t, std::int64_t> primitive_mk(char ta, std::int64_t M, std::int64_t K, bool ragged) {
+  if (!ragged) return {M, K};
+  return ta == 'N' ? std::make_pair(std::int64_t(DNNL_RUNTIME_DIM_VAL), K)
+                   : std::make_pair(M, std::int64_t(DNNL_RUNTIME_DIM_VAL));
+}
+
 std::string shape(char ta, char tb, std::int64_t M, std::int64_t N, std::int64_t K) {
   return std::string(1, ta) + std::string(1, tb) + " M=" + std::to_string(M) +
          " N=" + std::to_string(N) + " K=" + std::to_string(K);
 }
 
 Entry& entry(Inputs inputs, char ta, char tb, std::int64_t M, std::int64_t N, std::int64_t K,
-             float alpha, std::int64_t lda, std::int64_t ldb, float beta, std::int64_t ldc) {
+             float alpha, std::int64_t lda, std::int64_t ldb, float beta, std::int64_t ldc,
+             bool ragged) {
   auto& e = cpu();
-  const Key key{int(inputs), ta, tb, M, N, K, lda, ldb, ldc, alpha, beta};
+  const auto [pm, pk] = primitive_mk(ta, M, K, ragged);
+  const Key key{int(inputs), ta, tb, ragged && ta == 'N' ? -1 : M, N, ragged && ta == 'T' ? -1 : K,
+                lda, ldb, ldc, alpha, beta, ragged};
   if (auto it = e.cache.find(key); it != e.cache.end()) return *it->second;
 
-  const auto a = operand(inputs, ta, M, K, lda), b = operand(inputs, tb, K, N, ldb);
-  const dnnl::memory::desc c(Dims{M, N}, dnnl::memory::data_type::f32, Dims{ldc, 1});
+  const auto [a, b, c] = operands(inputs, ta, tb, pm, N, pk, lda, ldb, ldc);
   dnnl::post_ops ops;
   // alpha scales the product before beta * C is added: eltwise linear, then sum.
 #if DNNL_VERSION_MAJOR >= 3
@@ -99,26 +122,28 @@ Entry& entry(Inputs inputs, char ta, char tb, std::int64_t M, std::int64_t N, st
   }
   auto made = std::make_unique<Entry>();
   made->primitive = dnnl::matmul(pd);
-  made->a = dnnl::memory(a, e.engine, DNNL_MEMORY_NONE);
-  made->b = dnnl::memory(b, e.engine, DNNL_MEMORY_NONE);
-  made->c = dnnl::memory(c, e.engine, DNNL_MEMORY_NONE);
+  if (!ragged) {
+    made->a = dnnl::memory(a, e.engine, DNNL_MEMORY_NONE);
+    made->b = dnnl::memory(b, e.engine, DNNL_MEMORY_NONE);
+    made->c = dnnl::memory(c, e.engine, DNNL_MEMORY_NONE);
+  }
   made->impl = pd.impl_info_str();
   ++e.created;
   return *e.cache.emplace(key, std::move(made)).first->second;
 }
 
-Support probe(Inputs inputs) {
+Support probe(Inputs inputs, bool ragged) {
   // A model-sized shape: oneDNN may pick a different kernel for a tiny one.
   constexpr std::int64_t n = 256;
   auto& e = cpu();
-  const auto md = operand(inputs, 'N', n, n, n);
-  const dnnl::memory::desc c(Dims{n, n}, dnnl::memory::data_type::f32, Dims{n, 1});
+  const auto [pm, pk] = primitive_mk('N', n, n, ragged);
+  const auto [a, b, c] = operands(inputs, 'N', 'N', pm, n, pk, n, n, n);
   Support s;
   try {
 #if DNNL_VERSION_MAJOR >= 3
-    const dnnl::matmul::primitive_desc pd(e.engine, md, md, c);
+    const dnnl::matmul::primitive_desc pd(e.engine, a, b, c);
 #else
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md, md, c), e.engine);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), e.engine);
 #endif
     s.impl = pd.impl_info_str();
     s.fast = s.impl.rfind("ref", 0) != 0;
@@ -135,20 +160,33 @@ Support probe(Inputs inputs) {
 bool built() { return true; }
 
 const Support& support(Inputs inputs) {
-  static const Support f32 = probe(Inputs::F32), bf16 = probe(Inputs::BF16);
+  static const Support f32 = probe(Inputs::F32, false), bf16 = probe(Inputs::BF16, false);
+  return inputs == Inputs::BF16 ? bf16 : f32;
+}
+
+const Support& ragged_support(Inputs inputs) {
+  static const Support f32 = probe(Inputs::F32, true), bf16 = probe(Inputs::BF16, true);
   return inputs == Inputs::BF16 ? bf16 : f32;
 }
 
 const std::string& matmul(Inputs inputs, char ta, char tb, std::int64_t M, std::int64_t N,
                           std::int64_t K, float alpha, const void* a, std::int64_t lda,
                           const void* b, std::int64_t ldb, float beta, float* c,
-                          std::int64_t ldc) {
-  Entry& en = entry(inputs, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc);
-  en.a.set_data_handle(const_cast<void*>(a));
-  en.b.set_data_handle(const_cast<void*>(b));
-  en.c.set_data_handle(c);
+                          std::int64_t ldc, GemmRows rows) {
+  const bool ragged = rows == GemmRows::Ragged && ragged_support(inputs).fast;
+  Entry& en = entry(inputs, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc, ragged);
   auto& e = cpu();
-  en.primitive.execute(e.stream, {{DNNL_ARG_SRC, en.a}, {DNNL_ARG_WEIGHTS, en.b}, {DNNL_ARG_DST, en.c}});
+  if (ragged) {  // this call's row count, in descriptors made for it
+    const auto [da, db, dc] = operands(inputs, ta, tb, M, N, K, lda, ldb, ldc);
+    const dnnl::memory ma(da, e.engine, const_cast<void*>(a)), mb(db, e.engine, const_cast<void*>(b)),
+        mc(dc, e.engine, c);
+    en.primitive.execute(e.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+  } else {
+    en.a.set_data_handle(const_cast<void*>(a));
+    en.b.set_data_handle(const_cast<void*>(b));
+    en.c.set_data_handle(c);
+    en.primitive.execute(e.stream, {{DNNL_ARG_SRC, en.a}, {DNNL_ARG_WEIGHTS, en.b}, {DNNL_ARG_DST, en.c}});
+  }
   e.stream.wait();
   return en.impl;
 }
@@ -164,9 +202,11 @@ const Support& support(Inputs) {
   return none;
 }
 
+const Support& ragged_support(Inputs inputs) { return support(inputs); }
+
 const std::string& matmul(Inputs, char, char, std::int64_t, std::int64_t, std::int64_t, float,
                           const void*, std::int64_t, const void*, std::int64_t, float, float*,
-                          std::int64_t) {
+                          std::int64_t, GemmRows) {
   fatal("onednn::matmul called in a build without oneDNN");
 }
 

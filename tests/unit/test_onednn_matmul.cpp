@@ -6,6 +6,7 @@
 // The fp32 inputs run the same descriptors and post-ops as bf16 on every CPU; bf16 inputs run
 // where oneDNN has a bf16 kernel for the CPU, and a CPU with AVX-512 must have one.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -15,6 +16,7 @@
 #include "model/onednn_matmul.hpp"
 
 using namespace fsdp;
+using kernels::GemmRows;
 using kernels::onednn::Inputs;
 
 namespace {
@@ -43,7 +45,8 @@ Stored stored(std::int64_t rows, std::int64_t cols, std::int64_t pad, std::mt199
   return s;
 }
 
-void check_matmul(Inputs in, bool ta, bool tb, std::int64_t pad, float alpha, float beta) {
+void check_matmul(Inputs in, bool ta, bool tb, std::int64_t pad, float alpha, float beta,
+                  GemmRows rows = GemmRows::Fixed) {
   std::mt19937 g(7);
   const std::int64_t M = 6, N = 9, K = 300, ldc = N + pad;
   const Stored a = ta ? stored(K, M, pad, g) : stored(M, K, pad, g);
@@ -56,8 +59,9 @@ void check_matmul(Inputs in, bool ta, bool tb, std::int64_t pad, float alpha, fl
       for (std::int64_t j = 0; j < N; ++j) c[i * ldc + j] = std::numeric_limits<float>::quiet_NaN();
   const std::string& impl = kernels::onednn::matmul(in, ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K,
                                                     alpha, a.data(in), a.ld, b.data(in), b.ld,
-                                                    beta, c.data(), ldc);
-  INFO("oneDNN kernel " << impl << ", op " << (ta ? 'T' : 'N') << (tb ? 'T' : 'N') << ", pad "
+                                                    beta, c.data(), ldc, rows);
+  INFO("oneDNN kernel " << impl << (rows == GemmRows::Ragged ? " (ragged rows)" : "") << ", op "
+                        << (ta ? 'T' : 'N') << (tb ? 'T' : 'N') << ", pad "
                         << pad << ", alpha " << alpha << ", beta " << beta);
   for (std::int64_t i = 0; i < M; ++i) {
     for (std::int64_t j = 0; j < N; ++j) {
@@ -85,11 +89,45 @@ TEST_CASE("oneDNN's matmul maps row-major op(A) op(B) onto its strides", "[gemm]
   const bool ta = GENERATE(false, true), tb = GENERATE(false, true);
   const std::int64_t pad = GENERATE(0, 3);
   const float beta = GENERATE(0.f, 1.f, 0.5f);
-  check_matmul(Inputs::F32, ta, tb, pad, 0.75f, beta);
-  check_matmul(Inputs::F32, ta, tb, pad, 1.f, beta);
+  // Ragged: A's stored rows (M here for op 'N', K for 'T') given at run time, the experts' call.
+  const GemmRows rows = GENERATE(GemmRows::Fixed, GemmRows::Ragged);
+  check_matmul(Inputs::F32, ta, tb, pad, 0.75f, beta, rows);
+  check_matmul(Inputs::F32, ta, tb, pad, 1.f, beta, rows);
   if (kernels::onednn::support(Inputs::BF16).fast) {
-    check_matmul(Inputs::BF16, ta, tb, pad, 0.75f, beta);
-    check_matmul(Inputs::BF16, ta, tb, pad, 1.f, beta);
+    check_matmul(Inputs::BF16, ta, tb, pad, 0.75f, beta, rows);
+    check_matmul(Inputs::BF16, ta, tb, pad, 1.f, beta, rows);
+  }
+}
+
+TEST_CASE("a ragged call makes one primitive for every row count", "[gemm][onednn]") {
+  if (!kernels::onednn::built()) return;
+  const Inputs in = GENERATE(Inputs::F32, Inputs::BF16);
+  if (!kernels::onednn::support(in).fast) return;
+  const auto& ragged = kernels::onednn::ragged_support(in);
+  INFO("oneDNN's ragged kernel: " << ragged.impl);
+  // The experts' kernel must compute, not fall to reference loops, where the fixed one does:
+  // otherwise every new row count costs a primitive (matmul falls back to that, correctly).
+  REQUIRE(ragged.fast);
+  const std::int64_t N = 16, K = 32, maxM = 40;
+  // Room for the largest call of either op: A is [M, K] or [rows, maxM], B is [K or rows, N].
+  std::vector<float> a(maxM * std::max(K, maxM), 1.f), b(maxM * N, 0.5f), c(maxM * N);
+  std::vector<std::uint16_t> a16(a.size(), to_bf16(1.f)), b16(b.size(), to_bf16(0.5f));
+  const void* pa = in == Inputs::BF16 ? static_cast<const void*>(a16.data()) : a.data();
+  const void* pb = in == Inputs::BF16 ? static_cast<const void*>(b16.data()) : b.data();
+  // op 'N': M is A's rows; op 'T': K is, so a dW-like call (dy^T x) sums over the row count.
+  for (const char ta : {'N', 'T'}) {
+    std::int64_t made = -1;
+    for (std::int64_t rows : {1, 7, 40, 13}) {
+      const std::int64_t M = ta == 'N' ? rows : maxM, Kc = ta == 'N' ? K : rows;
+      std::fill(c.begin(), c.end(), -1.f);
+      kernels::onednn::matmul(in, ta, 'N', M, N, Kc, 1.f, pa, ta == 'N' ? K : maxM, pb, N, 0.f,
+                              c.data(), N, GemmRows::Ragged);
+      if (made < 0) made = kernels::onednn::primitives_created();
+      INFO("op " << ta << "N, " << rows << " rows");
+      REQUIRE(kernels::onednn::primitives_created() == made);
+      for (std::int64_t i = 0; i < M * N; ++i) REQUIRE(c[std::size_t(i)] == 0.5f * float(Kc));
+      for (std::int64_t i = M * N; i < maxM * N; ++i) REQUIRE(c[std::size_t(i)] == -1.f);
+    }
   }
 }
 
