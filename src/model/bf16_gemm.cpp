@@ -131,21 +131,21 @@ void Bf16Gemms::backward(const Mat& dinp, const Mat& dw, const ConstMat& dout, c
 }
 
 void Bf16Gemms::head_forward(const Mat& logits, const ConstMat& x, const ConstBf16Mat& emb,
-                             GemmRows rows) {
+                             GemmRows row_kind) {
   const ConstBf16Mat xb = cast(first_, x.data(), x.extent(0), x.extent(1));
-  gemm_bf16("N", "T", 1.f, xb, emb, 0.f, logits, rows);
+  gemm_bf16("N", "T", 1.f, xb, emb, 0.f, logits, row_kind);
 }
 
 void Bf16Gemms::head_backward(const Mat& dx, const Mat& demb, const ConstMat& dlogits,
-                              const ConstMat& x, const ConstBf16Mat& emb, GemmRows kind) {
+                              const ConstMat& x, const ConstBf16Mat& emb, GemmRows row_kind) {
   const std::int64_t rows = dlogits.extent(0), V = dlogits.extent(1), C = x.extent(1);
   const std::int64_t chunk = std::max<std::int64_t>(1, std::min(rows, elements_ / V));
   for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const std::int64_t n = std::min(chunk, rows - r0);
     const ConstBf16Mat d = cast(first_, dlogits.data() + r0 * V, n, V);
-    gemm_bf16("N", "N", 1.f, d, emb, 0.f, Mat(dx.data() + r0 * C, n, C), kind);
+    gemm_bf16("N", "N", 1.f, d, emb, 0.f, Mat(dx.data() + r0 * C, n, C), row_kind);
     const ConstBf16Mat xb = cast(second_, x.data() + r0 * C, n, C);
-    gemm_bf16("T", "N", 1.f, d, xb, 1.f, demb, kind);
+    gemm_bf16("T", "N", 1.f, d, xb, 1.f, demb, row_kind);
   }
 }
 

@@ -50,11 +50,11 @@ class Bf16Gemms {
   // The LM head, emb [V, C] (the token embedding when tied): logits = x @ emb^T, and backward
   // dx = dlogits @ emb, demb += dlogits^T @ x, in row chunks whose cast fits the scratch
   // (dlogits is B*T x V). The experts call these too, with their weights [out, in] and
-  // `rows` = Ragged: each takes however many tokens the router sent it.
+  // `row_kind` = Ragged: each takes however many tokens the router sent it.
   void head_forward(const Mat& logits, const ConstMat& x, const ConstBf16Mat& emb,
-                    GemmRows rows = GemmRows::Fixed);
+                    GemmRows row_kind = GemmRows::Fixed);
   void head_backward(const Mat& dx, const Mat& demb, const ConstMat& dlogits, const ConstMat& x,
-                     const ConstBf16Mat& emb, GemmRows rows = GemmRows::Fixed);
+                     const ConstBf16Mat& emb, GemmRows row_kind = GemmRows::Fixed);
 
  private:
   ConstBf16Mat cast(const TrackedBuffer& into, const float* rows, std::int64_t n, std::int64_t cols);

@@ -4,7 +4,9 @@
 // = 0 over a C full of NaN (overwritten, never read) and beta != 0 (accumulated), over a K long
 // enough that a swapped stride or a dropped accumulation is far outside the fp32 rounding bound.
 // The fp32 inputs run the same descriptors and post-ops as bf16 on every CPU; bf16 inputs run
-// where oneDNN has a bf16 kernel for the CPU, and a CPU with AVX-512 must have one.
+// where oneDNN has a bf16 kernel for the CPU, and a CPU with AVX-512 must have one. Every case
+// runs again as a ragged call (the experts': A's row count given at run time), which must make
+// one primitive for all row counts.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>

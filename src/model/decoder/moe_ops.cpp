@@ -108,16 +108,17 @@ k::ExpertLinear DecoderSkeleton::expert_linear(const UnitParams& p, const LayerO
     return which == 0 ? Shape{o.expert_gu[std::size_t(e)], 2 * F, C} : Shape{o.expert_down[std::size_t(e)], C, F};
   };
   k::Bf16Gemms* bf16 = bf16_.get();
+  constexpr k::GemmRows ragged = k::GemmRows::Ragged;  // an expert's rows: its tokens this step
   k::ExpertLinear lin;
   lin.forward = [&p, at, bf16](int e, int which, const Mat& y, const ConstMat& x) {
     const Shape s = at(e, which);
-    if (bf16) return bf16->head_forward(y, x, p.weight_bf16(s.off, s.out, s.in), k::GemmRows::Ragged);
+    if (bf16) return bf16->head_forward(y, x, p.weight_bf16(s.off, s.out, s.in), ragged);
     k::gemm("N", "T", 1.f, x, p.weight(s.off, s.out, s.in), 0.f, y);
   };
   lin.backward = [&p, &go, at, bf16, g](int e, int which, const Mat& dx, const ConstMat& dy, const ConstMat& x) {
     const Shape s = at(e, which);
     const Mat dw = gm(g, which == 0 ? go.expert_gu[std::size_t(e)] : go.expert_down[std::size_t(e)], s.out, s.in);
-    if (bf16) return bf16->head_backward(dx, dw, dy, x, p.weight_bf16(s.off, s.out, s.in), k::GemmRows::Ragged);
+    if (bf16) return bf16->head_backward(dx, dw, dy, x, p.weight_bf16(s.off, s.out, s.in), ragged);
     k::gemm("N", "N", 1.f, dy, p.weight(s.off, s.out, s.in), 0.f, dx);
     k::gemm("T", "N", 1.f, dy, x, 1.f, dw);
   };
