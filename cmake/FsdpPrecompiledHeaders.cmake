@@ -6,7 +6,12 @@
 # the project go in, so a source still compiles without it (FSDP_PCH=OFF, or another compiler);
 # the code generated is the same either way.
 option(FSDP_PCH "Precompile the library's common third-party headers (GCC host builds)" ON)
+# Whether this build precompiles: tests/CMakeLists.txt asks the same for the unit-test binary.
+set(FSDP_USE_PCH OFF)
 if(FSDP_PCH AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND NOT FSDP_ENABLE_CUDA)
+  set(FSDP_USE_PCH ON)
+endif()
+if(FSDP_USE_PCH)
   target_precompile_headers(fsdp PRIVATE
     "$<$<COMPILE_LANGUAGE:CXX>:<Kokkos_Core.hpp>>"
     "$<$<COMPILE_LANGUAGE:CXX>:<mpi.h>>"

@@ -10,8 +10,7 @@
 # bf16: fsdp with bf16 parameters (fsdp.gemm_dtype = auto: bf16 GEMMs where the CPU computes them) against PyTorch under
 # torch.autocast("cpu", dtype=torch.bfloat16), each on its own best bf16 path for this CPU.
 # Environment: PAIRS (5), FSDP_BUILD, TORCH_BF16_STEPS (PyTorch's steps in bf16 mode: 6 with
-# AVX-512, 4 without), BLOCK
-# (moe only: the context, 128; the batch keeps 512 tokens a step).
+# AVX-512, 4 without), BLOCK (moe only: the context, 128; the batch keeps 512 tokens a step).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FSDP_BUILD:-$ROOT/build}

@@ -21,9 +21,10 @@ namespace fsdp::kernels::onednn {
 namespace {
 
 using Dims = dnnl::memory::dims;
-// inputs, ops, M, N, K (the ragged one -1), lda, ldb, ldc, alpha, beta, ragged.
+// inputs, ops, M, N, K (a ragged call's row count as DNNL_RUNTIME_DIM_VAL), lda, ldb, ldc,
+// alpha, beta.
 using Key = std::tuple<int, char, char, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                       std::int64_t, std::int64_t, float, float, bool>;
+                       std::int64_t, std::int64_t, float, float>;
 
 struct Entry {
   dnnl::matmul primitive;
@@ -94,8 +95,7 @@ Entry& entry(Inputs inputs, char ta, char tb, std::int64_t M, std::int64_t N, st
              bool ragged) {
   auto& e = cpu();
   const auto [pm, pk] = primitive_mk(ta, M, K, ragged);
-  const Key key{int(inputs), ta, tb, ragged && ta == 'N' ? -1 : M, N, ragged && ta == 'T' ? -1 : K,
-                lda, ldb, ldc, alpha, beta, ragged};
+  const Key key{int(inputs), ta, tb, pm, N, pk, lda, ldb, ldc, alpha, beta};
   if (auto it = e.cache.find(key); it != e.cache.end()) return *it->second;
 
   const auto [a, b, c] = operands(inputs, ta, tb, pm, N, pk, lda, ldb, ldc);
