@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
+#include <optional>
 
 #include "core/kokkos_session.hpp"
 #include "bench/bench_machine.hpp"
@@ -16,7 +17,9 @@
 #include "bench/tokenizer_bench.hpp"
 #include "core/blas_setup.hpp"
 #include "comm/mpi_session.hpp"
+#include "comm/safety.hpp"
 #include "config/parse_everywhere.hpp"
+#include "config/run_config.hpp"
 #include "core/check.hpp"
 #include "core/faults.hpp"
 #include "core/exit_codes.hpp"
@@ -59,6 +62,9 @@ int main(int argc, char** argv) {
   fsdp::install_terminate_handler("fsdp-bench");
   fsdp::select_blas_kernel(argv);
   fsdp::comm::MpiSession mpi(&argc, &argv);
+  // The watchdog every app starts (comm/safety.hpp), over the start-up first.
+  fsdp::comm::start_watchdog(fsdp::comm::kStartupTimeoutS);
+  std::optional<fsdp::comm::Watch> starting(std::in_place, "start-up: reading the arguments");
   fsdp::faults::throw_if_asked("fsdp-bench");
   const int rank = mpi.rank();
 
@@ -117,6 +123,9 @@ int main(int argc, char** argv) {
                                              "fsdp-bench", fsdp::exit_code::kBadConfig);
       rc >= 0)
     return rc;
+  // Then the benchmarks' collectives (each watched) at the deck's default comm.timeout_s.
+  fsdp::comm::start_watchdog(fsdp::RunConfig{}.comm.timeout_s);
+  starting.reset();
 
   fsdp::KokkosSession kokkos(argc, argv);  // after parsing: --help is ours alone
   if (comm->parsed()) return fsdp::comm::run_comm_bench(MPI_COMM_WORLD, comm_options);

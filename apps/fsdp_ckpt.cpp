@@ -8,9 +8,11 @@
 #include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 #include <cstdio>
+#include <optional>
 
 #include "core/kokkos_session.hpp"
 #include "comm/mpi_session.hpp"
+#include "comm/safety.hpp"
 #include "config/parse_everywhere.hpp"
 #include "core/blas_setup.hpp"
 #include "core/faults.hpp"
@@ -29,6 +31,9 @@ int main(int argc, char** argv) {
   fsdp::install_terminate_handler("fsdp-ckpt");
   fsdp::select_blas_kernel(argv);
   fsdp::comm::MpiSession mpi(&argc, &argv);
+  // The watchdog every app starts (comm/safety.hpp), over the start-up first.
+  fsdp::comm::start_watchdog(fsdp::comm::kStartupTimeoutS);
+  std::optional<fsdp::comm::Watch> starting(std::in_place, "start-up: reading the arguments");
   fsdp::faults::throw_if_asked("fsdp-ckpt");
   const int rank = mpi.rank();
 
@@ -54,10 +59,18 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   std::uint64_t max_shard = fsdp::ckpt::kDefaultMaxShardBytes;
-  exp->add_option("--max-shard-bytes", max_shard,
+  std::string max_shard_text = std::to_string(max_shard);
+  // Read as text: CLI11 takes "-1" into an unsigned option as 2^64-1 and 2^64 as 0 (issue 63).
+  exp->add_option("--max-shard-bytes", max_shard_text,
                   "larger models go in files of at most this many bytes with an index "
                   "(save_pretrained's 5GB); 0: one file")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check([&max_shard](const std::string& v) -> std::string {
+        if (v.empty() || v.size() > 16 || v.find_first_not_of("0123456789") != std::string::npos)
+          return "expected a byte count from 0 to 10^16 (digits only), got '" + v.substr(0, 40) + "'";
+        max_shard = std::stoull(v);
+        return {};
+      });
   fsdp::CheckpointBenchOptions bench_opts;
   bench_opts.config = "inputs/bench_124m.toml";
   auto* bench = app.add_subcommand("bench", "write and read bandwidth beside dd on the same disk");
@@ -75,6 +88,12 @@ int main(int argc, char** argv) {
       rc >= 0)
     return rc;
 
+  // Then the checkpoint I/O's own watches at the deck's default comm.timeout_s, and a wait on a
+  // rank that has stopped ends the job naming it (one node; comm/safety.hpp's WhileAlive).
+  fsdp::comm::start_watchdog(fsdp::RunConfig{}.comm.timeout_s);
+  const auto board = fsdp::comm::ArrivalBoard::create(MPI_COMM_WORLD);  // collective: watched
+  starting.reset();
+  fsdp::comm::Watch alive("fsdp-ckpt: waiting for another rank", board.get(), fsdp::comm::WhileAlive{});
   int code = 0;
   {
     fsdp::KokkosSession kokkos(argc, argv);

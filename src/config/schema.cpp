@@ -351,6 +351,13 @@ const std::vector<CrossCheck>& config_cross_checks() {
          if (has_architecture(c.model.arch)) return "";
          return "expected one of " + architecture_list() + ", got '" + c.model.arch + "'";
        }},
+      {"moe.aux_loss_coef", "moe.aux_loss_coef",
+       [](const RunConfig& c) -> std::string {
+         // -1 is the sentinel; any other negative weight would reward imbalance (issue 63).
+         const double v = c.moe.aux_loss_coef;
+         if (v >= 0 || v == -1) return "";
+         return "expected -1 (model.router_aux_loss_coef) or a weight from 0 to 1000, got " + number(v);
+       }},
       {"model.n_embd", "model.n_head",
        [](const RunConfig& c) -> std::string {
          if (c.model.head_size > 0 || c.model.n_embd % c.model.n_head == 0) return "";

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "core/faults.hpp"
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -67,6 +71,17 @@ void stall(int step, int world_rank) {
   double seconds = 0;
   if (std::sscanf(spec, "%d@%d:%lf", &r, &s, &seconds) == 3 && r == world_rank && s == step)
     sleep_s(seconds);
+}
+
+void stop_if_asked(int world_rank) {
+  static const char* spec = std::getenv("FSDP_TEST_STOP_RANK");
+  if (spec && *spec && std::atoi(spec) == world_rank) ::raise(SIGSTOP);
+}
+
+void truncate_mapped_input(const std::string& path) {
+  static const char* spec = std::getenv("FSDP_TEST_TRUNCATE_MAPPED");
+  if (spec && *spec && ::truncate(path.c_str(), off_t(std::atoll(spec))) != 0)
+    std::fprintf(stderr, "FSDP_TEST_TRUNCATE_MAPPED: cannot truncate %s\n", path.c_str());
 }
 
 void pause_in_checkpoint_write(int rank) {

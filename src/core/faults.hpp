@@ -19,6 +19,12 @@ bool skip_gather(const std::string& unit, int world_rank);
 // FSDP_TEST_STALL=<world rank>@<step>:<seconds>: that rank sleeps before that step (step -1:
 // at the start of start-up), as a hung rank would (comm.timeout_s must catch it).
 void stall(int step, int world_rank);
+// FSDP_TEST_STOP_RANK=<world rank>: that rank of fsdp-data stops itself (SIGSTOP) before it
+// tokenizes, as a rank stopped by ^Z or a debugger would (the watchdog must name it).
+void stop_if_asked(int world_rank);
+// FSDP_TEST_TRUNCATE_MAPPED=<bytes>: fsdp-data prepare truncates each input it has just mapped
+// to that size, as another process could (the reader must report it, not die of SIGBUS).
+void truncate_mapped_input(const std::string& path);
 // FSDP_TEST_PAUSE_IN_CHECKPOINT_WRITE=<seconds>: every rank sleeps inside each checkpoint write,
 // after /model, so a test can kill a rank mid-write.
 void pause_in_checkpoint_write(int rank);

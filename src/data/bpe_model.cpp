@@ -63,8 +63,16 @@ BpeModel BpeModel::from_json(const JsonAt& model) {
   const JsonAt vocab = model.at("vocab");
   m.byte_id_.fill(-1);
   std::string bytes;
+  // Ids index tables below: one far past the entries' count (2^31-1 in a file of 300) would
+  // cost gigabytes before anything else is checked. Real vocabularies number their entries
+  // 0..n-1; the bound leaves room for gaps.
+  const std::size_t id_bound = 2 * vocab.object().size() + 1024;
   for (const auto& entry : vocab.object().items()) {
     const std::int32_t id = vocab.member(entry.key(), entry.value()).id();
+    if (std::size_t(id) >= id_bound)
+      vocab.member(entry.key(), entry.value())
+          .fail("id " + std::to_string(id) + " is out of range for " +
+                std::to_string(vocab.object().size()) + " entries (ids up to 2 x entries + 1024)");
     bytes.clear();
     const bool byte_level = byte_level_to_bytes(entry.key(), bytes);
     if (!byte_level) bytes = entry.key();

@@ -8,10 +8,13 @@
 // after it are. Output written into a `{% set x %}` block is not tracked (only its marks are).
 #include "data/chat_eval.hpp"
 
+#include <algorithm>
 #include <ctime>
 
+#include "data/chat_budget.hpp"
 #include "data/chat_builtins.hpp"
 #include "data/chat_operators.hpp"
+#include "data/nesting.hpp"
 
 namespace fsdp::chat {
 
@@ -48,6 +51,7 @@ class Evaluator {
  private:
   Flow exec(const Stmt& s, Scope& scope, Output& out) {
     line_ = s.line;
+    spend(1);  // the render's work budget (chat_budget.hpp)
     switch (s.kind) {
       case Stmt::Kind::text: out.text.append(s.text); return Flow::normal;
       case Stmt::Kind::output: out.text.append(to_text(eval(*s.expr, scope))); return Flow::normal;
@@ -59,7 +63,11 @@ class Evaluator {
         const Value* ns = scope.find(s.targets[0]);
         if (!ns || !ns->is(Value::Kind::ns))
           throw Error("cannot assign attribute on non-namespace object '" + s.targets[0] + "'");
+        check_namespace_name(s.targets[1]);
         Value v = eval(*s.expr, scope);
+        // A namespace is the one value that changes after it is built: one held in another
+        // could come to hold itself, and printing or freeing it would recurse without end.
+        if (holds_namespace(v)) throw Unsupported("a namespace stored in a namespace");
         for (auto& [k, item] : *ns->dict)
           if (k.s == s.targets[1]) {
             item = std::move(v);
@@ -113,6 +121,12 @@ class Evaluator {
     }
     const auto n = static_cast<std::int64_t>(items.size());
     for (std::int64_t k = 0; k < n; ++k) {
+      // An iteration builds `loop` (a dict of 11) and copies its item, and the previous and
+      // next ones into it: 16 units, so three nested range(99999) loops end after 2M empty
+      // iterations, in 3 s here (1.5 us each).
+      spend(16);
+      for (std::int64_t j = std::max<std::int64_t>(k - 1, 0); j <= k + 1 && j < n; ++j)
+        copy_value(items[j]);
       Scope inner(&scope);
       bind(inner, s.targets, items[k]);
       Value none = Value::undefined("there is no previous or next item");
@@ -154,7 +168,39 @@ class Evaluator {
     return a;
   }
 
+  // Every expression costs a step, and its value what copying it costs; a value whose lists and
+  // dicts nest past the limit (built in a loop: `set ns.x = [ns.x]`) is refused before anything
+  // recurses over it.
   Value eval(const Expr& e, Scope& scope) {
+    spend(1);
+    Value v = eval_node(e, scope);
+    copy_value(v);
+    if (v.depth > kMaxNesting) {
+      line_ = e.line;
+      throw Error("a value " + nested_too_deep());
+    }
+    return v;
+  }
+
+  // transformers 5's namespace refuses underscore-prefixed names (a sandbox guard); so does this.
+  static void check_namespace_name(const std::string& name) {
+    if (!name.empty() && name[0] == '_')
+      throw Error("chat templates cannot store underscore-prefixed attributes on a namespace, but got '" +
+                  name + "' (transformers refuses it too)");
+  }
+
+  static bool holds_namespace(const Value& v) {
+    if (v.is(Value::Kind::ns)) return true;
+    if (v.is(Value::Kind::list))
+      for (const Value& item : *v.list)
+        if (holds_namespace(item)) return true;
+    if (v.is(Value::Kind::dict))
+      for (const auto& [k, item] : *v.dict)
+        if (holds_namespace(item)) return true;
+    return false;
+  }
+
+  Value eval_node(const Expr& e, Scope& scope) {
     line_ = e.line;
     using EK = Expr::Kind;
     switch (e.kind) {
@@ -268,9 +314,18 @@ class Evaluator {
       std::time_t now = std::time(nullptr);
       std::tm local{};
       localtime_r(&now, &local);
-      char buf[256];
-      std::size_t n = std::strftime(buf, sizeof buf, format->text.s.c_str(), &local);
-      return Value::string(Text(std::string(buf, n)));
+      // strftime's 0 means "did not fit" or "empty": a character appended to the format makes
+      // it only the former, and the buffer grows until the date fits (issue 63: past 255 bytes
+      // the date was rendered as "").
+      if (format->text.s.find('\0') != std::string::npos)
+        throw Error("strftime_now: the format holds a NUL byte");
+      const std::string fmt = format->text.s + "|";
+      for (std::size_t size = 256; size <= (std::size_t(1) << 20); size *= 4) {
+        std::string buf(size, '\0');
+        const std::size_t n = std::strftime(buf.data(), size, fmt.c_str(), &local);
+        if (n > 0) return Value::string(Text(buf.substr(0, n - 1)));
+      }
+      throw Error("strftime_now: the formatted date is over 1 MiB");
     }
     if (f == "namespace" || f == "dict") {
       Dict d;
@@ -285,6 +340,8 @@ class Evaluator {
           if (existing.s == k) item = v, replaced = true;
         if (!replaced) d.emplace_back(Text(k), v);
       }
+      if (f == "namespace")
+        for (const auto& [k, v] : d) check_namespace_name(k.s);
       return f == "dict" ? Value::make_dict(std::move(d)) : Value::make_namespace(std::move(d));
     }
     // range(stop), range(start, stop[, step])
@@ -313,6 +370,7 @@ class Evaluator {
 
 void execute(const std::vector<Stmt>& body, Scope& globals, Output& out) {
   Evaluator ev;
+  RenderBudget budget;
   try {
     ev.exec(body, globals, out);
   } catch (const Raised&) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "data/chat_budget.hpp"
 #include "data/chat_builtins.hpp"
 #include "data/chat_lexer.hpp"
 #include "data/chat_operators.hpp"
@@ -60,8 +61,11 @@ JsonStyle json_style(const Args& args) {
   if (const Value* indent = args.get(1, "indent"); indent && !indent->is(K::none)) {
     style.indented = true;
     if (indent->is(K::string)) style.indent = indent->text.s;
-    else if (indent->is(K::integer)) style.indent = std::string(indent->i > 0 ? indent->i : 0, ' ');
-    else throw Error("tojson's indent must be an int or a string");
+    else if (indent->is(K::integer)) {
+      const std::uint64_t n = indent->i > 0 ? indent->i : 0;
+      grow_string(0, n);  // the render's budget, before allocating
+      style.indent = std::string(n, ' ');
+    } else throw Error("tojson's indent must be an int or a string");
   }
   if (const Value* sep = args.get(2, "separators"); sep && !sep->is(K::none)) {
     if (!sep->is(K::list) || sep->list->size() != 2 || !(*sep->list)[0].is(K::string) ||

@@ -7,7 +7,9 @@
 //    ("{%+" keeps them; never before "{{"). A "line's start" is after a "\n" in the text, or
 //    the text's own start when the previous tag ended with "\n" (or at the template's start).
 // "Whitespace" is Python's (str.isspace), as \s is in Jinja2's patterns.
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 #include "data/chat_lexer.hpp"
 #include "data/chat_value.hpp"
@@ -249,7 +251,11 @@ class Lexer {
       if (pos_ < src_.size() && src_[pos_] == '_') ++pos_;
       std::string d = digits(base == 'x' ? +hex : base == 'o' ? +oct : +bin);
       if (d.empty()) fail(at, "bad number");
-      t.integer = std::stoll(d, nullptr, base == 'x' ? 16 : base == 'o' ? 8 : 2);
+      try {
+        t.integer = std::stoll(d, nullptr, base == 'x' ? 16 : base == 'o' ? 8 : 2);
+      } catch (const std::out_of_range&) {
+        fail(at, "integer 0" + std::string(1, base) + d + " is too large");
+      }
       tokens_.push_back(t);
       return;
     }
@@ -271,7 +277,8 @@ class Lexer {
     }
     if (is_float) {
       t.kind = Token::Kind::floating;
-      t.floating = std::stod(text);
+      // strtod, not stod: past double's range Python reads inf (1e999) or 0.0 (1e-999).
+      t.floating = std::strtod(text.c_str(), nullptr);
     } else {
       try {
         t.integer = std::stoll(text);
@@ -355,6 +362,12 @@ class Lexer {
 
 }  // namespace
 
-std::vector<Token> lex(const std::string& source) { return Lexer(normalize_newlines(source)).run(); }
+std::vector<Token> lex(const std::string& source) {
+  // The lexer steps by code point: bytes that are not UTF-8 (a chat_template.jinja is read as
+  // it is; transformers' open() would fail to decode it too) are refused first.
+  if (const std::size_t bad = utf8_invalid_at(source); bad != source.size())
+    throw Error("not UTF-8 at byte " + std::to_string(bad + 1));
+  return Lexer(normalize_newlines(source)).run();
+}
 
 }  // namespace fsdp::chat

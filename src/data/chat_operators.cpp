@@ -5,6 +5,7 @@
 // grow the int) is an error, never a wrapped value.
 #include <cmath>
 
+#include "data/chat_budget.hpp"
 #include "data/chat_builtins.hpp"
 #include "data/chat_operators.hpp"
 
@@ -34,8 +35,17 @@ bool sub(std::int64_t x, std::int64_t y, std::int64_t* r) { return __builtin_sub
 bool mul(std::int64_t x, std::int64_t y, std::int64_t* r) { return __builtin_mul_overflow(x, y, r); }
 
 Value repeat(const Value& seq, std::int64_t n) {
-  if (n > 0 && (seq.is(K::string) ? seq.text.s.size() : seq.list->size()) * n > (1u << 26))
-    throw Error("repetition of more than 64 MiB");
+  // The whole result is checked against the render's budget before any of it is built (a
+  // product past the budget is passed as just past it: no overflow).
+  const auto times = [n](std::uint64_t each) {
+    return each > 0 && std::uint64_t(n) > kMaxBytes / each ? kMaxBytes + 1 : each * std::uint64_t(n);
+  };
+  if (n > 0 && seq.is(K::string)) grow_string(0, times(seq.text.s.size()));
+  if (n > 0 && seq.is(K::list)) {
+    std::uint64_t bytes = 0;
+    for (const Value& item : *seq.list) bytes += item.text.s.size();
+    build_items(times(seq.list->size()), times(bytes));
+  }
   if (seq.is(K::string)) {
     Text t;
     for (std::int64_t k = 0; k < n; ++k) t.append(seq.text);
@@ -225,7 +235,12 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
 List iterate(const Value& v) {
   switch (v.kind) {
     case K::undefined: return {};
-    case K::list: return *v.list;
+    case K::list: {  // copied: its strings cost their bytes
+      std::uint64_t bytes = 0;
+      for (const Value& item : *v.list) bytes += item.text.s.size();
+      build_items(v.list->size(), bytes);
+      return *v.list;
+    }
     case K::dict: {
       List keys;
       for (const auto& [k, item] : *v.dict) keys.push_back(Value::string(k));
@@ -233,6 +248,7 @@ List iterate(const Value& v) {
     }
     case K::string: {
       std::vector<std::size_t> starts = code_point_starts(v.text.s);
+      build_items(starts.size(), v.text.s.size());
       List chars;
       for (std::size_t k = 0; k + 1 < starts.size(); ++k)
         chars.push_back(Value::string(v.text.bytes(starts[k], starts[k + 1])));

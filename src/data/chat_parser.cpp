@@ -11,6 +11,7 @@
 #include <initializer_list>
 
 #include "data/chat_builtins.hpp"
+#include "data/nesting.hpp"
 
 namespace fsdp::chat {
 namespace {
@@ -36,6 +37,27 @@ class Parser {
   [[noreturn]] void fail(const std::string& what) const {
     throw Error("syntax error at line " + std::to_string(cur().line) + ": " + what);
   }
+  // The depth of the tree being built (data/nesting.hpp): one level per rule that recurses (a
+  // nested block, expression, `not`, unary sign) and per link of the chains the loops build
+  // (a + b + c, x | f | g, a.b[c]), since the evaluator and the destructors recurse over both.
+  // A Level gives back what it added when its rule returns.
+  class Level {
+   public:
+    explicit Level(Parser& p) : p_(p) {}
+    Level(const Level&) = delete;
+    Level& operator=(const Level&) = delete;
+    ~Level() { p_.depth_ -= n_; }
+    void add() {
+      ++n_;
+      if (++p_.depth_ > kMaxNesting)
+        throw Error(nested_too_deep() + " at line " + std::to_string(p_.cur().line));
+    }
+
+   private:
+    Parser& p_;
+    int n_ = 0;
+  };
+
   [[noreturn]] static void refuse(const std::string& construct, int line) {
     throw Error(construct + " at line " + std::to_string(line) + " is not supported");
   }
@@ -63,6 +85,8 @@ class Parser {
 
   // Statements up to one of end_tags ({% name ... ): the tag's name is consumed, its rest not.
   std::pair<std::vector<Stmt>, std::string> parse_body(std::initializer_list<const char*> ends) {
+    Level level(*this);
+    level.add();
     std::vector<Stmt> body;
     for (;;) {
       const Token& tok = cur();
@@ -118,7 +142,9 @@ class Parser {
     expect_block_end();
     auto [body, tag] = parse_body({"elif", "else", "endif"});
     s.body = std::move(body);
-    if (tag == "elif") {
+    if (tag == "elif") {  // nests in else_body: a level, like the block it stands for
+      Level level(*this);
+      level.add();
       s.else_body.push_back(parse_if(cur().line));
       return s;
     }
@@ -207,8 +233,11 @@ class Parser {
   }
 
   ExprPtr parse_expression() {
+    Level level(*this);
+    level.add();
     ExprPtr e = parse_or();
     while (is_name("if")) {
+      level.add();
       int line = next().line;
       ExprPtr c = node(Expr::Kind::cond, line);
       c->args.push_back(parse_or());
@@ -225,16 +254,20 @@ class Parser {
   }
 
   ExprPtr parse_or() {
+    Level level(*this);
     ExprPtr e = parse_and();
     while (is_name("or")) {
+      level.add();
       int line = next().line;
       e = binary("or", std::move(e), parse_and(), line);
     }
     return e;
   }
   ExprPtr parse_and() {
+    Level level(*this);
     ExprPtr e = parse_not();
     while (is_name("and")) {
+      level.add();
       int line = next().line;
       e = binary("and", std::move(e), parse_not(), line);
     }
@@ -242,6 +275,8 @@ class Parser {
   }
   ExprPtr parse_not() {
     if (is_name("not")) {
+      Level level(*this);
+      level.add();
       ExprPtr e = node(Expr::Kind::not_, next().line);
       e->args.push_back(parse_not());
       return e;
@@ -277,12 +312,14 @@ class Parser {
   // One left-associative level of binary operators.
   template <typename Next>
   ExprPtr left_assoc(std::initializer_list<const char*> ops, Next next_level) {
+    Level level(*this);
     ExprPtr e = (this->*next_level)();
     for (;;) {
       const char* found = nullptr;
       for (const char* o : ops)
         if (is_op(o)) found = o;
       if (!found) return e;
+      level.add();
       int line = next().line;
       e = binary(found, std::move(e), (this->*next_level)(), line);
     }
@@ -294,8 +331,10 @@ class Parser {
   ExprPtr parse_unary_filtered() { return parse_unary(true); }
 
   ExprPtr parse_unary(bool with_filter) {
+    Level level(*this);
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
+      level.add();
       Expr::Kind k = is_op("-") ? Expr::Kind::neg : Expr::Kind::pos;
       e = node(k, next().line);
       e->args.push_back(parse_unary(false));
@@ -305,6 +344,7 @@ class Parser {
     e = parse_postfix(std::move(e));
     if (!with_filter) return e;
     for (;;) {
+      if (is_op("|") || is_name("is") || is_op("(")) level.add();
       if (is_op("|")) e = parse_filter(std::move(e));
       else if (is_name("is")) e = parse_test(std::move(e));
       else if (is_op("(")) e = parse_call(std::move(e));
@@ -382,8 +422,10 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr e) {
+    Level level(*this);
     for (;;) {
       int line = cur().line;
+      if (is_op(".") || is_op("[") || is_op("(")) level.add();
       if (is_op(".")) {
         next();
         ExprPtr a;
@@ -506,6 +548,7 @@ class Parser {
   const std::vector<Token>& t_;
   std::size_t i_ = 0;
   int loops_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

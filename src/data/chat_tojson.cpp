@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "data/chat_budget.hpp"
 #include "data/chat_value.hpp"
 #include "data/utf8.hpp"
 
@@ -59,6 +60,7 @@ class Dumper {
 
   void dump(std::string& out, const Value& v, int level) {
     using K = Value::Kind;
+    grow_string(out.size(), 0);  // the render's budget bounds the text built so far
     switch (v.kind) {
       case K::none: out += "null"; return;
       case K::boolean: out += v.b ? "true" : "false"; return;
@@ -117,6 +119,7 @@ class Dumper {
     if (style_.indented) newline(out, level);
   }
   void newline(std::string& out, int level) {
+    grow_string(out.size(), 1 + std::uint64_t(level) * style_.indent.size());
     out += '\n';
     for (int k = 0; k < level; ++k) out += style_.indent;
   }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Chat-template values: construction, Python's truth, str(), repr(), == and ordering.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
+#include "data/chat_budget.hpp"
 #include "data/chat_value.hpp"
 #include "data/utf8.hpp"
 
@@ -20,6 +22,7 @@ bool Text::any_marked() const {
 }
 
 void Text::append(const Text& t) {
+  grow_string(s.size(), t.s.size());
   if (!t.marks.empty() && marks.empty()) marks.assign(s.size(), false);
   s += t.s;
   if (!marks.empty()) {
@@ -29,6 +32,7 @@ void Text::append(const Text& t) {
 }
 
 void Text::append(std::string_view str) {
+  grow_string(s.size(), str.size());
   s += str;
   if (!marks.empty()) marks.resize(s.size(), false);
 }
@@ -70,6 +74,7 @@ Value Value::floating(double f) {
   return v;
 }
 Value Value::string(Text t) {
+  grow_string(0, t.s.size());
   Value v;
   v.kind = Kind::string;
   v.text = std::move(t);
@@ -78,6 +83,12 @@ Value Value::string(Text t) {
 Value Value::make_list(List items) {
   Value v;
   v.kind = Kind::list;
+  std::uint64_t bytes = 0;
+  for (const Value& item : items) {
+    v.depth = std::max(v.depth, item.depth + 1);
+    bytes += item.text.s.size();
+  }
+  build_items(items.size(), bytes);
   v.list = std::make_shared<const List>(std::move(items));
   return v;
 }
@@ -89,6 +100,12 @@ Value Value::make_tuple(List items) {
 Value Value::make_dict(Dict items) {
   Value v;
   v.kind = Kind::dict;
+  std::uint64_t bytes = 0;
+  for (const auto& [key, item] : items) {
+    v.depth = std::max(v.depth, item.depth + 1);
+    bytes += key.s.size() + item.text.s.size();
+  }
+  build_items(items.size(), bytes);
   v.dict = std::make_shared<Dict>(std::move(items));
   return v;
 }
@@ -326,27 +343,27 @@ int compare(const Value& a, const Value& b) {
               type_name(b) + "'");
 }
 
-Value from_json(const nlohmann::json& j, bool marked) {
+Value from_json(const nlohmann::ordered_json& j, bool marked) {
   switch (j.type()) {
-    case nlohmann::json::value_t::object: {
+    case nlohmann::ordered_json::value_t::object: {
       Dict d;
       for (const auto& [k, item] : j.items()) d.emplace_back(Text(k, marked), from_json(item, marked));
       return Value::make_dict(std::move(d));
     }
-    case nlohmann::json::value_t::array: {
+    case nlohmann::ordered_json::value_t::array: {
       List l;
       for (const auto& item : j) l.push_back(from_json(item, marked));
       return Value::make_list(std::move(l));
     }
-    case nlohmann::json::value_t::string: return Value::string(Text(j.get<std::string>(), marked));
-    case nlohmann::json::value_t::boolean: return Value::boolean(j.get<bool>());
-    case nlohmann::json::value_t::number_integer: return Value::integer(j.get<std::int64_t>());
-    case nlohmann::json::value_t::number_unsigned: {
+    case nlohmann::ordered_json::value_t::string: return Value::string(Text(j.get<std::string>(), marked));
+    case nlohmann::ordered_json::value_t::boolean: return Value::boolean(j.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer: return Value::integer(j.get<std::int64_t>());
+    case nlohmann::ordered_json::value_t::number_unsigned: {
       auto u = j.get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(INT64_MAX)) return Value::floating(static_cast<double>(u));
       return Value::integer(static_cast<std::int64_t>(u));
     }
-    case nlohmann::json::value_t::number_float: return Value::floating(j.get<double>());
+    case nlohmann::ordered_json::value_t::number_float: return Value::floating(j.get<double>());
     default: return Value::none();
   }
 }

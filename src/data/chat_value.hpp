@@ -62,6 +62,7 @@ struct Value {
   std::shared_ptr<const List> list;
   bool tuple = false;  // a list that Python holds as a tuple: it prints as (a, b)
   std::shared_ptr<Dict> dict;  // a dict (never changed once built) or a namespace (mutable)
+  int depth = 0;  // how deep its lists and dicts nest (the evaluator bounds it: data/nesting.hpp)
 
   static Value undefined(std::string what);
   static Value none();
@@ -95,8 +96,9 @@ int compare(const Value& a, const Value& b);
 std::string type_name(const Value& v);
 bool any_marked(const Value& v);
 
-// A JSON document as values; every string in it (keys included) marked when `marked`.
-Value from_json(const nlohmann::json& j, bool marked);
+// A JSON document as values; every string in it (keys included) marked when `marked`. Objects
+// keep their keys in the document's order, as Python's json.loads does (tojson shows them so).
+Value from_json(const nlohmann::ordered_json& j, bool marked);
 
 // transformers' tojson: json.dumps(v, ensure_ascii=..., indent=..., separators=...,
 // sort_keys=...), Python's defaults unless given.

@@ -3,6 +3,7 @@
 
 #include "core/input_file.hpp"
 #include "data/data_error.hpp"
+#include "data/nesting.hpp"
 
 namespace fsdp {
 
@@ -67,6 +68,9 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what,
                               std::uint64_t max_bytes) {
   const std::string text =
       rethrow_input_as<DataError>([&] { return read_input(path, what, max_bytes); });
+  const std::size_t deep = json_too_deep_at(text);
+  if (deep != std::string::npos)
+    throw DataError(path + ": " + nested_too_deep() + " at byte " + std::to_string(deep + 1));
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {

@@ -47,7 +47,8 @@ Tokenizer Tokenizer::load(const std::string& path) {
   PreTokenizer pre_tokenizer = PreTokenizer::from_json(root.at_or_null("pre_tokenizer"));
   check_decoder(root.at_or_null("decoder"));
   AddedTokens added = AddedTokens::from_json(root.at_or_null("added_tokens"), model, normalizer);
-  SpecialTokenTemplate special = special_token_template(root.at_or_null("post_processor"));
+  SpecialTokenTemplate special = special_token_template(
+      root.at_or_null("post_processor"), std::max(model.size(), added.max_id() + 1));
 
   Tokenizer t(std::move(model), std::move(normalizer), std::move(pre_tokenizer), std::move(added),
               std::move(special));

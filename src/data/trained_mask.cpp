@@ -9,7 +9,6 @@
 namespace fsdp {
 namespace {
 
-constexpr std::int32_t kMagic = 20261204;
 constexpr std::int32_t kVersion = 1;
 constexpr std::size_t kHeaderBytes = 1024;
 
@@ -64,6 +63,20 @@ TrainedMask TrainedMask::load(const std::string& path, std::int64_t expected_tok
   m.eos_id_ = static_cast<std::int32_t>(std::uint32_t(h[24]) | std::uint32_t(h[25]) << 8 |
                                         std::uint32_t(h[26]) << 16 | std::uint32_t(h[27]) << 24);
   if (m.eos_id_ < -1) fail(path, "document end id " + std::to_string(m.eos_id_) + " is out of range");
+  m.pair_id_ = std::uint64_t(le_int64(h + 28));
+  const std::string tail = ".trained";
+  if (m.pair_id_ != 0 && path.size() > tail.size() &&
+      path.compare(path.size() - tail.size(), tail.size(), tail) == 0) {
+    const std::string token_file = path.substr(0, path.size() - tail.size());
+    unsigned char t[20] = {};
+    rethrow_input_as<DataError>([&] {
+      InputFile(token_file, "token file").read_at(0, sizeof t, t, "llm.c header");
+    });
+    if (std::uint64_t(le_int64(t + 12)) != m.pair_id_)
+      fail(path, "is not the mask of " + token_file +
+                     " (their pair ids differ: an interrupted or another fsdp-data prepare; run "
+                     "prepare again)");
+  }
   if (body)
     rethrow_input_as<DataError>([&] { in.read_at(kHeaderBytes, body, m.bits_.data(), "read failed"); });
   if (tokens % 8 && (m.bits_.back() >> (tokens % 8)) != 0) fail(path, "bits set past the last token");
@@ -80,6 +93,7 @@ void TrainedMask::save(const std::string& path) const {
   put_le(h + 8, std::uint64_t(tokens_), 8);
   put_le(h + 16, std::uint64_t(trained_count()), 8);
   put_le(h + 24, std::uint32_t(eos_id_), 4);
+  put_le(h + 28, pair_id_, 8);
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f) fail(path, "cannot be written");
   if (std::fwrite(h, 1, kHeaderBytes, f.get()) != kHeaderBytes ||

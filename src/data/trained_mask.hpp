@@ -6,9 +6,15 @@
 //
 // Format (little-endian): a 1024-byte header of int32 words, [0] magic 20261204, [1] version 1,
 // [2..3] the token count as an int64, [4..5] the trained count as an int64, [6] the id that ends each document (the
-// EOS fsdp-data appended; -1 when unknown), the rest zero; then
+// EOS fsdp-data appended; -1 when unknown), [7..8] the pair id (below; 0 in older masks), the rest zero; then
 // ceil(tokens / 8) bytes, token i at bit i % 8 (least significant first) of byte i / 8. Bits
 // past the last token are zero.
+//
+// The pair id ties a mask to its token file: fsdp-data writes the same nonzero 64-bit value into
+// the token file's llm.c header (int32 words [3..4], which llm.c's readers ignore) and here. It
+// is a hash of the tokens and their bits, so the same data gives the same bytes at any number of
+// ranks. load() refuses a mask whose id is not the token file's: the pair of an interrupted
+// prepare (the new mask is renamed in before the new token file) or of two different runs.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,13 +26,15 @@ namespace fsdp {
 
 class TrainedMask {
  public:
+  static constexpr std::int32_t kMagic = 20261204;
   TrainedMask() = default;
   explicit TrainedMask(std::int64_t tokens) : tokens_(tokens), bits_((tokens + 7) / 8, 0) {}
 
   // The mask file of a token file: "<token file>.trained".
   static std::string path_for(const std::string& token_file) { return token_file + ".trained"; }
   // Reads `path`; DataError naming the file when it is malformed, its count differs from
-  // expected_tokens (>= 0), or its trained count disagrees with its bits.
+  // expected_tokens (>= 0), its trained count disagrees with its bits, or it carries a pair id
+  // and the token file beside it (`path` less ".trained") does not carry the same.
   static TrainedMask load(const std::string& path, std::int64_t expected_tokens = -1);
   // Writes the whole file (callers write to a temporary name and rename).
   void save(const std::string& path) const;
@@ -42,11 +50,14 @@ class TrainedMask {
   std::int64_t trained_count() const;
   std::int32_t eos_id() const { return eos_id_; }
   void set_eos_id(std::int32_t id) { eos_id_ = id; }
+  std::uint64_t pair_id() const { return pair_id_; }
+  void set_pair_id(std::uint64_t id) { pair_id_ = id; }
   const std::vector<std::uint8_t>& bytes() const { return bits_; }
 
  private:
   std::int64_t tokens_ = 0;
   std::int32_t eos_id_ = -1;
+  std::uint64_t pair_id_ = 0;
   std::vector<std::uint8_t> bits_;
 };
 

@@ -43,6 +43,9 @@ struct StepResult {
   double exchange_s = 0.0, exchange_bytes = 0.0;
   bool skipped = false;        // non-finite loss or gradients and train.on_nonfinite = skip_step
   std::string nonfinite_unit;  // the first unit whose gradients are not finite, if any
+  // The global batch scored no token (a mask that trains none of it): loss is NaN, meaning
+  // none, and no update was applied (skipped is true as well).
+  bool nothing_scored = false;
 };
 
 class Engine {
@@ -67,6 +70,9 @@ class Engine {
   // (zero3, hybrid) as it finishes each unit. Only when nothing but another step, an evaluation
   // or a checkpoint save comes next: none of them changes the parameters.
   void set_prefetch_next_step(bool on) { prefetch_next_step_ = on; }
+  // The coming train_step's global batch scores no token: it is run (every rank takes part in
+  // the same collectives) but applies no update: no weight decay, no moments, no step count.
+  void set_nothing_scored(bool on) { nothing_scored_ = on; }
 
   ShardedState& state() { return *state_; }
   Decoder& model() { return *model_; }
@@ -140,6 +146,7 @@ class Engine {
   std::unique_ptr<ShardedOptimizer> optimizer_;
   std::vector<char> grad_zeroed_;  // per unit: the optimizer left this rank's part of grad_full 0
   bool prefetch_next_step_ = false;
+  bool nothing_scored_ = false;
   bool prefetch_optimizer_ = false;  // this micro-batch's backward starts the optimizer's reads
 };
 

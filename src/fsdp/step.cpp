@@ -5,9 +5,11 @@
 //   optimizer: the global gradient norm, clipping, AdamW on the local shard
 // with gradient accumulation over micro-batches and deterministic mode's tree sums around it.
 #include <algorithm>
+#include <cmath>
 
 #include "core/host_copy.hpp"
 #include "core/faults.hpp"
+#include "optim/lr_schedule.hpp"
 #include "fsdp/engine.hpp"
 #include "fsdp/schedule.hpp"
 
@@ -180,6 +182,13 @@ double Engine::optimizer_step(int step, StepResult& r) {
   // Persistent full gradients (ddp, zero1) are zeroed by the update itself: the padding of the
   // shard is never written, so it stays zero.
   const bool zero_grad = !shards_grads(setup_.strategy) && !setup_.deterministic;
+  if (nothing_scored_) {  // as a skipped step: parameters and optimizer state stay as they were
+    r.grad_norm = std::sqrt(norm2);
+    r.lr = optim::learning_rate(setup_.train, step);
+    r.loss = std::nan("");
+    r.skipped = r.nothing_scored = true;
+    return now_s() - t0;
+  }
   const OptimizerResult o = optimizer_->step(step, norm2, r.loss, zero_grad, [&](int u) {
     grad_zeroed_[std::size_t(u)] = zero_grad;
     if (std::find(carried.begin(), carried.end(), u) != carried.end()) {

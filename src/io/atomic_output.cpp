@@ -2,6 +2,7 @@
 #include "io/atomic_output.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,6 +33,32 @@ std::string temp_name(const std::string& path) {
 }
 
 }  // namespace
+
+std::string temporary_name(const std::string& path) { return temp_name(path); }
+
+int remove_stale_temporaries(const std::string& path) {
+  const fs::path p(path);
+  const std::string base = p.filename().string() + ".";
+  std::error_code ec;
+  int removed = 0;
+  for (const auto& e : fs::directory_iterator(parent_of(path), ec)) {
+    const std::string n = e.path().filename().string();
+    // base + digits + "." + 16 hex + ".tmp", nothing else
+    if (n.size() < base.size() + 1 + 1 + 16 + 4 || n.compare(0, base.size(), base) != 0) continue;
+    const std::string rest = n.substr(base.size());
+    const std::size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string::npos || rest.size() != dot + 1 + 16 + 4 ||
+        rest.compare(rest.size() - 4, 4, ".tmp") != 0)
+      continue;
+    const std::string pid = rest.substr(0, dot), hex = rest.substr(dot + 1, 16);
+    if (pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos ||
+        hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+      continue;
+    if (::kill(pid_t(std::stol(pid)), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to ask
+    if (e.symlink_status(ec).type() == fs::file_type::regular && ::unlink(e.path().c_str()) == 0) ++removed;
+  }
+  return removed;
+}
 
 StagedFile::StagedFile(std::string path) : path_(std::move(path)) {
   for (int attempt = 0; attempt < 8 && fd_ < 0; ++attempt) {

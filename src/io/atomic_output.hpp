@@ -44,6 +44,14 @@ class StagedFile {
   bool finished_ = false, committed_ = false;
 };
 
+// A fresh temporary name beside `path`: `path.<pid>.<16 hex digits>.tmp` (the one StagedFile uses).
+std::string temporary_name(const std::string& path);
+
+// Removes the temporaries of `path` (the pattern above) whose process is gone (kill(pid, 0)
+// says no such process on this host): what a kill -9 left. A live process's are kept.
+// Returns how many were removed.
+int remove_stale_temporaries(const std::string& path);
+
 // Writes `text` as the whole of `path` through a StagedFile.
 void write_file_atomically(const std::string& path, const std::string& text);
 

@@ -17,6 +17,7 @@
 #include "io/atomic_output.hpp"
 #include "io/block_hash.hpp"
 #include "io/checkpoint_scan.hpp"
+#include "io/hf_export_owned.hpp"
 #include "model/architecture.hpp"
 
 namespace fsdp::ckpt {
@@ -105,10 +106,17 @@ int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& d
   // them are complete, so a failure never leaves a new config.json beside an old
   // model.safetensors or the other way round (issue 44, finding 1).
   std::unique_ptr<io::StagedFile> staged_config, staged_index;  // rank 0 owns the temporaries
+  std::vector<OwnedFile> proven;  // rank 0: the files present that an earlier export wrote
   std::string err;
   if (c.rank == 0) {
     try {
       std::error_code ec;
+      // Only files provably this program's earlier export are replaced or removed (issue 63).
+      std::vector<std::string> writes{"config.json"};
+      for (const OutFile& f : files) writes.push_back(f.name);
+      if (sharded) writes.push_back("model.safetensors.index.json");
+      if (std::string why = unowned_files(dir, writes, proven); !why.empty())
+        throw std::runtime_error(why);
       fs::create_directories(dir, ec);
       if (ec) throw std::runtime_error(dir + ": " + ec.message());
       for (OutFile& f : files) {
@@ -238,23 +246,26 @@ int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& d
         staged_index->write(index.dump(2) + "\n");
         staged_index->finish(staged_index->written());
       }
+      // The record first lists the old files and the new (hf_export_owned.hpp), so a crash
+      // while the renames below run leaves every file provable; then only the new.
+      std::vector<OwnedFile> fresh;
+      for (OutFile& f : files) fresh.push_back(owned_entry(f.staged->temp(), f.name));
+      fresh.push_back(owned_entry(staged_config->temp(), "config.json"));
+      if (staged_index) fresh.push_back(owned_entry(staged_index->temp(), "model.safetensors.index.json"));
+      std::vector<OwnedFile> both = proven;
+      both.insert(both.end(), fresh.begin(), fresh.end());
+      write_export_record(dir, both);
       for (OutFile& f : files) f.staged->commit();
       if (staged_index) staged_index->commit();
       staged_config->commit();
       // The other layout's files from an earlier export would shadow or contradict this one
-      // (loaders take model.safetensors before an index): removed once this one is complete.
+      // (loaders take model.safetensors before an index): removed once this one is complete,
+      // and only those the record proved ours at the start.
       std::error_code ec;
-      if (sharded) {
-        fs::remove(fs::path(dir) / "model.safetensors", ec);
-      } else {
-        fs::remove(fs::path(dir) / "model.safetensors.index.json", ec);
-      }
-      for (const auto& entry : fs::directory_iterator(dir, ec)) {
-        const std::string n = entry.path().filename().string();
-        const bool ours = std::any_of(files.begin(), files.end(), [&](const OutFile& f) { return f.name == n; });
-        if (!ours && n.rfind("model-", 0) == 0 && n.size() > 12 && n.substr(n.size() - 12) == ".safetensors")
-          fs::remove(entry.path(), ec);
-      }
+      for (const OwnedFile& old : proven)
+        if (std::none_of(fresh.begin(), fresh.end(), [&](const OwnedFile& f) { return f.name == old.name; }))
+          fs::remove(fs::path(dir) / old.name, ec);
+      write_export_record(dir, fresh);
     } catch (const std::exception& ex) {
       err = ex.what();
     }

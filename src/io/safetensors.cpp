@@ -94,10 +94,14 @@ SafetensorsHeader SafetensorsHeader::read(const std::string& path) {
   in.read(0, 8, len_bytes, "header length");
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
+  // The length is the file's own first bytes: never printed (a file that is not safetensors
+  // would have its content shown as a number, issue 63), only what is wrong with it.
   if (n > h.file_bytes - 8)
-    fail(path, "header", "length " + std::to_string(n) + " runs past the end of the file (" +
-                             std::to_string(h.file_bytes) + " bytes)");
-  if (n > kMaxHeaderBytes) fail(path, "header", "length " + std::to_string(n) + " is over 100 MiB");
+    fail(path, "header", "length (the first 8 bytes, not shown) points past the end of the file (" +
+                             std::to_string(h.file_bytes) + " bytes): not a safetensors file");
+  if (n > kMaxHeaderBytes)
+    fail(path, "header", "length (the first 8 bytes, not shown) is over 100 MiB: not a safetensors file");
+  if (n == 0) fail(path, "header", "not a safetensors file: its header length is 0");
   std::string text(n, '\0');
   in.read(8, n, text.data(), "header");
   h.data_start = 8 + n;

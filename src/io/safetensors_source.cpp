@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <memory>
 #include <filesystem>
@@ -80,9 +81,11 @@ class SafetensorsSource : public WeightSource {
       if (!where_.count(name))
         throw WeightsError(index + ": weight_map: " + quote(name) + " -> " + quote(file) +
                            ": the file holds no such tensor");
-    const TensorShapes shapes = [this](const std::string& name) {
-      auto it = where_.find(name);
-      return it == where_.end() ? nullptr : &it->second.tensor->shape;
+    add_fused_expert_views();
+    // Under any name the architecture may store it as, once that is known.
+    const TensorShapes shapes = [this](const std::string& name) -> const std::vector<std::int64_t>* {
+      const Where* w = find(name);
+      return w ? &w->tensor->shape : nullptr;
     };
     nlohmann::json config;
     if (!config_json.empty()) config = read_json(config_json);
@@ -123,8 +126,56 @@ class SafetensorsSource : public WeightSource {
     std::size_t file;
     const StoredTensor* tensor;
   };
+  // transformers 5 computes with each layer's experts fused and can store them so
+  // (save_pretrained(save_original_format=False)): <p>mlp.experts.gate_up_proj [E, 2F, C] (each
+  // expert's gate rows, then its up rows) and <p>mlp.experts.down_proj [E, C, F]. Each expert's
+  // tensors are slices of them: added as views under their per-expert names
+  // (<p>mlp.experts.{e}.gate_proj.weight, up_proj, down_proj; an architecture's stored_names
+  // maps its own names onto these), unless the file stores that name itself.
+  void add_fused_expert_views() {
+    std::vector<std::pair<std::string, Where>> found;
+    const auto view = [&](const Where& w, const std::string& name, std::int64_t offset,
+                          std::vector<std::int64_t> shape) {
+      const std::uint64_t esize = std::uint64_t(dtype_bytes(w.tensor->dtype));
+      StoredTensor v;
+      v.dtype = w.tensor->dtype;
+      v.shape = std::move(shape);
+      v.begin = w.tensor->begin + std::uint64_t(offset) * esize;
+      v.end = v.begin + std::uint64_t(v.numel()) * esize;
+      views_.push_back(std::move(v));
+      found.emplace_back(name, Where{w.file, &views_.back()});
+    };
+    const std::string gate_up = "mlp.experts.gate_up_proj", down = "mlp.experts.down_proj";
+    for (const auto& [name, w] : where_) {
+      const std::vector<std::int64_t>& sh = w.tensor->shape;
+      const bool is_gate_up = ends_with(name, gate_up), is_down = ends_with(name, down);
+      if (!is_gate_up && !is_down) continue;
+      if (sh.size() != 3 || (is_gate_up && sh[1] % 2 != 0))
+        throw WeightsError(headers_[w.file].path + ": " + name + ": shape " + shape_text(sh) +
+                           (is_gate_up ? ", not [experts, 2 x expert width, hidden]"
+                                       : ", not [experts, hidden, expert width]"));
+      const std::string x = name.substr(0, name.size() - (is_gate_up ? gate_up : down).size()) + "mlp.experts.";
+      const std::int64_t E = sh[0];
+      for (std::int64_t e = 0; e < E; ++e) {
+        const std::string ex = x + std::to_string(e);
+        if (is_down) {
+          view(w, ex + ".down_proj.weight", e * sh[1] * sh[2], {sh[1], sh[2]});
+          continue;
+        }
+        const std::int64_t F = sh[1] / 2, C = sh[2];
+        view(w, ex + ".gate_proj.weight", e * 2 * F * C, {F, C});
+        view(w, ex + ".up_proj.weight", e * 2 * F * C + F * C, {F, C});
+      }
+    }
+    for (auto& [name, w] : found) where_.emplace(name, w);
+  }
+
   // The tensor under any name the architecture's Hugging Face form may store it as.
   const Where* find(const std::string& name) const {
+    if (!arch_) {
+      auto it = where_.find(name);
+      return it == where_.end() ? nullptr : &it->second;
+    }
     for (const std::string& n : arch_->hf.stored_names(name)) {
       auto it = where_.find(n);
       if (it != where_.end()) return &it->second;
@@ -135,8 +186,51 @@ class SafetensorsSource : public WeightSource {
   const Architecture* arch_ = nullptr;
   std::vector<SafetensorsHeader> headers_;  // stable: where_ points into their maps
   std::vector<std::unique_ptr<RawFile>> raw_;
+  std::deque<StoredTensor> views_;  // the pieces' views: stable, where_ points into it
   std::map<std::string, Where> where_;
 };
+
+std::string kind_of(const fs::file_status& st) {
+  switch (st.type()) {
+    case fs::file_type::directory: return "a directory";
+    case fs::file_type::fifo: return "a FIFO";
+    case fs::file_type::character: return "a character device";
+    case fs::file_type::block: return "a block device";
+    case fs::file_type::socket: return "a socket";
+    default: return "not a file";
+  }
+}
+
+// Whether `inner` (canonical) lies at or under `base` (canonical).
+bool under(const fs::path& inner, const fs::path& base) {
+  auto i = inner.begin();
+  for (auto b = base.begin(); b != base.end(); ++b, ++i)
+    if (i == inner.end() || *i != *b) return false;
+  return true;
+}
+
+// A file of the model directory `dir` that is a link resolving outside it: where it points,
+// else "". Links into the directory's own Hugging Face hub cache are kept: the cache stores
+// models--org--name/snapshots/<rev>/<file> as a link to ../../blobs/<hash>, so a link may
+// resolve into blobs/ of the nearest ancestor of `dir` that holds both blobs/ and snapshots/.
+std::string link_outside(const fs::path& dir, const std::string& file) {
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(file, ec))) return {};
+  const fs::path target = fs::canonical(file, ec);
+  if (ec) return "(unresolvable)";
+  const fs::path home = fs::canonical(dir.empty() ? fs::path(".") : dir, ec);
+  if (!ec && under(target, home)) return {};
+  for (fs::path a = fs::absolute(dir.empty() ? fs::path(".") : dir, ec).lexically_normal();
+       !a.empty(); a = a.parent_path()) {
+    if (fs::is_directory(a / "blobs", ec) && fs::is_directory(a / "snapshots", ec)) {
+      const fs::path blobs = fs::canonical(a / "blobs", ec);
+      if (!ec && under(target, blobs)) return {};
+      break;  // the nearest cache root decides
+    }
+    if (a == a.parent_path()) break;
+  }
+  return target.string();
+}
 
 // A sharded checkpoint's index: the files it names (in order of first mention), each one
 // checked to be a plain file name inside the directory.
@@ -156,9 +250,17 @@ std::vector<std::string> index_files(const std::string& index, const nlohmann::j
     const std::string path = (dir / f).string();
     if (std::find(files.begin(), files.end(), path) != files.end()) continue;
     std::error_code ec;
-    if (!fs::is_regular_file(path, ec))
+    const fs::file_status st = fs::status(path, ec);
+    if (!fs::exists(st))
       throw WeightsError(index + ": weight_map: " + quote(name) + " -> " + quote(f) +
                          ": no such file");
+    if (!fs::is_regular_file(st))
+      throw WeightsError(index + ": weight_map: " + quote(name) + " -> " + quote(f) + ": " +
+                         kind_of(st) + ", not a regular file");
+    if (const std::string where = link_outside(dir, path); !where.empty())
+      throw WeightsError(index + ": weight_map: " + quote(name) + " -> " + quote(f) +
+                         ": a link to " + where + ", outside the model directory and its "
+                         "Hugging Face cache's blobs/ (docs/models.md)");
     files.push_back(path);
   }
   return files;
@@ -183,6 +285,9 @@ std::unique_ptr<WeightSource> open_safetensors(const std::string& path) {
     if (!fs::exists(one, ec))
       throw WeightsError(path + ": a directory without model.safetensors or model.safetensors.index.json");
     file = one.string();
+    if (const std::string where = link_outside(path, file); !where.empty())
+      throw WeightsError(file + ": a link to " + where + ", outside the model directory and its "
+                         "Hugging Face cache's blobs/ (docs/models.md)");
     return std::make_unique<SafetensorsSource>(std::vector<std::string>{file}, "",
                                                std::map<std::string, std::string>{}, config);
   }

@@ -69,7 +69,9 @@ std::vector<ModelKey> build() {
   // Mixtures of experts. Left out of files at their defaults, so a dense model's file is what it
   // was before they existed.
   std::vector<ModelKey> moe{
-      make("n_experts", &M::n_experts, 0, 1 << 16,
+      // At most 1024: the largest published models have 384; per-expert bookkeeping and
+      // weights past that only end in bad_alloc minutes in (issue 63), so the deck is refused.
+      make("n_experts", &M::n_experts, 0, 1 << 10,
            "experts per sparse layer (num_experts; Mixtral's num_local_experts); 0 = a dense model"),
       make("experts_per_token", &M::experts_per_token, 1, 1 << 16,
            "experts each token is routed to (num_experts_per_tok, the router's top-k)"),

@@ -16,7 +16,10 @@ struct Document {
   DocumentKind kind = DocumentKind::Text;
   std::string text;                // Text
   std::string prompt, completion;  // PromptCompletion
-  nlohmann::json messages;         // Messages: an array of objects with string role, content
+  // Messages: an array of objects with string role, content; tools: null, or the line's own
+  // "tools" (function definitions for the template's `tools`). Both keep the line's key order,
+  // which the template's tojson shows (as Python's json.loads keeps it).
+  nlohmann::ordered_json messages, tools;
 };
 
 // What is wrong with a line or a file, without where (the caller knows the file and line).
@@ -31,7 +34,8 @@ struct DocumentError : std::runtime_error {
 bool is_blank(std::string_view line);
 
 // One JSONL line (without its '\n'): DocumentError for text that is not UTF-8, not JSON, not an
-// object, an object of none of the shapes or of two, or a field that is missing or not a string.
+// object, an object of none of the shapes or of two, a field that is missing or not a string,
+// or a chat's "tools" that is not a list of function definitions (docs/data.md).
 Document read_jsonl_line(std::string_view line);
 
 // A whole .txt file: DocumentError at the first byte that is not UTF-8.

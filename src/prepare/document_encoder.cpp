@@ -13,7 +13,7 @@ DocumentEncoder::DocumentEncoder(const Tokenizer& tokenizer, std::string model_d
   vars_.add_generation_prompt = false;
 }
 
-void DocumentEncoder::encode_chat(const nlohmann::json& messages) {
+void DocumentEncoder::encode_chat(const Document& d) {
   if (!chat_) {
     try {
       chat_ = std::make_unique<ChatTemplate>(ChatTemplate::load(model_dir_));
@@ -23,7 +23,8 @@ void DocumentEncoder::encode_chat(const nlohmann::json& messages) {
   }
   std::vector<ChatSegment> segments;
   try {
-    segments = chat_->render(messages, vars_);
+    vars_.tools = d.tools;  // the line's own function definitions, or null (none)
+    segments = chat_->render(d.messages, vars_);
   } catch (const DataError& e) {
     throw DocumentError(std::string("the chat template: ") + e.what(), 0);
   }
@@ -57,7 +58,7 @@ void DocumentEncoder::encode(const Document& d, std::vector<std::int32_t>& token
         break;
       }
       case DocumentKind::Messages:
-        encode_chat(d.messages);
+        encode_chat(d);
         break;
     }
   } catch (const DataError& e) {  // the reader checked UTF-8 already; this is a backstop

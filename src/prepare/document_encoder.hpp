@@ -31,7 +31,7 @@ class DocumentEncoder {
   bool chat_held_eos() const { return chat_held_eos_; }
 
  private:
-  void encode_chat(const nlohmann::json& messages);
+  void encode_chat(const Document& d);
 
   const Tokenizer& tok_;
   std::string model_dir_;

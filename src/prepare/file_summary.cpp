@@ -59,9 +59,13 @@ std::vector<std::int32_t> tokens_in_range(const std::string& path, std::int64_t 
     if (t[std::size_t(i)] == eos && ++doc == end) to = i + 1;
   }
   if (from >= 0 && to < 0) to = n;  // a last document without its end id
-  if (begin < 0 || begin >= end || from < 0)
+  if (begin < 0 || begin >= end || from < 0) {
+    // The whole file's count, not how far the search above went (issue 63).
+    std::int64_t all = std::count(t.begin(), t.end(), eos);
+    if (n > 0 && t.back() != eos) ++all;  // a last document without its end id
     throw DataError(path + ": documents " + std::to_string(begin) + ":" + std::to_string(end) +
-                    " hold nothing (the file has " + std::to_string(doc) + ")");
+                    " hold nothing (the file has " + std::to_string(all) + ")");
+  }
   return {t.begin() + from, t.begin() + to};
 }
 

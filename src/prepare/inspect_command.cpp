@@ -81,6 +81,10 @@ int run_decode(const InspectOptions& o) {
     return failed(std::string(by_tokens ? "--tokens" : "--documents") +
                       ": expected A:B (token or document indices, B exclusive)",
                   exit_code::kBadConfig);
+  if (begin >= end)
+    return failed(std::string(by_tokens ? "--tokens " + o.tokens : "--documents " + o.documents) +
+                      ": an empty range (B must be greater than A)",
+                  exit_code::kBadConfig);
   try {
     const Tokenizer tok = Tokenizer::load(o.tokenizer_dir);
     const std::int32_t eos = o.eos.empty() && tok.eos_id() < 0 ? -1 : resolve_eos(tok, o.eos);

@@ -18,10 +18,15 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+  // Whether the file lost pages (truncated by someone else) since it was mapped: what was read
+  // from them is zeros, not the file. Ask before trusting a result or reporting a problem.
+  bool changed() const;
 
  private:
   void* data_ = nullptr;
   std::size_t size_ = 0;
+  int slot_ = -1;
+  int fd_ = -1;   // the file, to compare its size now with the mapping's  // its entry in the SIGBUS handler's table (mapped_file.cpp); -1: none
 };
 
 }  // namespace fsdp::prepare

@@ -11,9 +11,11 @@
 #include "comm/agree.hpp"
 #include "core/check.hpp"
 #include "core/exit_codes.hpp"
+#include "core/faults.hpp"
 #include "prepare/document_encoder.hpp"
 #include "prepare/eos_token.hpp"
 #include "prepare/input_list.hpp"
+#include "prepare/out_check.hpp"
 #include "prepare/progress_line.hpp"
 #include "prepare/token_writer.hpp"
 #include "prepare/tokenize_share.hpp"
@@ -52,11 +54,17 @@ int run_prepare(MPI_Comm comm, const PrepareOptions& o) {
     if (rank == 0) std::fprintf(stderr, "fsdp-data: %s\n", one_line(line).c_str());
   };
 
+  // What --out would write over, before any work: rank 0 looks (one look at a shared disk).
+  std::string err = rank == 0 ? out_problem(o.out_path, o.inputs, o.tokenizer_dir) : std::string();
+  if (const Agreed a = agree_on_failure(comm, err, exit_code::kBadConfig); a.rank >= 0) {
+    say(a.message);
+    return a.code;
+  }
+
   // Every rank reads the tokenizer itself (one parse, under a second for Llama 3's): cheaper
   // than shipping its tables, and each rank needs its own word cache anyway.
   std::optional<Tokenizer> tok;
   std::int32_t eos = -1;
-  std::string err;
   int code = exit_code::kBadData;
   try {
     tok.emplace(Tokenizer::load(o.tokenizer_dir));
@@ -75,6 +83,7 @@ int run_prepare(MPI_Comm comm, const PrepareOptions& o) {
   DocumentEncoder encoder(*tok, o.tokenizer_dir, eos);
   ProgressLine progress(rank == 0 && (o.progress || ::isatty(STDERR_FILENO)), in.total, share.end - share.begin,
                         nranks);
+  faults::stop_if_asked(rank);
   ShareOutput out = tokenize_share(in, share, rank == nranks - 1, encoder,
                                    [&](std::uint64_t done, const ShareOutput& s) {
                                      progress.update(done, s.documents, s.tokens.size());
@@ -86,6 +95,17 @@ int run_prepare(MPI_Comm comm, const PrepareOptions& o) {
   const FoundError first = agree_on_first_error(comm, mine);
   if (first.found()) {
     say(first.message);
+    return exit_code::kBadData;
+  }
+
+  // A file info, decode and training all refuse (they need two tokens, one input and one
+  // target) is not written: the inputs hold no text.
+  if (const std::uint64_t all = sum(comm, out.tokens.size()); all < 2) {
+    std::string names;
+    for (std::size_t i = 0; i < o.inputs.size() && i < 3; ++i) names += (i ? ", " : "") + o.inputs[i];
+    if (o.inputs.size() > 3) names += ", ...";
+    say(names + ": no text to tokenize (" + std::to_string(all) + " token" + (all == 1 ? "" : "s") +
+        " with the document end): " + o.out_path + " is not written");
     return exit_code::kBadData;
   }
 

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "prepare/token_writer.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <memory>
 
@@ -57,6 +60,52 @@ std::string write_tokens(MPI_File fh, const LlmcFormat& fmt, std::uint64_t first
   return "";
 }
 
+// splitmix64's finalizer: every input bit reaches every output bit.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// This rank's part of the pair id (data/trained_mask.hpp): a sum over tokens of a hash of
+// (position, id, trained bit), so the ranks' parts add up to the same id however the tokens
+// are split among them.
+std::uint64_t pair_part(std::uint64_t first, const std::vector<std::int32_t>& tokens,
+                        const TrainedMask& mask) {
+  std::uint64_t h = 0;
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    h += mix(((first + i) << 1 | std::uint64_t(mask.trained(std::int64_t(i)))) ^
+             mix(std::uint64_t(std::uint32_t(tokens[i]))));
+  return h;
+}
+
+// Both files or neither (docs/data.md, "What prepare writes over"): the mask is renamed in
+// first, then the token file. When the token file's rename fails, the mask is put back as it
+// was: the old one from a hard link made beforehand (under a temporary's name, so a crash
+// leaves it for the next prepare to remove), or none. A crash between the two renames leaves
+// the new mask beside the old token file, which their pair ids tell apart. Never the other
+// order: a new token file beside no mask would train every token without a word.
+void commit_pair(io::StagedFile& bin, io::StagedFile& mask) {
+  const std::string mask_path = mask.path();
+  std::string backup;
+  struct stat st {};
+  if (::lstat(mask_path.c_str(), &st) == 0) {
+    backup = io::temporary_name(mask_path);
+    if (::link(mask_path.c_str(), backup.c_str()) != 0) backup.clear();  // no hard links here:
+  }                                                                        // the ids still tell
+  const bool had_mask = !backup.empty() || ::lstat(mask_path.c_str(), &st) == 0;
+  mask.commit();
+  try {
+    bin.commit();
+  } catch (...) {
+    if (!backup.empty()) ::rename(backup.c_str(), mask_path.c_str());
+    else if (!had_mask) ::unlink(mask_path.c_str());
+    throw;
+  }
+  if (!backup.empty()) ::unlink(backup.c_str());
+}
+
 }  // namespace
 
 LlmcFormat llmc_format_for(std::size_t vocab_size) {
@@ -76,6 +125,12 @@ WriteResult write_token_files(MPI_Comm comm, const std::string& out_path, std::s
   FSDP_MPI_CHECK(MPI_Exscan(&mine, &first, 1, MPI_UINT64_T, MPI_SUM, comm));
   if (rank == 0) first = 0;  // MPI_Exscan leaves rank 0's result undefined
   FSDP_MPI_CHECK(MPI_Allreduce(&mine, &res.tokens, 1, MPI_UINT64_T, MPI_SUM, comm));
+  // Unsigned sums wrap: the id is the same at any number of ranks. Never 0 (an older mask's).
+  const std::uint64_t part = pair_part(first, tokens, mask);
+  std::uint64_t pair_id = 0;
+  FSDP_MPI_CHECK(MPI_Allreduce(&part, &pair_id, 1, MPI_UINT64_T, MPI_SUM, comm));
+  pair_id = mix(pair_id ^ res.tokens);
+  if (pair_id == 0) pair_id = 1;
   const std::string mask_path = TrainedMask::path_for(out_path);
   if (res.tokens > 0xffffffffull) {  // llm.c's header holds the count in 32 bits (read unsigned)
     res.error = out_path + ": " + std::to_string(res.tokens) +
@@ -87,6 +142,9 @@ WriteResult write_token_files(MPI_Comm comm, const std::string& out_path, std::s
   std::string err, tmp;
   if (rank == 0) {
     try {
+      // A kill -9 leaves its temporaries: the next prepare of the same OUT removes them.
+      io::remove_stale_temporaries(out_path);
+      io::remove_stale_temporaries(mask_path);
       bin = std::make_unique<io::StagedFile>(out_path);
       trained = std::make_unique<io::StagedFile>(mask_path);
       tmp = bin->temp();
@@ -109,6 +167,8 @@ WriteResult write_token_files(MPI_Comm comm, const std::string& out_path, std::s
     put_le(h, std::uint32_t(fmt.magic), 4);
     put_le(h + 4, std::uint32_t(fmt.version), 4);
     put_le(h + 8, std::uint32_t(res.tokens), 4);
+    put_le(h + 12, std::uint32_t(pair_id), 4);
+    put_le(h + 16, std::uint32_t(pair_id >> 32), 4);
     io_err = write_at(fh, 0, h, kHeaderBytes, out_path);
   }
   if (io_err.empty()) io_err = write_tokens(fh, fmt, first, tokens, out_path);
@@ -125,13 +185,11 @@ WriteResult write_token_files(MPI_Comm comm, const std::string& out_path, std::s
   if (rank == 0) {
     try {
       whole.set_eos_id(eos_id);
+      whole.set_pair_id(pair_id);
       whole.save(trained->temp());
       trained->finish(1024 + whole.bytes().size());
       bin->finish(kHeaderBytes + res.tokens * std::uint64_t(fmt.width));
-      // The mask first: a failure between the renames leaves a new mask beside the old token
-      // file, which TrainedMask::load refuses when their counts differ.
-      trained->commit();
-      bin->commit();
+      commit_pair(*bin, *trained);
     } catch (const std::exception& e) {
       err = e.what();
     }

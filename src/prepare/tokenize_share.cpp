@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 
+#include "core/faults.hpp"
 #include "core/input_file.hpp"
 #include "prepare/mapped_file.hpp"
 
@@ -37,6 +38,7 @@ ShareOutput tokenize_share(const InputList& in, const ByteRange& share, bool las
     std::optional<MappedFile> map;
     try {
       map.emplace(in.paths[f]);
+      faults::truncate_mapped_input(in.paths[f]);
     } catch (const InputError& e) {
       out.error = {f, 0, e.what()};
       break;
@@ -48,6 +50,12 @@ ShareOutput tokenize_share(const InputList& in, const ByteRange& share, bool las
                              " bytes)"};
       break;
     }
+    // Truncated while mapped: what was read past its new end is zeros (mapped_file.hpp), and
+    // any result or complaint about it is not the file's.
+    const auto changed = [&] {
+      out.error = {f, 0, in.paths[f] + ": changed size while being read (it had " +
+                             std::to_string(size) + " bytes)"};
+    };
     if (in.kinds[f] == InputKind::Text) {
       try {
         encoder.encode(read_text_file(bytes), out.tokens, out.mask);
@@ -55,6 +63,8 @@ ShareOutput tokenize_share(const InputList& in, const ByteRange& share, bool las
       } catch (const DocumentError& e) {
         out.error = located(in, f, bytes, e.at, e.what());
       }
+      if (map->changed()) changed();
+      if (out.error.found()) break;
       done += overlap(f);
       if (progress) progress(done, out);
       continue;
@@ -73,12 +83,17 @@ ShareOutput tokenize_share(const InputList& in, const ByteRange& share, bool las
           encoder.encode(read_jsonl_line(line), out.tokens, out.mask);
           ++out.documents;
         } catch (const DocumentError& e) {
-          out.error = located(in, f, bytes, at + std::min(e.at, line.size()), e.what());
+          if (map->changed()) changed();
+          else out.error = located(in, f, bytes, at + std::min(e.at, line.size()), e.what());
           break;
         }
       }
       at = stop + 1;
       if (progress) progress(base + std::min<std::uint64_t>(at, end_in_file) - std::min<std::uint64_t>(first, end_in_file), out);
+    }
+    if (map->changed()) {
+      changed();
+      break;
     }
     done = base + overlap(f);
   }

@@ -327,11 +327,12 @@ StepResult Trainer::timed_step(int step, std::vector<double>& rates) {
   }
   engine_->set_prefetch_next_step(setup_.prefetch_across_steps && setup_.prefetch > 0 &&
                                   step + 1 < cfg_.train.steps);
+  engine_->set_nothing_scored(data.scores_tokens() && scored == 0);
   const StepResult r = engine_->train_step(step, n_micro_, load);
   const double dt = now_s() - t0;
   const double tok_s = double(cfg_.train.batch_size) * cfg_.model.block_size / dt;
   if (step > start_step_ || cfg_.train.steps == 1) rates.push_back(tok_s);
-  if (r.skipped && rank_ == 0)
+  if (r.skipped && !r.nothing_scored && rank_ == 0)
     std::fprintf(stderr, "fsdp-train: step %d skipped (train.on_nonfinite = skip_step): "
                          "non-finite gradients, first in unit %s\n",
                  step + 1, r.nonfinite_unit.empty() ? "(loss only)" : r.nonfinite_unit.c_str());

@@ -68,7 +68,10 @@ class Trainer {
   Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts = {});
   ~Trainer();
   TrainSummary run();
-  std::optional<double> evaluate();  // none when there is nothing to evaluate
+  // None when there is nothing to evaluate, or when the windows score no token (a mask that
+  // trains none of them: eval_scored_nothing() then says so).
+  std::optional<double> evaluate();
+  bool eval_scored_nothing() const { return eval_scored_nothing_; }
   void check_eval(int step, double loss) const;  // a non-finite one: NonFiniteError or a warning
 
   Engine& engine() { return *engine_; }
@@ -141,6 +144,7 @@ class Trainer {
   int start_step_ = 0, steps_done_ = 0, last_saved_ = -1;
   std::string last_saved_path_;  // the file of step last_saved_ (its name may carry the run id)
   bool resumed_ = false;
+  bool eval_scored_nothing_ = false;  // the last evaluate()'s windows scored no token
 };
 
 }  // namespace fsdp

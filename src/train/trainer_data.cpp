@@ -42,7 +42,12 @@ std::shared_ptr<const TrainedMask> mask_of(const TokenFile& tokens, const std::s
   const std::string mask = TrainedMask::path_for(path);
   std::error_code ec;
   if (!fs::exists(mask, ec)) return nullptr;
-  return std::make_shared<const TrainedMask>(TrainedMask::load(mask, tokens.size()));
+  auto m = std::make_shared<const TrainedMask>(TrainedMask::load(mask, tokens.size()));
+  // Every step and evaluation would score nothing: a loss of 0 that means nothing (issue 63).
+  if (m->trained_count() == 0)
+    throw DataError(mask + ": trains no token (none of " + std::to_string(m->size()) +
+                    " tokens is marked trained): nothing to train or evaluate on");
+  return m;
 }
 
 // config.json's eos_token_id of an --init-from directory (the first of a list), or -1.

@@ -27,6 +27,9 @@ std::optional<double> Trainer::evaluate() {
   std::int64_t scored = 0;
   if (data.scores_tokens())
     for (std::int64_t w = 0; w < S; ++w) scored += data.eval_scored_targets(w);
+  // A loss over no token is no number, not 0: reported as such by the caller, no forward run.
+  eval_scored_nothing_ = data.scores_tokens() && scored == 0;
+  if (eval_scored_nothing_) return std::nullopt;
   const TokenLayout layout = token_layout(data, scored, 1);
   auto load = [&](int j, Decoder& m) {
     for (int b = 0; b < B; ++b) {
@@ -41,7 +44,7 @@ std::optional<double> Trainer::evaluate() {
   double sum = 0.0;
   for (std::size_t k = 0; k < mine.size(); ++k) sum += losses[k];
   const double total = groups_.world->all_reduce_sum(sum);
-  if (data.scores_tokens()) return scored > 0 ? total / double(scored) : 0.0;
+  if (data.scores_tokens()) return total / double(scored);
   return total / double(S);
 }
 
@@ -92,6 +95,11 @@ void Trainer::eval_and_sample(int step, TrainSummary& sum) {
     sum.evals.emplace_back(step, *ev);
     if (rank_ == 0 && opts_.log) std::printf(step ? "eval  %5d | val loss %.4f\n" : "eval  %5d | val loss %.6f\n", step, *ev);
     if (metrics_) metrics_->write({{"step", step}, {"eval_loss", *ev}});
+  } else if (eval_scored_nothing_) {
+    if (rank_ == 0 && opts_.log)
+      std::printf("eval  %5d | no scored token in the evaluation windows of %s: no val loss\n",
+                  step, cfg_.data.val.c_str());
+    if (metrics_) metrics_->write({{"step", step}, {"eval_loss", nullptr}, {"eval_scored_tokens", 0}});
   }
   print_sample(step);
 }

@@ -46,6 +46,14 @@ std::string disk_column(const StepResult& r) {
 
 void Trainer::log_step(int step, const StepResult& r, double step_s, double tok_s) {
   const double mfu = tok_s * flops_per_token_ / (nranks_ * peak_flops_);
+  if (r.nothing_scored) {  // every step that scores nothing is told: no loss, no update
+    if (rank_ == 0 && opts_.log)
+      std::printf("step %5d/%d | no scored token in the batch (the mask trains none of it): no "
+                  "loss, no update\n", step + 1, cfg_.train.steps);
+    if (metrics_) metrics_->write({{"step", step + 1}, {"loss", nullptr}, {"scored_tokens", 0},
+                                   {"update", false}, {"lr", r.lr}});
+    return;
+  }
   if (rank_ == 0 && opts_.log && (step % cfg_.train.log_every == 0 || step + 1 == cfg_.train.steps)) {
     const double eta = (cfg_.train.steps - step - 1) * step_s;
     std::printf(

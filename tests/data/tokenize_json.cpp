@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The C++ side of the tokenizer comparison (tests/e2e/hf_tokenizer.sh): encodes and decodes
-// JSON lists with fsdp::Tokenizer, for tests/reference/hf_tokenizer.js to compare against an
-// independent implementation.
+// JSON lists with fsdp::Tokenizer, for tests/reference/hf_tokenizer.py to compare against Hugging
+// Face's own `tokenizers` library and tiktoken.
 //   tokenize_json run DIR TEXTS.json IDS.json OUT.json
 //       TEXTS: [{"name", "text"}], IDS: [[id, ...]] or "-" for none; OUT: {"encode": [{"plain":
 //       ids, "special": ids with add_special_tokens, "decoded": decode(plain)}], "decode":

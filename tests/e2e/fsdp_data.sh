@@ -2,22 +2,24 @@
 # SPDX-License-Identifier: MIT
 # fsdp-data prepare/info/decode end to end with the real Llama 3.1 tokenizer. .txt files and
 # JSONL files of each shape (Unicode, blank lines, shapes mixed in a file, chats) give the same
-# bytes at np 1, 2 and 3; ids and trained bits are the reference tokenizer's (@lenml/tokenizers,
-# tests/reference/hf_tokenizer.js) on documents Python reads from the inputs on its own (chats
-# rendered by python3-jinja2 and split at the assistant turns: tests/e2e/fsdp_data_check.py);
-# info's counts agree; decode gives the text back; the file trains; GPT-2's vocabulary gives
-# uint16 files; Qwen3's template, which ends turns with its eos_token, gets one warning. Every
-# malformed input is refused with exit 3 and one line naming file and line, leaving no file
-# behind and an older OUT.bin as it was. npm packages as in hf_tokenizer.sh; without node, npm
-# or python3-jinja2 the test prints SKIPPED.
+# bytes at np 1, 2 and 3; the .bin and .trained files equal, byte for byte, what
+# tests/e2e/fsdp_data_check.py writes with transformers' own tokenizer (AutoTokenizer from the
+# directory, offline, the pinned reference environment) from documents Python reads from the
+# inputs on its own (chats rendered by apply_chat_template and split at the assistant turns by
+# tests/reference/chat_render.py); info's counts agree; decode gives the text back; the file
+# trains; GPT-2's vocabulary (a tokenizer.json built from tiktoken's ranks by
+# tests/reference/hf_tokenizer.py) gives uint16 files; Qwen3's template, which ends turns with its
+# eos_token, gets one warning. Every malformed input is refused with exit 3 and one line naming
+# file and line, leaving no file behind and an older OUT.bin as it was. Without the reference
+# environment or the real tokenizer files (tests/e2e/lib.sh) the test prints SKIPPED.
 source "$(dirname "$0")/lib.sh"
 DATA="$BUILD/fsdp-data"
-REF="$SRC/tests/reference/hf_tokenizer.js"
+REF="$SRC/tests/reference/hf_tokenizer.py"
 CHECK="$SRC/tests/e2e/fsdp_data_check.py"
-python3 -c 'import jinja2' 2>/dev/null || skip "no python3-jinja2: the reference renders the chats with it"
-npm_tokenizers
+ref_python transformers tokenizers jinja2
+tokenizer_data
 L31="$WORK/llama31"  # Llama 3.1's post-processor: the BOS comes from the tokenizer
-node "$REF" template "$MODELS/tokenizer-llama3/models" "$L31" || { bad "llama31 files"; finish; exit 1; }
+"$REFPY" "$REF" template "$LLAMA3" "$L31" || { bad "llama31 files"; finish; exit 1; }
 # np 1 without mpirun: a singleton starts faster.
 run() { if [ "$1" -eq 1 ]; then "${@:2}"; else mpirun -np "$1" "${@:2}"; fi; }
 
@@ -60,6 +62,14 @@ with open(d + '/nochat.jsonl', 'w') as f:
 PY
 INPUTS=("$IN/a.txt" "$IN/text.jsonl" "$IN/chat.jsonl" "$IN/pc.jsonl" "$IN/b.txt" "$IN/mixed.jsonl")
 GPT2_INPUTS=("$IN/a.txt" "$IN/text.jsonl" "$IN/pc.jsonl" "$IN/b.txt" "$IN/nochat.jsonl")  # no template
+"$REFPY" "$REF" gpt2 "$TIKTOKEN" "$WORK/gpt2" || bad "writing GPT-2's tokenizer.json"
+
+# What transformers writes for each run checked below, in one process (its import takes seconds),
+# beside fsdp-data's runs.
+"$REFPY" "$CHECK" expect "$L31" 128001 "$WORK/want.bin" "${INPUTS[@]}" \
+  -- "$QWEN3" 151643 "$WORK/qwant.bin" "$IN/chat.jsonl" "$IN/pc.jsonl" \
+  -- "$WORK/gpt2" 50256 "$WORK/gwant.bin" "${GPT2_INPUTS[@]}" >"$WORK/expect.log" 2>&1 &
+EXPECT=$!
 
 for np in 1 2 3; do
   run $np "$DATA" prepare --tokenizer "$L31" --out "$WORK/np$np.bin" "${INPUTS[@]}" >"$WORK/out.$np" 2>&1 ||
@@ -71,11 +81,10 @@ if cmp "$WORK/np1.bin" "$WORK/np2.bin" && cmp "$WORK/np1.bin" "$WORK/np3.bin" &&
 else bad "the outputs at np 1, 2, 3 differ"; fi
 
 "$DATA" info "$WORK/np1.bin" --vocab 128256 --json >"$WORK/info.json" || bad "info: $(cat "$WORK/info.json")"
-python3 "$CHECK" docs "$L31" "$WORK/docs.json" "${INPUTS[@]}" &&
-  node "$REF" run "$L31" "$WORK/docs.json" - "$WORK/ref.json" &&
-  python3 "$CHECK" check "$L31" "$WORK/np1.bin" "$WORK/ref.json" 128001 "$WORK/info.json" "${INPUTS[@]}" >"$WORK/cmp" 2>&1
+wait $EXPECT || bad "transformers' files: $(tail -3 "$WORK/expect.log")"
+"$REFPY" "$CHECK" check "$WORK/want.bin" "$WORK/np1.bin" "$WORK/info.json" >"$WORK/cmp" 2>&1
 if grep -q '^ok:' "$WORK/cmp"; then ok "llama3.1: $(sed 's/^ok: //' "$WORK/cmp")"
-else bad "llama3.1 against the reference: $(tail -3 "$WORK/cmp")"; fi
+else bad "llama3.1 against transformers: $(tail -3 "$WORK/cmp")"; fi
 grep -q '"fits_vocab":true' "$WORK/info.json" && grep -q '"vocab_size":128256' "$WORK/info.json" &&
   ok "info: the ids fit the vocabulary of 128256" || bad "info: $(cat "$WORK/info.json")"
 
@@ -88,21 +97,18 @@ grep -q '"fits_vocab":true' "$WORK/info.json" && grep -q '"vocab_size":128256' "
 grep -q warning "$WORK/out.1" && bad "a warning for Llama 3.1's chats: $(grep warning "$WORK/out.1")"
 
 # Qwen3's eos_token <|im_end|> ends every turn: one warning line, suggesting <|endoftext|>.
-run 1 "$DATA" prepare --tokenizer "$MODELS/tokenizer-qwen3/models" --out "$WORK/q.bin" "$IN/chat.jsonl" >"$WORK/qout" 2>&1
+run 1 "$DATA" prepare --tokenizer "$QWEN3" --out "$WORK/q.bin" "$IN/chat.jsonl" >"$WORK/qout" 2>&1
 if [ $? -eq 0 ] && [ "$(grep -c 'warning' "$WORK/qout")" -eq 1 ] &&
    grep -q "split at every turn.*--eos '<|endoftext|>'" "$WORK/qout"; then ok "qwen3: $(grep warning "$WORK/qout")"
 else bad "qwen3's warning: $(cat "$WORK/qout")"; fi
 
-# Qwen3's template with the document end named: ids, mask and info against the reference.
-run 2 "$DATA" prepare --tokenizer "$MODELS/tokenizer-qwen3/models" --eos '<|endoftext|>' \
+# Qwen3's template with the document end named: ids, mask and info against transformers'.
+run 2 "$DATA" prepare --tokenizer "$QWEN3" --eos '<|endoftext|>' \
   --out "$WORK/q2.bin" "$IN/chat.jsonl" "$IN/pc.jsonl" >"$WORK/qout2" 2>&1 || bad "qwen3 prepare: $(tail -2 "$WORK/qout2")"
 "$DATA" info "$WORK/q2.bin" --json >"$WORK/qinfo.json"
-python3 "$CHECK" docs "$MODELS/tokenizer-qwen3/models" "$WORK/qdocs.json" "$IN/chat.jsonl" "$IN/pc.jsonl" &&
-  node "$REF" run "$MODELS/tokenizer-qwen3/models" "$WORK/qdocs.json" - "$WORK/qref.json" &&
-  python3 "$CHECK" check "$MODELS/tokenizer-qwen3/models" "$WORK/q2.bin" "$WORK/qref.json" 151643 \
-    "$WORK/qinfo.json" "$IN/chat.jsonl" "$IN/pc.jsonl" >"$WORK/qcmp" 2>&1
+"$REFPY" "$CHECK" check "$WORK/qwant.bin" "$WORK/q2.bin" "$WORK/qinfo.json" >"$WORK/qcmp" 2>&1
 if grep -q '^ok:' "$WORK/qcmp"; then ok "qwen3: $(sed 's/^ok: //' "$WORK/qcmp")"
-else bad "qwen3 against the reference: $(tail -3 "$WORK/qcmp")"; fi
+else bad "qwen3 against transformers: $(tail -3 "$WORK/qcmp")"; fi
 
 # The file is training data: a one-step run reads it as llm.c tokens of Llama 3's vocabulary.
 if "$TRAIN" --config inputs/default.toml --set model.n_layer=1 --set model.n_embd=16 \
@@ -114,18 +120,12 @@ else bad "fsdp-train on it: $(tail -3 "$WORK/train.log")"; fi
 
 # GPT-2 (vocabulary 50,257, no eos_token of its own here): uint16 tokens, written by 2 ranks,
 # and --eos by the token's text.
-if node "$REF" gpt2 "$WORK/gpt2" >/dev/null 2>&1; then
-  run 2 "$DATA" prepare --tokenizer "$WORK/gpt2" --eos '<|endoftext|>' --out "$WORK/g2.bin" \
-    "${GPT2_INPUTS[@]}" >"$WORK/gout" 2>&1 || bad "gpt2 prepare at np 2: $(tail -2 "$WORK/gout")"
-  "$DATA" info "$WORK/g2.bin" --vocab 50257 --json >"$WORK/ginfo.json"
-  python3 "$CHECK" docs "$WORK/gpt2" "$WORK/gdocs.json" "${GPT2_INPUTS[@]}" &&
-    node "$REF" run "$WORK/gpt2" "$WORK/gdocs.json" - "$WORK/gref.json" &&
-    python3 "$CHECK" check "$WORK/gpt2" "$WORK/g2.bin" "$WORK/gref.json" 50256 "$WORK/ginfo.json" "${GPT2_INPUTS[@]}" >"$WORK/cmp" 2>&1
-  if grep -q '^ok:' "$WORK/cmp"; then ok "gpt2 at np 2: $(sed 's/^ok: //' "$WORK/cmp")"
-  else bad "gpt2: $(tail -3 "$WORK/cmp")"; fi
-else
-  bad "writing GPT-2's tokenizer.json"
-fi
+run 2 "$DATA" prepare --tokenizer "$WORK/gpt2" --eos '<|endoftext|>' --out "$WORK/g2.bin" \
+  "${GPT2_INPUTS[@]}" >"$WORK/gout" 2>&1 || bad "gpt2 prepare at np 2: $(tail -2 "$WORK/gout")"
+"$DATA" info "$WORK/g2.bin" --vocab 50257 --json >"$WORK/ginfo.json"
+"$REFPY" "$CHECK" check "$WORK/gwant.bin" "$WORK/g2.bin" "$WORK/ginfo.json" >"$WORK/cmp" 2>&1
+if grep -q '^ok:' "$WORK/cmp"; then ok "gpt2 at np 2: $(sed 's/^ok: //' "$WORK/cmp")"
+else bad "gpt2 against transformers: $(tail -3 "$WORK/cmp")"; fi
 
 # Refusals, on a byte-level tokenizer that loads at once. Each: exit 3, one line
 # "fsdp-data: FILE:LINE: ...", no OUT.bin, mask or temporary left, and an older OUT.bin intact.
@@ -181,7 +181,7 @@ if [ $rc -eq 3 ] && cmp -s "$WORK/keep.bin" "$WORK/keep.copy" && cmp -s "$WORK/k
 else bad "after a failed run (exit $rc) the old files changed or temporaries are left: $(ls "$WORK" | grep keep)"; fi
 [ "$("$DATA" decode "$WORK/keep.bin" --tokenizer "$TINY" --tokens 1:3)" = "in" ] &&
   ok "decode --tokens 1:3 of {\"text\": \"fine\"} is \"in\"" || bad "decode --tokens 1:3"
-expect_fail "an output that cannot be written" 1 "^fsdp-data: $WORK/none/x.bin: cannot create" \
+expect_fail "an output in a missing directory" 2 "^fsdp-data: --out $WORK/none/x.bin: the directory $WORK/none does not exist" \
   "$DATA" prepare --tokenizer "$TINY" --out "$WORK/none/x.bin" "$GOOD"
 expect_fail "--eos naming no token" 2 "^fsdp-data: --eos: '<\|nope\|>' is not a token" \
   "$DATA" prepare --tokenizer "$TINY" --eos '<|nope|>' --out "$WORK/x.bin" "$GOOD"

@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: MIT
 # A short fuzz pass: builds the libFuzzer targets (clang++, ASan+UBSan) in a build dir of their
 # own, $FSDP_FUZZ_BUILD_DIR or <build>/fuzz, reused when present, then runs each target for
-# FUZZ_SECONDS (default 6: the suite's time budget; longer by hand) over a scratch copy of its
+# FUZZ_SECONDS (default 5: the suite's time budget; longer by hand) over a scratch copy of its
 # committed seed corpus. Fails on any crash, sanitizer report, leak, timeout or out-of-memory. Skipped (exit 77) without clang++.
 # FUZZ_STAGE=build stops after the build (the suite's fuzz_build, on both cores); the fuzzing
 # itself is one process, so the suite runs it as a test of one core (fuzz_smoke).
 source "$(dirname "$0")/lib.sh"
 FB=${FSDP_FUZZ_BUILD_DIR:-$BUILD/fuzz}
-SECONDS_EACH=${FUZZ_SECONDS:-6}
+SECONDS_EACH=${FUZZ_SECONDS:-5}
 CXX_FUZZ=$(command -v clang++ || command -v clang++-14 || true)
 CC_FUZZ=$(command -v clang || command -v clang-14 || true)
 if [ -z "$CXX_FUZZ" ] || [ -z "$CC_FUZZ" ]; then
@@ -22,12 +22,12 @@ if [ ! -f "$FB/CMakeCache.txt" ]; then
     -DCMAKE_C_COMPILER="$CC_FUZZ" -DFSDP_BUILD_FUZZERS=ON -DFSDP_BUILD_TESTS=OFF >"$WORK/configure.log" 2>&1 \
     || { bad "configure of $FB: $(tail -5 "$WORK/configure.log")"; finish; exit 1; }
 fi
-cmake --build "$FB" -j"$(nproc)" --target fuzz_config fuzz_checkpoint fuzz_weights >"$WORK/build.log" 2>&1 \
+cmake --build "$FB" -j"$(nproc)" --target fuzz_config fuzz_checkpoint fuzz_weights fuzz_chat_template fuzz_tokenizer >"$WORK/build.log" 2>&1 \
   || { bad "build of the fuzz targets: $(grep -m5 -E 'error' "$WORK/build.log")"; finish; exit 1; }
 ok "fuzz targets built in $FB ($(($(date +%s) - t0)) s)"
 if [ "${FUZZ_STAGE:-}" = build ]; then finish; exit; fi
 
-for target in config checkpoint weights; do
+for target in config checkpoint weights chat_template tokenizer; do
   corpus="$WORK/corpus_$target"
   mkdir -p "$corpus" "$WORK/artifacts_$target"
   # New inputs go to the scratch corpus (the first dir); the committed seeds are only read.
@@ -45,7 +45,7 @@ for target in config checkpoint weights; do
     ok "fuzz_$target ${SECONDS_EACH}s: $cov, $stats"
   else
     bad "fuzz_$target exit $rc; the input is kept under tests/fuzz/crashes/ of the build:"
-    grep -E 'ERROR|SUMMARY|runtime error|fuzz_(config|checkpoint|weights):' "$WORK/fuzz_$target.log" | head -10 | sed 's/^/    /'
+    grep -E 'ERROR|SUMMARY|runtime error|fuzz_(config|checkpoint|weights|chat_template|tokenizer):' "$WORK/fuzz_$target.log" | head -10 | sed 's/^/    /'
     mkdir -p "$BUILD/tests/fuzz/crashes" && cp "$WORK/artifacts_$target"/* "$BUILD/tests/fuzz/crashes/" 2>/dev/null
     ls "$BUILD/tests/fuzz/crashes" | sed 's/^/    /'
   fi

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The ecosystem paths against independent references (tests/reference: json + numpy, HDF5
-# through h5dump, a float64 PyTorch GPT-2): fsdp-ckpt export to safetensors, --init-from safetensors /
-# llm.c / an fsdp checkpoint, bad weight files, fsdp-sample.
+# The ecosystem paths against independent references (tests/reference: json + numpy and HDF5
+# through h5dump for the files, transformers' GPT2LMHeadModel in float64 for the model):
+# fsdp-ckpt export to safetensors, --init-from safetensors (numpy-written and transformers'
+# save_pretrained) / llm.c / an fsdp checkpoint, bad weight files, fsdp-sample.
 source "$(dirname "$0")/lib.sh"
+ref_python torch transformers safetensors
 PY=/usr/bin/python3
 REF="$SRC/tests/reference/hf_check.py"
+HFT=("$REFPY" "$SRC/tests/reference/hf_transformers.py")
 CKPT="$BUILD/fsdp-ckpt"
 SAMPLE="$BUILD/fsdp-sample"
 : >"$WORK/empty.toml"
@@ -56,18 +59,30 @@ for spec in "2 ddp" "3 zero3" "4 zero2"; do
   fi
 done
 
-# 3. Weights written by independent numpy writers: the float64 PyTorch reference's eval loss, and the
-# llm.c files giving exactly what the same weights give from safetensors.
+# 3. transformers (float64) as the reference, in one process: its loss on fsdp's evaluation
+# windows for the numpy-written weights, for a random GPT-2 of its own (save_pretrained), and
+# for fsdp's fp32 and bf16 exports of the trained checkpoint, each loaded with no missing,
+# unexpected or mismatched key and no warning; its greedy continuation of the fp32 export.
+# Against fsdp's eval loss of the same files (and of the checkpoint), within 1e-5.
 $PY "$REF" random-model "$WORK/rnd" || bad "random-model"
 $PY -c "import random; random.seed(1); print(''.join(random.choice('abcdefgh ijklmnop') for _ in range(64 * 65)))" >"$WORK/val.txt"
-ref=$($PY "$REF" eval-loss "$WORK/rnd/hf" "$WORK/val.txt" 64 12)
+EV=("$WORK/val.txt" 64 12)
+"${HFT[@]}" eval-loss "$WORK/rnd/hf" "${EV[@]}" :: save gpt2 "$WORK/tf" --seed 3 n_layer=2 n_embd=64 n_head=4 \
+  vocab_size=256 n_positions=64 bos_token_id=255 eos_token_id=255 :: eval-loss "$WORK/tf" "${EV[@]}" \
+  :: eval-loss "$WORK/hf_fp32" "${EV[@]}" :: eval-loss "$WORK/hf_bf16" "${EV[@]}" \
+  :: greedy "$WORK/hf_fp32" 64 80 "The " >"$WORK/tf.out" 2>"$WORK/tf.err" || bad "transformers: $(tail -3 "$WORK/tf.err")"
+mapfile -t TF <"$WORK/tf.out"
+within() { $PY -c "import sys; a, b = float('$1'), float('$2'); sys.exit(abs(a - b) > $3 * abs(b))" 2>/dev/null; }
+check_loss() {  # check_loss WHAT FSDP_LOSS TRANSFORMERS_LOSS
+  if within "$2" "$3" 1e-5; then ok "$1: eval loss $2, transformers (float64) $3"
+  else bad "$1: eval loss $2, transformers (float64) $3"; fi
+}
+check_loss "numpy-written safetensors at np 3" "$(eval_loss 3 "$WORK/rnd/hf")" "${TF[0]}"
+check_loss "transformers' save_pretrained GPT-2 at np 2" "$(eval_loss 2 "$WORK/tf")" "${TF[1]}"
+check_loss "the trained checkpoint at np 1 against transformers on its fp32 export" "$(eval_loss 1 "$C40")" "${TF[2]}"
+check_loss "the bf16 export at np 2" "$(eval_loss 2 "$WORK/hf_bf16")" "${TF[3]}"
+# The llm.c files give exactly what the same weights give from safetensors.
 for np in 1 3; do
-  st=$(eval_loss $np "$WORK/rnd/hf")
-  if $PY -c "import sys; a, b = float('$st'), float('$ref'); sys.exit(abs(a - b) > 1e-5 * abs(b))" 2>/dev/null; then
-    ok "numpy-written safetensors at np $np: eval loss $st, float64 PyTorch reference $ref"
-  else
-    bad "numpy-written safetensors at np $np: eval loss $st, float64 PyTorch reference $ref"
-  fi
   for pair in "model.bin hf" "model_bf16.bin hf_bf16"; do
     set -- $pair
     a=$(eval_loss $np "$WORK/rnd/$1") b=$(eval_loss $np "$WORK/rnd/$2")
@@ -83,7 +98,7 @@ init=(mpirun -np 2 "$TRAIN" --config "$WORK/empty.toml" --set train.steps=0
   --set train.micro_batch_size=1 --init-from)
 B="$WORK/bad"
 expect_fail "truncated safetensors" 5 "truncated/model.safetensors: transformer.h.1.*: data_offsets .* outside" "${init[@]}" "$B/truncated"
-expect_fail "header length past the end" 5 "header_past_end/model.safetensors: header: length .* past the end" "${init[@]}" "$B/header_past_end"
+expect_fail "header length past the end" 5 "header_past_end/model.safetensors: header: .*past the end" "${init[@]}" "$B/header_past_end"
 expect_fail "header not JSON" 5 "not_json/model.safetensors: header: not valid JSON" "${init[@]}" "$B/not_json"
 expect_fail "offsets past the data" 5 "offsets_past_end/model.safetensors: transformer.wte.weight: data_offsets" "${init[@]}" "$B/offsets_past_end"
 expect_fail "shape that lies about its bytes" 5 "shape_lies/model.safetensors: transformer.wte.weight: data_offsets span" "${init[@]}" "$B/shape_lies"
@@ -105,11 +120,11 @@ expect_fail "export of a damaged checkpoint" 1 "damaged.h5: /model/h.2.mlp.c_fc.
 [ -e "$WORK/hf_damaged/model.safetensors" ] || [ -e "$WORK/hf_damaged/model.safetensors.tmp" ] &&
   bad "a damaged export left a file behind" || ok "a damaged export left no file"
 
-# 6. fsdp-sample: greedy equals the float64 PyTorch reference's argmax continuation (past the 64-token
+# 6. fsdp-sample: greedy equals transformers' float64 argmax continuation (past the 64-token
 # block, so the context window slides); sampling prints text, the same at any rank count.
 got=$(mpirun -np 2 "$SAMPLE" "$C40" --prompt "The " --tokens 80 --temperature 0 --ids 2>&1)
-want=$($PY "$REF" greedy "$WORK/hf_fp32" 64 80 "The ")
-if [ -n "$want" ] && [ "$got" = "$want" ]; then ok "greedy sample equals the float64 PyTorch reference's (84 ids)"
+want=${TF[4]:-}
+if [ -n "$want" ] && [ "$got" = "$want" ]; then ok "greedy sample equals transformers' float64 one (84 ids)"
 else bad "greedy sample: got '$got', reference '$want'"; fi
 s1=$("$SAMPLE" "$C40" --prompt "Tobin " --tokens 40 --top-k 20 --seed 7 2>&1)
 s3=$(mpirun -np 3 "$SAMPLE" "$C40" --prompt "Tobin " --tokens 40 --top-k 20 --seed 7 2>&1)

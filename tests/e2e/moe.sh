@@ -1,38 +1,36 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Mixtures of experts (model.arch = qwen3_moe, mixtral) against independent references:
-# numpy-written Qwen3MoeForCausalLM (layer 0 dense, weights not renormalised) and
-# MixtralForCausalLM directories, one tensor per expert, giving the float64 PyTorch reference's
-# eval loss at expert parallelism 1, 2 and 4 (tests/reference/llama_torch64.py: the router, top-k
-# and experts written from their equations); one AdamW step on one window moving every tensor by -lr g / (|g| + eps), so each
-# update is the gradient of the loss plus the load-balancing loss, against the reference's, and
-# the balance loss's value; a trained model exported and read back; deterministic mode's bits at
+# Mixtures of experts (model.arch = qwen3_moe, mixtral) against independent references,
+# transformers' Qwen3MoeForCausalLM and MixtralForCausalLM (float64, its eager experts;
+# tests/reference/hf_transformers.py) as the model: the eval loss at expert parallelism 1, 2
+# and 4 of numpy-written directories (Qwen3-MoE with layer 0 dense, weights not renormalised;
+# Mixtral; one tensor per expert), of random models of transformers' own save_pretrained (its
+# default per-expert layout and its fused one, mlp.experts.gate_up_proj / down_proj) and of
+# fsdp's sharded export, which it loads with no missing or unexpected key; one AdamW step on one
+# window moving every tensor by -lr g / (|g| + eps), so each update is the gradient of the loss
+# plus the load-balancing loss, against transformers', and the balance loss's value against its
+# aux_loss; a trained model exported and read back; deterministic mode's bits at
 # np 1 and 4 with expert parallelism and across a resume at another rank count and P; divided
 # experts' checkpoints resumed at another P; config.json router settings this version does not
 # compute, and expert parallelism it cannot run, refused naming the key; the published decks'
 # parameter counts.
 source "$(dirname "$0")/lib.sh"
+ref_python torch transformers safetensors
 PY=/usr/bin/python3
+HFT=("$REFPY" "$SRC/tests/reference/hf_transformers.py")
 REF="$SRC/tests/reference/llama_check.py"
 CKPT="$BUILD/fsdp-ckpt"
 : >"$WORK/empty.toml"
 within() { $PY -c "import sys; a, b = float('$1'), float('$2'); sys.exit(abs(a - b) > $3 * abs(b))" 2>/dev/null; }
 
-# 1. Eval loss of numpy-written directories against float64 PyTorch.
+# 1. numpy-written directories (their eval loss against transformers' below, with section 3's).
 $PY "$REF" random-model "$WORK/q" --moe qwen3_moe --headdim 24 --scaling none --theta 1000000 \
   --dense 0 --renorm 0 || bad "random-model qwen3_moe"
 $PY "$REF" random-model "$WORK/m" --moe mixtral --ffn 48 --seed 2 --coef 0.02 || bad "random-model mixtral"
 $PY -c "import random; random.seed(1); print(''.join(random.choice('abcdefgh ijklmnop') for _ in range(64 * 65)))" >"$WORK/val.txt"
-# Expert parallelism P = 1, 2 and 4: the experts split over the ranks, the tokens exchanged.
-for spec in "1 q/hf 1" "2 q/hf_bf16 2" "4 m/hf 4" "1 m/hf_sharded 1"; do
-  set -- $spec
-  ref=$($PY "$REF" eval-loss "$WORK/$2" "$WORK/val.txt" 64 12)
-  st=$(eval_loss "$1" "$WORK/$2" --set fsdp.expert_parallel="$3")
-  if within "$st" "$ref" 1e-5; then ok "$2 at np $1, expert_parallel $3: eval loss $st, float64 PyTorch $ref"
-  else bad "$2 at np $1, expert_parallel $3: eval loss $st, float64 PyTorch $ref"; fi
-done
 
-# 2. One AdamW step at np 2 (zero3) on one window: each tensor's update against the reference's.
+# 2. One AdamW step at np 2 (zero3) on one window (each tensor's update against transformers'
+# gradient in section 3b).
 $PY -c "import random; random.seed(3); print(''.join(random.choice('abcdefgh ijklmnop') for _ in range(64)))" >"$WORK/one.txt"
 for fam in q m; do
   mpirun -np 2 "$TRAIN" --config "$WORK/empty.toml" --init-from "$WORK/$fam/hf" --set "data.train=$WORK/one.txt" \
@@ -42,16 +40,7 @@ for fam in q m; do
     --set "checkpoint.dir=$WORK/step_$fam" --metrics "$WORK/step_$fam.jsonl" >"$WORK/out" 2>&1 ||
     { bad "one step of $fam: $(tail -3 "$WORK/out")"; continue; }
   mpirun -np 1 "$CKPT" export "$WORK/step_$fam/step_000001.h5" --hf "$WORK/step_$fam/hf" >"$WORK/out" 2>&1 ||
-    { bad "export: $(tail -2 "$WORK/out")"; continue; }
-  $PY "$REF" moe-step "$WORK/$fam/hf" "$WORK/step_$fam/hf" "$WORK/one.txt" 100 100 >"$WORK/cmp" 2>&1
-  aux=$(grep -o '"aux_loss":[^,}]*' "$WORK/step_$fam.jsonl" | cut -d: -f2)
-  want=$(awk '/^loss/ {print $4}' "$WORK/cmp")
-  worst=$(awk '/^(router|expert|other) / {if ($2 > w) w = $2} END {print w + 0}' "$WORK/cmp")
-  if within "$aux" "$want" 1e-6 && $PY -c "import sys; sys.exit(not $worst < 1e-4)"; then
-    ok "$fam: one step's updates against float64 PyTorch: $(tr '\n' ';' <"$WORK/cmp"); balance loss $aux"
-  else
-    bad "$fam: one step against float64 PyTorch (balance loss $aux): $(tr '\n' ';' <"$WORK/cmp")"
-  fi
+    bad "export: $(tail -2 "$WORK/out")"
 done
 
 # 3. Train the tiny Qwen3-MoE at np 3, export at np 3, read back at np 2 as the HDF5 resume.
@@ -94,6 +83,60 @@ if [ -n "$l1" ] && [ "$l1" = "$l2" ] &&
 else
   bad "round trip: $l1 vs $l2; $(tail -1 "$WORK/diff")"
 fi
+
+# 3a. transformers (float64, one process), every directory loaded with no missing, unexpected or
+# mismatched key and no warning: the eval loss of the numpy-written directories, of random
+# models of its own save_pretrained (Qwen3-MoE per expert, as transformers 5 writes by default,
+# with its num_local_experts; Qwen3-MoE and Mixtral fused, save_original_format=False; Mixtral
+# per expert) and of the sharded export, against fsdp's at expert parallelism P = 1, 2 and 4
+# (the experts split over the ranks, the tokens exchanged).
+EV=("$WORK/val.txt" 64 12)
+TQ=(num_hidden_layers=2 hidden_size=32 num_attention_heads=2 num_key_value_heads=1 head_dim=16
+    intermediate_size=48 moe_intermediate_size=24 num_experts=4 num_experts_per_tok=2 vocab_size=256
+    max_position_embeddings=64 mlp_only_layers=[1])
+TM=(num_hidden_layers=1 hidden_size=32 num_attention_heads=2 num_key_value_heads=1 intermediate_size=24
+    num_local_experts=4 num_experts_per_tok=2 vocab_size=256 max_position_embeddings=64)
+"${HFT[@]}" eval-loss "$WORK/q/hf" "${EV[@]}" :: eval-loss "$WORK/q/hf_bf16" "${EV[@]}" \
+  :: eval-loss "$WORK/m/hf" "${EV[@]}" :: eval-loss "$WORK/m/hf_sharded" "${EV[@]}" \
+  :: save qwen3_moe "$WORK/tq" --seed 6 "${TQ[@]}" :: eval-loss "$WORK/tq" "${EV[@]}" \
+  :: save qwen3_moe "$WORK/tqf" --seed 7 --fused 1 "${TQ[@]}" :: eval-loss "$WORK/tqf" "${EV[@]}" \
+  :: save mixtral "$WORK/tmf" --seed 8 --fused 1 "${TM[@]}" :: eval-loss "$WORK/tmf" "${EV[@]}" \
+  :: save mixtral "$WORK/tm" --seed 9 "${TM[@]}" :: eval-loss "$WORK/tm" "${EV[@]}" \
+  :: eval-loss "$WORK/hf6" "${EV[@]}" \
+  :: moe-step "$WORK/q/hf" "$WORK/step_q/hf" "$WORK/one.txt" 100 100 \
+  :: moe-step "$WORK/m/hf" "$WORK/step_m/hf" "$WORK/one.txt" 100 100 >"$WORK/tf.out" 2>"$WORK/tf.err" ||
+  bad "transformers: $(tail -3 "$WORK/tf.out" "$WORK/tf.err")"
+mapfile -t TF < <(grep -v -E '^(loss|router|expert|other) ' "$WORK/tf.out")
+grep -q 'mlp.experts.gate_up_proj' "$WORK/tmf/model.safetensors" && ! grep -q 'experts.0' "$WORK/tmf/model.safetensors" ||
+  bad "save_original_format=False did not fuse Mixtral's experts"
+grep -q '"num_local_experts"' "$WORK/tq/config.json" || bad "transformers' Qwen3-MoE config has no num_local_experts"
+n=0
+for spec in "1 q/hf 1" "2 q/hf_bf16 2" "4 m/hf 4" "1 m/hf_sharded 1" "2 tq 2" "1 tqf 1" "2 tmf 2" "1 tm 1" "1 $C6 1"; do
+  set -- $spec
+  from=$2
+  [ "${from#/}" = "$from" ] && from="$WORK/$from"
+  st=$(eval_loss "$1" "$from" --set fsdp.expert_parallel="$3")
+  what=$2
+  [ "$from" = "$C6" ] && what="the trained Qwen3-MoE (transformers: its sharded export)"
+  if within "$st" "${TF[$n]}" 1e-5; then ok "$what at np $1, expert_parallel $3: eval loss $st, transformers (float64) ${TF[$n]}"
+  else bad "$what at np $1, expert_parallel $3: eval loss $st, transformers (float64) ${TF[$n]}"; fi
+  n=$((n + 1))
+done
+
+# 3b. Section 2's step: each tensor's update (each expert's on its own) against transformers'
+# gradient of its loss plus router_aux_loss_coef x its aux_loss, and fsdp's balance loss against
+# that aux_loss.
+for fam in q m; do
+  awk -v f=$fam '/^loss/ {k++} k == (f == "q" ? 1 : 2) && /^(loss|router|expert|other) /' "$WORK/tf.out" >"$WORK/cmp"
+  aux=$(grep -o '"aux_loss":[^,}]*' "$WORK/step_$fam.jsonl" | cut -d: -f2)
+  want=$(awk '/^loss/ {print $4}' "$WORK/cmp")
+  worst=$(awk '/^(router|expert|other) / {if ($2 > w) w = $2} END {print w + 0}' "$WORK/cmp")
+  if [ -n "$want" ] && within "$aux" "$want" 1e-6 && $PY -c "import sys; sys.exit(not $worst < 1e-4)"; then
+    ok "$fam: one step's updates against transformers' float64 gradients: $(tr '\n' ';' <"$WORK/cmp"); balance loss $aux"
+  else
+    bad "$fam: one step against transformers' float64 gradients (balance loss $aux): $(tr '\n' ';' <"$WORK/cmp")"
+  fi
+done
 
 # 4. Deterministic mode: Mixtral at np 1 and 4 with expert parallelism gives the same bits, and a
 # checkpoint of np 4 resumed at np 2 gives the straight run's: with Hugging Face's balance loss

@@ -7,6 +7,7 @@
 # 1e-3; the same three steps at np 1 and np 4 (hybrid 2 x 2) in deterministic mode give np 3's
 # bits; fsdp-ckpt reads the Muon checkpoint's datasets back.
 source "$(dirname "$0")/lib.sh"
+ref_python torch transformers
 PY=/usr/bin/python3
 : >"$WORK/empty.toml"
 $PY "$SRC/tests/reference/llama_check.py" random-model "$WORK/rnd" || bad "random-model"
@@ -28,7 +29,7 @@ for K in 1 3; do
   f="$WORK/ck$K/step_00000$K.h5"
   mpirun -np 1 "$BUILD/fsdp-ckpt" export "$f" --hf "$WORK/hf$K" >"$WORK/out" 2>&1 ||
     { bad "export: $(tail -2 "$WORK/out")"; continue; }
-  if $PY "$SRC/tests/reference/muon_check.py" compare "$WORK/rnd/hf" "$WORK/hf$K" "$WORK/one.txt" \
+  if "$REFPY" "$SRC/tests/reference/muon_check.py" compare "$WORK/rnd/hf" "$WORK/hf$K" "$WORK/one.txt" \
       $K 0.01 0.1 0.95 >"$WORK/cmp" 2>&1; then
     ok "$K Muon step(s) at np 3 against float64 PyTorch: $(tr '\n' ';' <"$WORK/cmp")"
   else

@@ -1,36 +1,32 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Qwen3 (model.arch = "qwen3": Llama's layers with q/k RMSNorms per head and a head size of its
-# own) against independent references: Qwen3ForCausalLM directories written by a numpy writer
-# (head_dim 24 with 64 channels and 4 heads; F32, BF16, sharded with an index, tied) giving the
-# float64 PyTorch Qwen3's eval loss (tests/reference/llama_torch64.py); a trained Qwen3 exported
+# own) against independent references, transformers' Qwen3ForCausalLM (float64,
+# tests/reference/hf_transformers.py) as the model: the eval loss of Qwen3ForCausalLM
+# directories written by a numpy writer (head_dim 24 with 64 channels and 4 heads; F32, BF16,
+# sharded with an index, tied), of a random tied Qwen3 of transformers' own save_pretrained, of
+# packed documents with a trained-token mask, and of fsdp's export, which it loads with no
+# missing or unexpected key; a trained Qwen3 exported
 # and read back at another rank count bit for bit as its HDF5 checkpoint; config.json fields this
 # model does not compute refused with one line naming the field, exit 5; the published
 # Qwen3-0.6B deck's parameter count. The kernels and the loss against finite differences are in
 # the unit tests ([gradcheck]); every strategy at np 1-4 in test_llama.
 source "$(dirname "$0")/lib.sh"
+ref_python torch transformers safetensors
 PY=/usr/bin/python3
+HFT=("$REFPY" "$SRC/tests/reference/hf_transformers.py")
 REF="$SRC/tests/reference/llama_check.py"
 CKPT="$BUILD/fsdp-ckpt"
 : >"$WORK/empty.toml"
 within() { $PY -c "import sys; a, b = float('$1'), float('$2'); sys.exit(abs(a - b) > $3 * abs(b))" 2>/dev/null; }
 
-# 1. numpy-written Qwen3 directories: fsdp's eval loss against the float64 PyTorch Qwen3's.
+# 1. The files: numpy-written Qwen3 directories, a tied Qwen3 of transformers' own, and packed
+# documents (data.packing = documents, positions restarting after each newline, no attention
+# across one) with a trained-token mask beside the file.
 Q=(--qwen3 1 --headdim 24 --embd 64 --heads 4 --kv 2 --scaling none --theta 1000000)
 $PY "$REF" random-model "$WORK/rnd" "${Q[@]}" || bad "random-model"
 $PY "$REF" random-model "$WORK/rnd_tied" "${Q[@]}" --tied 1 --seed 2 || bad "random-model tied"
 $PY -c "import random; random.seed(1); print(''.join(random.choice('abcdefgh ijklmnop') for _ in range(64 * 65)))" >"$WORK/val.txt"
-for spec in "1 rnd/hf" "3 rnd/hf_bf16" "2 rnd/hf_sharded" "4 rnd_tied/hf"; do
-  set -- $spec
-  ref=$($PY "$REF" eval-loss "$WORK/$2" "$WORK/val.txt" 64 12)
-  st=$(eval_loss "$1" "$WORK/$2")
-  if within "$st" "$ref" 1e-5; then ok "Qwen3 $2 at np $1: eval loss $st, float64 PyTorch Qwen3 $ref"
-  else bad "Qwen3 $2 at np $1: eval loss $st, float64 PyTorch Qwen3 $ref"; fi
-done
-
-# 1b. Packed documents (data.packing = documents, positions restarting after each newline,
-# no attention across one) with a trained-token mask beside the file: fsdp's eval loss, the mean
-# over the scored targets, against the float64 reference given the same documents and mask.
 $PY - "$WORK/docs.txt" <<'PYEOF'
 import random, sys
 random.seed(3)
@@ -47,7 +43,42 @@ for off, v, n in ((0, 20261204, 4), (4, 1, 4), (8, len(bits), 8), (16, sum(bits)
     head[off:off + n] = v.to_bytes(n, "little")
 open(sys.argv[1] + ".trained", "wb").write(head + body)
 PYEOF
-ref=$($PY "$REF" eval-loss "$WORK/rnd/hf" "$WORK/docs.txt" 64 12 10)
+
+# 2. Train at np 3 (zero3), export at np 3, check against the HDF5 file.
+TINY=(--config inputs/qwen3_tiny.toml --set model.n_layer=2 --set train.steps=20 --set eval.every=0
+      --set train.batch_size=12 --set train.micro_batch_size=2 --set train.peak_tflops=1)
+mpirun -np 3 "$TRAIN" "${TINY[@]}" --set checkpoint.every=20 --set "checkpoint.dir=$WORK/ck" \
+  >"$WORK/train.log" 2>&1 || bad "training qwen3_tiny at np 3: $(tail -3 "$WORK/train.log")"
+C20="$WORK/ck/step_000020.h5"
+mpirun -np 3 "$CKPT" export "$C20" --hf "$WORK/hf_fp32" --dtype fp32 >"$WORK/out" 2>&1 ||
+  bad "export at np 3: $(tail -3 "$WORK/out")"
+
+# 3. transformers (float64) in one process, every directory loaded with no missing, unexpected
+# or mismatched key and no warning: its loss on fsdp's evaluation windows against fsdp's, within
+# 1e-5 (the packed documents: the mean over the scored targets, each document on its own).
+EV=("$WORK/val.txt" 64 12)
+"${HFT[@]}" eval-loss "$WORK/rnd/hf" "${EV[@]}" :: eval-loss "$WORK/rnd/hf_bf16" "${EV[@]}" \
+  :: eval-loss "$WORK/rnd/hf_sharded" "${EV[@]}" :: eval-loss "$WORK/rnd_tied/hf" "${EV[@]}" \
+  :: save qwen3 "$WORK/tf" --seed 5 num_hidden_layers=1 hidden_size=32 num_attention_heads=2 num_key_value_heads=1 \
+  head_dim=24 intermediate_size=48 vocab_size=256 max_position_embeddings=64 tie_word_embeddings=true \
+  :: eval-loss "$WORK/tf" "${EV[@]}" :: eval-loss "$WORK/hf_fp32" "${EV[@]}" \
+  :: eval-loss "$WORK/rnd/hf" "$WORK/docs.txt" 64 12 10 >"$WORK/tf.out" 2>"$WORK/tf.err" ||
+  bad "transformers: $(tail -3 "$WORK/tf.out" "$WORK/tf.err")"
+mapfile -t TF <"$WORK/tf.out"
+n=0
+for spec in "1 rnd/hf" "3 rnd/hf_bf16" "2 rnd/hf_sharded" "4 rnd_tied/hf" "2 tf" "1 $C20"; do
+  set -- $spec
+  from=$2
+  [ "${from#/}" = "$from" ] && from="$WORK/$from"
+  st=$(eval_loss "$1" "$from")
+  what="Qwen3 $2"
+  [ "$from" = "$C20" ] && what="the trained Qwen3 (transformers: its export)"
+  [ "$2" = tf ] && what="transformers' save_pretrained Qwen3 (tied)"
+  if within "$st" "${TF[$n]}" 1e-5; then ok "$what at np $1: eval loss $st, transformers (float64) ${TF[$n]}"
+  else bad "$what at np $1: eval loss $st, transformers (float64) ${TF[$n]}"; fi
+  n=$((n + 1))
+done
+ref=${TF[6]:-}
 for np in 1 3; do
   mpirun -np $np "$TRAIN" --config "$WORK/empty.toml" --init-from "$WORK/rnd/hf" --set train.steps=0 \
     --set "data.train=$WORK/docs.txt" --set "data.val=$WORK/docs.txt" --set eval.sequences=12 \
@@ -55,25 +86,19 @@ for np in 1 3; do
     --set model.attention=$([ $np = 1 ] && echo fused || echo materialized) \
     --metrics "$WORK/pk.jsonl" >"$WORK/out" 2>&1 || bad "packed eval at np $np: $(tail -2 "$WORK/out")"
   st=$(grep -o '"eval_loss":[^,}]*' "$WORK/pk.jsonl" | cut -d: -f2)
-  if within "$st" "$ref" 1e-5; then ok "packed documents with a mask at np $np: eval loss $st, float64 reference $ref"
-  else bad "packed documents with a mask at np $np: eval loss $st, float64 reference $ref"; fi
+  if within "$st" "$ref" 1e-5; then ok "packed documents with a mask at np $np: eval loss $st, transformers (float64) $ref"
+  else bad "packed documents with a mask at np $np: eval loss $st, transformers (float64) $ref"; fi
 done
 
-# 2. Train at np 3 (zero3), export at np 3, check against the HDF5 file, read back at np 2.
-TINY=(--config inputs/qwen3_tiny.toml --set model.n_layer=2 --set train.steps=20 --set eval.every=0
-      --set train.batch_size=12 --set train.micro_batch_size=2 --set train.peak_tflops=1)
-mpirun -np 3 "$TRAIN" "${TINY[@]}" --set checkpoint.every=20 --set "checkpoint.dir=$WORK/ck" \
-  >"$WORK/train.log" 2>&1 || bad "training qwen3_tiny at np 3: $(tail -3 "$WORK/train.log")"
-C20="$WORK/ck/step_000020.h5"
+# 4. The export against the HDF5 file, read back at np 2.
 if "$CKPT" info "$C20" 2>&1 | grep -q "head_dim 48"; then ok "fsdp-ckpt info: $("$CKPT" info "$C20" | grep -m1 -o 'n_kv_head.*')"
 else bad "fsdp-ckpt info lacks head_dim 48: $("$CKPT" info "$C20" 2>&1 | head -4)"; fi
-if mpirun -np 3 "$CKPT" export "$C20" --hf "$WORK/hf_fp32" --dtype fp32 >"$WORK/out" 2>&1 &&
-  $PY "$REF" export-matches "$WORK/hf_fp32" "$C20" --dtype fp32 head_dim=48 rms_norm_eps=1e-06 \
+if $PY "$REF" export-matches "$WORK/hf_fp32" "$C20" --dtype fp32 head_dim=48 rms_norm_eps=1e-06 \
     rope_theta=1000000.0 num_key_value_heads=2 tie_word_embeddings=true use_sliding_window=false \
     >"$WORK/cmp" 2>&1; then
   ok "export at np 3: Qwen3ForCausalLM matching the checkpoint: $(tail -1 "$WORK/cmp")"
 else
-  bad "export at np 3: $(cat "$WORK/out" "$WORK/cmp" | tail -5)"
+  bad "export at np 3: $(cat "$WORK/cmp" | tail -5)"
 fi
 for from in "$WORK/hf_fp32" "$C20"; do
   name=$(basename "$from")
@@ -90,7 +115,7 @@ else
   bad "round trip: $l1 vs $l2; $(tail -1 "$WORK/diff")"
 fi
 
-# 3. config.json fields and tensors this model does not compute: one line naming them, exit 5.
+# 5. config.json fields and tensors this model does not compute: one line naming them, exit 5.
 $PY - "$WORK/rnd/hf" "$WORK/bad" <<'PYEOF'
 import json, os, shutil, sys
 src, out = sys.argv[1], sys.argv[2]
@@ -124,7 +149,7 @@ expect_fail "q_norm of the wrong shape" 5 "q_norm_shape/model.safetensors: model
 expect_fail "deck rule: odd head_dim" 2 "model.head_dim: expected an even head size" \
   "$TRAIN" --config inputs/qwen3_tiny.toml --set model.head_dim=47
 
-# 4. The published Qwen3-0.6B: the deck's count is Qwen/Qwen3-0.6B's.
+# 6. The published Qwen3-0.6B: the deck's count is Qwen/Qwen3-0.6B's.
 if "$BUILD/fsdp-plan" --config inputs/qwen3_0p6b.toml 2>&1 | head -1 | grep -q "596,049,920 parameters"; then
   ok "inputs/qwen3_0p6b.toml: $("$BUILD/fsdp-plan" --config inputs/qwen3_0p6b.toml 2>&1 | head -1)"
 else

@@ -1,26 +1,40 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Reference for fsdp's chat templates: python3-jinja2 configured exactly as transformers'
-apply_chat_template configures it (ImmutableSandboxedEnvironment with trim_blocks,
-lstrip_blocks and loopcontrols; its tojson, raise_exception, strftime_now; tools=None, documents=None).
+"""Reference for fsdp's chat templates: transformers' own apply_chat_template for the text, and
+the trained text found independently (run by the pinned reference environment's python).
 
-  chat_render.py cases MODEL_DIR OUT.json        the conversations the test renders
-  chat_render.py check MODEL_DIR CASES.json OURS.json END_OF_TURN
-      renders each case, compares fsdp's text byte for byte and its trained segments with the
-      rule of docs/data.md, computed here independently: each assistant message's content,
-      reasoning_content and tool_calls are rendered as strings that carry the turn's number per
-      character (Marked), so the first character of a turn's own text is found in the output;
-      the trained text runs from it through the end-of-turn string the template writes after
-      the turn (END_OF_TURN, e.g. '<|eot_id|>').
+  chat_render.py cases MODEL_DIR OUT.json
+      the conversations the test renders (some with "tools"), with the config's bos_token and
+      eos_token (the ones fsdp's chat_render gives the template)
+  chat_render.py jsonl CASES.json OUT.jsonl
+      the cases without the generation prompt as fsdp-data chat lines ({"messages"[, "tools"]})
+  chat_render.py check render LABEL MODEL_DIR CASES.json OURS.json END_OF_TURN
+                       [render ... | decoded LABEL MODEL_DIR CASES.json GOT.txt EOS]...
+      one process for every group (transformers is imported once, each tokenizer loaded once).
+      render: renders each case with AutoTokenizer.from_pretrained(MODEL_DIR).apply_chat_template(
+      messages, tools=..., add_generation_prompt=..., tokenize=False) and compares fsdp's text
+      byte for byte (a case transformers refuses must be refused by fsdp too); then fsdp's
+      trained segments against the rule of docs/data.md, computed here on their own: each
+      assistant message's content, reasoning fields and tool_calls are rendered as strings that
+      carry the turn's number per character (Marked), through transformers' own Jinja
+      environment with only tojson replaced by one that keeps the marks, so the first character
+      of a turn's own text is found in the output; the trained text runs from it through the
+      end-of-turn string the template writes after the turn (END_OF_TURN, e.g. '<|eot_id|>').
+      That marked render must equal apply_chat_template's text too.
+      decoded: GOT.txt (`fsdp-data decode` of what prepare made of `jsonl`'s lines) must be each
+      line's apply_chat_template text as the tokenizer's normalizer leaves it (Qwen3's is NFC),
+      then EOS.
+      Each group ends with one line "LABEL: ok: ..." or "LABEL: ... differ", after its
+      "LABEL: FAIL ..." lines.
 """
 import json
 import os
 import sys
-from datetime import datetime
 
 import jinja2
-import jinja2.ext
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+# The message fields whose text an assistant turn trains (fsdp's chat_template.cpp marks the same).
+TRAINED_FIELDS = ("content", "reasoning_content", "thinking", "reasoning", "tool_calls")
 
 
 class Marked(str):
@@ -103,52 +117,64 @@ def mark(x, turn):
     return x
 
 
-def environment(marked):
-    # transformers' _compile_jinja_template
-    def raise_exception(message):
-        raise jinja2.exceptions.TemplateError(message)
+def marking_template(source):
+    """transformers' compiled environment for `source` (its sandbox, extensions, globals,
+    raise_exception, strftime_now, namespace, dict), overlaid so that only tojson differs:
+    the JSON of a marked value is marked whole."""
+    from transformers.utils import chat_template_utils as ctu
+    env = ctu._compile_jinja_template(source).environment.overlay()
+    env.filters = dict(env.filters)  # overlay shares the dict: transformers' own stays as it is
+    plain = env.filters["tojson"]
 
     def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-        s = json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
-                       sort_keys=sort_keys)
-        turn = turn_of(x) if marked else None  # the JSON of marked values is marked whole
+        s = plain(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+                  sort_keys=sort_keys)
+        turn = turn_of(x)
         return s if turn is None else Marked(s, [turn] * len(s))
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = lambda format: datetime.now().strftime(format)
-    return env
+    return env.from_string(source)
 
 
-def load_template(model_dir):
+def load_template(model_dir, tools=None):
+    """The template transformers picks: chat_template.jinja beside the config, else the
+    config's; of named templates "tool_use" when there are tools, else "default"."""
     jinja = os.path.join(model_dir, "chat_template.jinja")
     if os.path.exists(jinja):
         return open(jinja, encoding="utf-8").read()
-    return json.load(open(os.path.join(model_dir, "tokenizer_config.json")))["chat_template"]
+    t = json.load(open(os.path.join(model_dir, "tokenizer_config.json")))["chat_template"]
+    if isinstance(t, list):
+        named = {n["name"]: n["template"] for n in t}
+        return named["tool_use"] if tools is not None and "tool_use" in named else named["default"]
+    return t
 
 
-def variables(case, messages):
-    return dict(messages=messages, tools=None, documents=None,
-                add_generation_prompt=case["add_generation_prompt"],
-                bos_token=case["bos_token"], eos_token=case["eos_token"])
+def special_tokens(case):
+    # apply_chat_template passes the tokenizer's special_tokens_map: only the tokens it has.
+    return {k: case[k] for k in ("bos_token", "eos_token") if case.get(k)}
 
 
-def reference(source, case, end_of_turn):
-    """The text transformers renders, and the per-character trained flags the rule predicts."""
-    text = environment(False).from_string(source).render(**variables(case, case["messages"]))
+def reference(source, case, end_of_turn, tokens=None):
+    """The text the template renders as transformers renders it (messages with their None
+    values dropped and reasoning aliased by transformers' own code), and the per-character
+    trained flags the rule predicts. tokens: the special tokens given to the template
+    (default: the case's bos_token and eos_token, where set)."""
+    from transformers.utils import chat_template_utils as ctu
     messages = []
     for k, m in enumerate(case["messages"]):
+        m = {key: v for key, v in m.items() if v is not None}  # apply_chat_template does this
         if m.get("role") == "assistant":
-            m = {key: mark(v, k) if key in ("content", "reasoning_content", "tool_calls") else v
-                 for key, v in m.items()}
+            m = {key: mark(v, k) if key in TRAINED_FIELDS else v for key, v in m.items()}
         messages.append(m)
+    messages = ctu._alias_reasoning_fields(messages)
+    variables = dict(special_tokens(case) if tokens is None else tokens)
+    variables.update(messages=messages, tools=case.get("tools"), documents=None,
+                     add_generation_prompt=case["add_generation_prompt"])
     out, marks = "", []
-    for chunk in environment(True).from_string(source).generate(**variables(case, messages)):
+    for chunk in marking_template(source).generate(**variables):
         out += chunk
         marks += marks_of(chunk)
-    assert out == text, "the marked render differs from the plain one"
+    text = str.__getitem__(out, slice(None))
     trained = [False] * len(text)
     for turn in sorted({m for m in marks if m is not None}):
         first = marks.index(turn)
@@ -170,9 +196,20 @@ def cases(model_dir, path):
     S = lambda c: {"role": "system", "content": c}
     U = lambda c: {"role": "user", "content": c}
     A = lambda c, **kw: dict({"role": "assistant", "content": c}, **kw)
+    # Keys deliberately out of sorted order: tojson keeps the caller's order, as json.dumps does.
     call = {"type": "function", "function": {"name": "get_weather", "arguments":
-            # keys in sorted order: fsdp takes messages as nlohmann::json, whose objects sort them
-            {"city": "Z\u00fcrich", "unit": "celsius", "when": {"day": 1, "hour": 9.5}}}}
+            {"when": {"hour": 9.5, "day": 1}, "unit": "celsius", "city": "Z\u00fcrich"}}}
+    text_call = {"type": "function", "function": {"name": "now", "arguments": "{\"tz\": \"UTC\"}"}}
+    tools = [
+        {"type": "function", "function": {
+            "name": "get_weather", "description": "The weather in a city, \u00b0C or \u00b0F.",
+            "parameters": {"type": "object", "properties": {
+                "city": {"type": "string", "description": "a city's name, e.g. Z\u00fcrich"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                "when": {"type": "object", "properties": {"day": {"type": "integer"}}}},
+                "required": ["city"]}}},
+        {"type": "function", "function": {"name": "now", "description": "The time.",
+                                          "parameters": {"type": "object", "properties": {}}}}]
     conversations = {
         "turns": [S("You are a helpful assistant."), U("Hi!"), A("Hello! How can I help?"),
                   U("What is 2+2?"), A("2+2 = 4."), U("Thanks.")],
@@ -189,64 +226,146 @@ def cases(model_dir, path):
                               A("Paris.", reasoning_content="\nThe capital is Paris.\n"),
                               U("And of Italy?"),
                               A("\nRome.", reasoning_content="Rome is the capital.")],
-        "tools": [U("Weather in Z\u00fcrich?"), A("", tool_calls=[call]),
-                  {"role": "tool", "content": "{\"temp\": 21}"},
-                  {"role": "tool", "content": "sunny"},
-                  A("It is 21 \u00b0C and sunny.", tool_calls=None),
-                  U("<tool_response>\nlate\n</tool_response>"), A("Noted.", tool_calls=[call])],
+        # transformers copies "reasoning" and "thinking" into reasoning_content (and the other
+        # way round), and drops keys whose value is null.
+        "reasoning_aliases": [U("a?"), A("A.", reasoning="because a"), U("b?"),
+                              A("B.", thinking="because b", reasoning_content=None),
+                              U("c?"), A("C.", reasoning_content="", name=None)],
+        "tool_turns": [U("Weather in Z\u00fcrich?"), A("", tool_calls=[call]),
+                       {"role": "tool", "content": "{\"temp\": 21}"},
+                       {"role": "tool", "content": "sunny"},
+                       A("It is 21 \u00b0C and sunny.", tool_calls=None),
+                       U("<tool_response>\nlate\n</tool_response>"), A("Noted.", tool_calls=[call])],
         "empty_answer": [U("Say nothing."), A(""), U("ok")],
         "last_is_assistant": [U("q"), A("<think>\nr\n</think>\n\na")],
     }
+    with_tools = {
+        "tools": ([S("Use the tools."), U("Weather in Z\u00fcrich, and the time?"),
+                   A("Checking.", tool_calls=[call, text_call]),
+                   {"role": "tool", "content": "{\"temp\": 21}"},
+                   {"role": "tool", "content": "12:00"},
+                   A("21 \u00b0C at noon.")], tools),
+        "tools_no_system": ([U("Time?"), A("", tool_calls=[text_call]),
+                             {"role": "tool", "content": "12:00"}, A("Noon.")], tools[1:]),
+        "tools_empty_list": ([U("Hi"), A("Hello.")], []),
+    }
     out = []
-    for name, messages in conversations.items():
-        for gen in (False, True):
+    for gen in (False, True):
+        for name, messages in conversations.items():
             out.append({"name": f"{name}/gen={int(gen)}", "messages": messages,
-                        "add_generation_prompt": gen, "bos_token": token("bos_token"),
-                        "eos_token": token("eos_token")})
+                        "add_generation_prompt": gen})
+        for name, (messages, t) in with_tools.items():
+            out.append({"name": f"{name}/gen={int(gen)}", "messages": messages, "tools": t,
+                        "add_generation_prompt": gen})
+    for c in out:
+        c.update(bos_token=token("bos_token"), eos_token=token("eos_token"))
     json.dump(out, open(path, "w"), ensure_ascii=False, indent=1)
 
 
-def check(model_dir, cases_path, ours_path, end_of_turn):
-    source = load_template(model_dir)
+_tokenizers = {}
+
+
+def tokenizer(model_dir):
+    from transformers import AutoTokenizer
+    if model_dir not in _tokenizers:
+        _tokenizers[model_dir] = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    return _tokenizers[model_dir]
+
+
+def jsonl(cases_path, out_path):
+    with open(out_path, "w") as out:
+        for c in json.load(open(cases_path)):
+            if not c["add_generation_prompt"]:
+                line = {"messages": c["messages"]}
+                if "tools" in c:
+                    line["tools"] = c["tools"]
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+def decoded(label, model_dir, cases_path, got_path, eos):
+    tok = tokenizer(model_dir)
+    normalizer = tok.backend_tokenizer.normalizer
+    want = ""
+    chats = [c for c in json.load(open(cases_path)) if not c["add_generation_prompt"]]
+    for c in chats:
+        t = tok.apply_chat_template(c["messages"], tools=c.get("tools"), tokenize=False)
+        want += (normalizer.normalize_str(t) if normalizer else t) + eos
+    got = open(got_path, encoding="utf-8").read()
+    if got != want:
+        i = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        print(f"{label}: prepare's chats differ from apply_chat_template's at character {i}: "
+              f"ours {got[i:i + 40]!r}, transformers {want[i:i + 40]!r}")
+        return 1
+    print(f"{label}: ok: fsdp-data prepare's {len(chats)} chats "
+          f"({sum('tools' in c for c in chats)} with tools) decode to apply_chat_template's text")
+    return 0
+
+
+def check(label, model_dir, cases_path, ours_path, end_of_turn):
+    tok = tokenizer(model_dir)
     todo = json.load(open(cases_path))
     ours = {r["name"]: r for r in json.load(open(ours_path))}
-    fails = 0
+    fails = refused = 0
+
+    def fail(message):
+        nonlocal fails
+        print(f"{label}: FAIL {message}")
+        fails += 1
+
     for case in todo:
         name = case["name"]
-        text, trained = reference(source, case, end_of_turn)
-        got = ours.get(name, {"error": "no result"})
-        if "error" in got:
-            print(f"FAIL {name}: {got['error']}")
-            fails += 1
+        if special_tokens(case) != {k: v for k, v in tok.special_tokens_map.items()
+                                    if k in ("bos_token", "eos_token")}:
+            fail(f"{name}: the case's bos/eos are not transformers' {tok.special_tokens_map}")
             continue
+        got = ours.get(name, {"error": "no result"})
+        try:
+            text = tok.apply_chat_template(case["messages"], tools=case.get("tools"),
+                                           add_generation_prompt=case["add_generation_prompt"],
+                                           tokenize=False)
+        except jinja2.TemplateError as e:
+            refused += 1
+            if "error" not in got:
+                fail(f"{name}: transformers refuses it ({e}), fsdp renders it")
+            continue
+        if "error" in got:
+            fail(f"{name}: {got['error']}")
+            continue
+        marked, trained = reference(tok.get_chat_template(None, case.get("tools")), case,
+                                    end_of_turn, tok.special_tokens_map)
         got_text = "".join(t for t, _ in got["segments"])
         got_trained = [flag for t, flag in got["segments"] for _ in t]
         if got_text != text:
             i = next((k for k, (a, b) in enumerate(zip(got_text, text)) if a != b),
                      min(len(got_text), len(text)))
-            print(f"FAIL {name}: text differs at {i}: ours {got_text[i:i + 40]!r}, "
-                  f"jinja2 {text[i:i + 40]!r}")
-            fails += 1
+            fail(f"{name}: text differs at {i}: ours {got_text[i:i + 40]!r}, "
+                 f"transformers {text[i:i + 40]!r}")
+        elif marked != text:
+            fail(f"{name}: the marked render differs from apply_chat_template's")
         elif got_trained != trained:
             want = ["".join(c for c, f in zip(text, trained) if f)]
             have = ["".join(t for t, f in got["segments"] if f)]
-            print(f"FAIL {name}: trained text differs: ours {have!r}, rule {want!r}")
-            fails += 1
+            fail(f"{name}: trained text differs: ours {have!r}, rule {want!r}")
         elif not any(trained) and any(m.get("role") == "assistant" and m.get("content")
                                       for m in case["messages"]):
-            print(f"FAIL {name}: nothing trained")
-            fails += 1
+            fail(f"{name}: nothing trained")
     if fails:
-        print(f"{fails} of {len(todo)} cases differ")
+        print(f"{label}: {fails} of {len(todo)} cases differ")
         return 1
-    print(f"ok: {len(todo)} cases byte-identical, trained text as the rule predicts")
+    print(f"{label}: ok: {len(todo) - refused} cases byte-identical to apply_chat_template, trained text "
+          f"as the rule predicts" + (f"; {refused} refused by both" if refused else ""))
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "cases":
-        cases(sys.argv[2], sys.argv[3])
-    elif len(sys.argv) == 6 and sys.argv[1] == "check":
-        sys.exit(check(*sys.argv[2:]))
+    args = sys.argv[1:]
+    if len(args) == 3 and args[0] == "cases":
+        cases(args[1], args[2])
+    elif len(args) == 3 and args[0] == "jsonl":
+        jsonl(args[1], args[2])
+    elif len(args) > 1 and args[0] == "check" and (len(args) - 1) % 6 == 0 and \
+            all(args[k] in ("render", "decoded") for k in range(1, len(args), 6)):
+        groups = [args[k:k + 6] for k in range(1, len(args), 6)]
+        sys.exit(max((check if g[0] == "render" else decoded)(*g[1:]) for g in groups))
     else:
         sys.exit(__doc__)

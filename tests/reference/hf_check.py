@@ -1,12 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The independent side of tests/e2e/hf_weights.sh (json + numpy; HDF5 through h5dump; PyTorch
-for the float64 GPT-2):
+"""The file side of tests/e2e/hf_weights.sh (json + numpy, HDF5 through h5dump; no PyTorch: the
+model's own computation is transformers', tests/reference/hf_transformers.py):
   export-matches DIR CKPT      DIR/model.safetensors holds CKPT's /model bit for bit (or its
                                round-to-nearest-even bf16), with a config.json GPT2Config
   random-model DIR             random GPT-2 weights as safetensors (F32, BF16) and llm.c files
-  eval-loss DIR VAL T S        float64 PyTorch eval loss of DIR's weights on a byte file
-  greedy DIR T N PROMPT        float64 PyTorch argmax continuation, token ids
   bad-files DIR OUT            damaged copies of DIR/model.safetensors and an llm.c file
 """
 import json
@@ -18,7 +16,6 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpt2_torch64  # noqa: E402
 import llmc_np  # noqa: E402
 import safetensors_np  # noqa: E402
 
@@ -29,13 +26,6 @@ def h5_dataset(ckpt, name):
         subprocess.run(["h5dump", "-d", name, "-b", "LE", "-o", out, ckpt], check=True,
                        stdout=subprocess.DEVNULL)
         return np.fromfile(out, dtype="<f4")
-
-
-def weights(d):
-    t, _ = safetensors_np.read(os.path.join(d, "model.safetensors"))
-    with open(os.path.join(d, "config.json")) as f:
-        cfg = json.load(f)
-    return {k: v for k, (_, v) in t.items()}, cfg
 
 
 def export_matches(d, ckpt):
@@ -88,7 +78,9 @@ def random_model(d, layers=2, embd=64, heads=4, vocab=256, positions=64, seed=5)
     w = {k: v.astype(np.float32) for k, v in w.items()}
     cfg = {"model_type": "gpt2", "n_layer": layers, "n_head": heads, "n_embd": C,
            "vocab_size": vocab, "n_positions": positions, "activation_function": "gelu_new",
-           "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True}
+           "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True,
+           # GPT2Config's default 50256 is outside this vocabulary (transformers warns).
+           "bos_token_id": vocab - 1, "eos_token_id": vocab - 1}
     for sub, dtype in [("hf", "F32"), ("hf_bf16", "BF16")]:
         os.makedirs(os.path.join(d, sub), exist_ok=True)
         # HF's own files name the tensors with the "transformer." prefix: the F32 copy does.
@@ -98,21 +90,6 @@ def random_model(d, layers=2, embd=64, heads=4, vocab=256, positions=64, seed=5)
             json.dump(cfg, f)
     llmc_np.write(os.path.join(d, "model.bin"), w, layers, heads, vocab + 64)
     llmc_np.write(os.path.join(d, "model_bf16.bin"), w, layers, heads, vocab + 64, bf16=True)
-    return 0
-
-
-def eval_loss(d, val, T, S):
-    w, cfg = weights(d)
-    w = {k.removeprefix("transformer."): v for k, v in w.items()}
-    tokens = np.frombuffer(open(val, "rb").read(), dtype=np.uint8).astype(np.int64)
-    print(repr(float(gpt2_torch64.eval_loss(w, cfg["n_head"], tokens, int(T), int(S)))))
-    return 0
-
-
-def greedy(d, T, n, prompt):
-    w, cfg = weights(d)
-    ids = gpt2_torch64.greedy(w, cfg["n_head"], list(prompt.encode()), int(n), int(T))
-    print(" ".join(map(str, ids)))
     return 0
 
 
@@ -163,6 +140,5 @@ def bad_files(d, out):
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"export-matches": export_matches, "random-model": random_model, "eval-loss": eval_loss,
-          "greedy": greedy, "bad-files": bad_files}[cmd]
+    fn = {"export-matches": export_matches, "random-model": random_model, "bad-files": bad_files}[cmd]
     sys.exit(fn(*args))

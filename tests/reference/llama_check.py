@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The independent side of fsdp's Llama (model.arch = "llama") Hugging Face tests (json + numpy;
-HDF5 through h5dump; PyTorch for the float64 Llama), the counterpart of hf_check.py for GPT-2:
+"""The file side of fsdp's Llama-family Hugging Face tests (json + numpy, HDF5 through h5dump; no
+PyTorch: the models' own computation is transformers', tests/reference/hf_transformers.py), the
+counterpart of hf_check.py for GPT-2:
   random-model DIR [--layers 2 --embd 64 --heads 4 --kv 2 --ffn 96 --vocab 256 --ctx 64
                     --seed 1 --theta 500000 --tied 0 --scaling llama3|none --factor 8
-                    --low 1 --high 8 --orig 64 --qwen3 0 --headdim 0
+                    --low 0.5 --high 4 --orig 32 --qwen3 0 --headdim 0
                     --moe qwen3_moe|mixtral --experts 4 --topk 2 --moeffn 48 --dense 0,2
                     --renorm 1 --aux 1 --coef 0.01]
                                random LlamaForCausalLM weights (--qwen3 1: Qwen3ForCausalLM, with
@@ -12,15 +13,6 @@ HDF5 through h5dump; PyTorch for the float64 Llama), the counterpart of hf_check
                                --dense its mlp_only_layers, or MixtralForCausalLM, one tensor per
                                expert): DIR/hf (F32), DIR/hf_bf16, DIR/hf_sharded (two files +
                                index), DIR/hf_ropeparams
-  moe-step HF0 HF1 DATA LR EPS one AdamW step (no decay, no clipping) of the float64 reference
-                               from HF0 on DATA's one window (every sequence of the batch) against
-                               fsdp's (HF1, exported): the first step moves each weight by
-                               -LR g / (|g| + EPS), so each tensor's update is its gradient; prints
-                               the balance loss and the worst relative update error per kind
-  eval-loss DIR VAL T S        float64 PyTorch eval loss of DIR's weights on a byte file
-  eval-loss DIR VAL T S EOS    the same with packed documents ending in EOS (and VAL.trained);
-                               VAL may be an llm.c .bin, EOS "mask" the id its mask records
-  greedy DIR T N PROMPT        float64 PyTorch argmax continuation, token ids
   export-matches DIR CKPT [--dtype fp32|bf16] [KEY=JSON ...]
                                DIR holds CKPT's /model bit for bit (or its round-to-nearest-even
                                bf16) under the HF names, with a LlamaForCausalLM config.json
@@ -31,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -38,8 +31,126 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_check  # noqa: E402  (h5_dataset: a checkpoint dataset through h5dump)
-import llama_torch64 as ref  # noqa: E402
 import safetensors_np  # noqa: E402
+
+# safetensors dtype -> (stored numpy dtype, widening to float32, exact for all three)
+_DTYPES = {"F32": (np.dtype("<f4"), lambda a: a),
+           "F16": (np.dtype("<f2"), lambda a: a.astype(np.float32)),
+           "BF16": (np.dtype("<u2"), lambda a: (a.astype(np.uint32) << 16).view(np.float32))}
+
+
+def read_safetensors(path):
+    """{name: (dtype name, float32 array in its shape)} and the header; values widened exactly."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    data = blob[8 + n:]
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        stored, widen = _DTYPES[t["dtype"]]
+        b, e = t["data_offsets"]
+        out[name] = (t["dtype"], widen(np.frombuffer(data[b:e], dtype=stored)).reshape(t["shape"]))
+    return out, header
+
+
+def read_weights(d):
+    """{name: (dtype, float32 array)} from d/model.safetensors, or from the files that
+    d/model.safetensors.index.json's weight_map names (each tensor taken from its listed file)."""
+    index = os.path.join(d, "model.safetensors.index.json")
+    if not os.path.exists(index):
+        return read_safetensors(os.path.join(d, "model.safetensors"))[0]
+    with open(index) as f:
+        wmap = json.load(f)["weight_map"]
+    files = {fn: read_safetensors(os.path.join(d, fn))[0] for fn in sorted(set(wmap.values()))}
+    missing = [n for n, fn in wmap.items() if n not in files[fn]]
+    if missing:
+        raise ValueError(f"{d}: index names tensors its files lack: {missing}")
+    return {n: files[fn][n] for n, fn in wmap.items()}
+
+
+def hparams(cfg):
+    """The numbers the forward needs, from config.json in either rope layout: the older
+    rope_theta + rope_scaling, or the newer rope_parameters. Defaults are LlamaConfig's."""
+    C, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    if "rope_parameters" in cfg and cfg["rope_parameters"] is not None:
+        rope = cfg["rope_parameters"]
+        theta = rope["rope_theta"]
+    else:
+        rope = cfg.get("rope_scaling")
+        theta = cfg.get("rope_theta", 10000.0)
+    kind = "default" if rope is None else rope.get("rope_type", rope.get("type", "default"))
+    if kind not in ("default", "llama3"):
+        raise ValueError(f"rope type {kind!r}: only default and llama3 are modelled")
+    scaling = None if kind == "default" else tuple(float(rope[k]) for k in (
+        "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"))
+    mtype = cfg.get("model_type")
+    qwen3 = mtype in ("qwen3", "qwen3_moe") or "Qwen3ForCausalLM" in cfg.get("architectures", [])
+    D = cfg.get("head_dim") or C // H
+    if H % KV or D % 2 or (not cfg.get("head_dim") and C % H):
+        raise ValueError(f"heads: hidden {C}, heads {H}, kv heads {KV}, head_dim {cfg.get('head_dim')}")
+    if cfg.get("use_sliding_window"):
+        raise ValueError("use_sliding_window: only full causal attention is modelled")
+    for flag in ("attention_bias", "mlp_bias"):
+        if cfg.get(flag):
+            raise ValueError(f"{flag}: biases are not modelled")
+    if cfg.get("hidden_act", "silu") != "silu":
+        raise ValueError(f"hidden_act {cfg['hidden_act']!r}: only silu is modelled")
+    L = cfg["num_hidden_layers"]
+    moe = None
+    if mtype == "qwen3_moe":  # Qwen3MoeConfig's rule for which layers have experts
+        dense = set(cfg.get("mlp_only_layers") or [])
+        step = cfg.get("decoder_sparse_step", 1)
+        moe = {"E": cfg["num_experts"], "K": cfg["num_experts_per_tok"], "F": cfg["moe_intermediate_size"],
+               "renorm": bool(cfg.get("norm_topk_prob", False)), "block": "mlp.",
+               "names": ("gate_proj", "up_proj", "down_proj"),
+               "sparse": [l not in dense and (l + 1) % step == 0 for l in range(L)]}
+    elif mtype == "mixtral":
+        moe = {"E": cfg["num_local_experts"], "K": cfg["num_experts_per_tok"], "F": cfg["intermediate_size"],
+               "renorm": True, "block": "block_sparse_moe.", "names": ("w1", "w3", "w2"), "sparse": [True] * L}
+    if moe:
+        moe["coef"] = float(cfg.get("router_aux_loss_coef", 0.001)) if cfg.get("output_router_logits") else 0.0
+    return {"C": C, "H": H, "KV": KV, "D": D, "F": cfg.get("intermediate_size"), "qk_norm": qwen3,
+            "L": L, "V": cfg["vocab_size"], "moe": moe,
+            "eps": float(cfg.get("rms_norm_eps", 1e-6)), "theta": float(theta), "scaling": scaling,
+            "tied": bool(cfg.get("tie_word_embeddings", False))}
+
+
+def sparse(hp, l):
+    return hp["moe"] is not None and hp["moe"]["sparse"][l]
+
+
+def expected_shapes(hp):
+    """HF name -> shape, nn.Linear layout [out, in]; lm_head only when untied."""
+    C, D, Fd = hp["C"], hp["D"], hp["F"]
+    s = {"model.embed_tokens.weight": (hp["V"], C), "model.norm.weight": (C,)}
+    for l in range(hp["L"]):
+        p = f"model.layers.{l}."
+        s.update({p + "input_layernorm.weight": (C,), p + "self_attn.q_proj.weight": (hp["H"] * D, C),
+                  p + "self_attn.k_proj.weight": (hp["KV"] * D, C),
+                  p + "self_attn.v_proj.weight": (hp["KV"] * D, C),
+                  p + "self_attn.o_proj.weight": (C, hp["H"] * D),
+                  p + "post_attention_layernorm.weight": (C,)})
+        if sparse(hp, l):  # the router [E, C] and each expert's gate, up [F, C] and down [C, F]
+            m = hp["moe"]
+            x = p + m["block"]
+            s[x + "gate.weight"] = (m["E"], C)
+            for e in range(m["E"]):
+                g, u, dn = m["names"]
+                s.update({f"{x}experts.{e}.{g}.weight": (m["F"], C), f"{x}experts.{e}.{u}.weight": (m["F"], C),
+                          f"{x}experts.{e}.{dn}.weight": (C, m["F"])})
+        else:
+            s.update({p + "mlp.gate_proj.weight": (Fd, C), p + "mlp.up_proj.weight": (Fd, C),
+                      p + "mlp.down_proj.weight": (C, Fd)})
+        if hp["qk_norm"]:
+            s.update({p + "self_attn.q_norm.weight": (D,), p + "self_attn.k_norm.weight": (D,)})
+    if not hp["tied"]:
+        s["lm_head.weight"] = (hp["V"], C)
+    return s
+
 
 SHARDS = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
 
@@ -58,10 +169,11 @@ def options(args, defaults):
 def random_model(d, *args):
     # The default rope scaling puts head dimension 16's eight frequencies (wavelengths 6.3,
     # 32.5, 167, ...) in all three bands of the Llama 3.1 blend: kept (< orig/high = 8),
-    # blended (8..64) and slowed by factor (> orig/low = 64).
+    # blended (8..64) and slowed by factor (> orig/low = 64); orig (32) below the context (64),
+    # which transformers 5 asks of a llama3 rope_parameters.
     o = options(args, {"layers": 2, "embd": 64, "heads": 4, "kv": 2, "ffn": 96, "vocab": 256,
                        "ctx": 64, "seed": 1, "theta": 500000.0, "tied": 0, "scaling": "llama3",
-                       "factor": 8.0, "low": 1.0, "high": 8.0, "orig": 64, "qwen3": 0,
+                       "factor": 8.0, "low": 0.5, "high": 4.0, "orig": 32, "qwen3": 0,
                        "headdim": 0, "moe": "", "experts": 4, "topk": 2, "moeffn": 48, "dense": "",
                        "renorm": 1, "aux": 1, "coef": 0.01})
     rng = np.random.default_rng(o["seed"])
@@ -153,37 +265,6 @@ def random_model(d, *args):
     return 0
 
 
-def eval_loss(d, val, T, S, eos=None):
-    """With eos: packed documents, and the trained-token mask VAL.trained where it exists."""
-    w, hp = ref.load(d)
-    blob = open(val, "rb").read()
-    magic = int.from_bytes(blob[:4], "little")
-    if val.endswith(".bin") and magic in (20240520, 20240801):  # llm.c: uint16 or uint32 tokens
-        n = int.from_bytes(blob[8:12], "little")
-        tokens = np.frombuffer(blob[1024:], dtype=np.uint16 if magic == 20240520 else np.uint32)[:n]
-        tokens = tokens.astype(np.int64)
-    else:
-        tokens = np.frombuffer(blob, dtype=np.uint8).astype(np.int64)
-    if eos == "mask":  # the document end fsdp-data recorded
-        eos = int.from_bytes(open(val + ".trained", "rb").read()[24:28], "little", signed=True)
-    if eos is None:
-        print(repr(float(ref.eval_loss(w, hp, tokens, int(T), int(S)))))
-        return 0
-    trained = None
-    if os.path.exists(val + ".trained"):  # src/data/trained_mask.hpp's format
-        blob = open(val + ".trained", "rb").read()
-        n = int.from_bytes(blob[8:16], "little")
-        trained = np.unpackbits(np.frombuffer(blob[1024:], dtype=np.uint8), bitorder="little")[:n]
-    print(repr(float(ref.packed_eval_loss(w, hp, tokens, int(T), int(S), int(eos), trained))))
-    return 0
-
-
-def greedy(d, T, n, prompt):
-    w, hp = ref.load(d)
-    print(" ".join(map(str, ref.greedy(w, hp, list(prompt.encode()), int(n), int(T)))))
-    return 0
-
-
 def h5_model_shapes(ckpt):
     """{name: shape} of the checkpoint's /model datasets, from h5dump's header listing."""
     text = subprocess.run(["h5dump", "-H", "-g", "/model", ckpt], check=True, capture_output=True,
@@ -223,14 +304,14 @@ def export_matches(d, ckpt, *args):
         bad.append("config.json rms_norm_eps, rope_theta, max_position_embeddings must be positive")
 
     # The config's shapes, the export's tensors and the checkpoint's datasets: one set of names.
-    shapes = ref.expected_shapes(ref.hparams(cfg))
-    tensors = ref.read_weights(d)
+    shapes = expected_shapes(hparams(cfg))
+    tensors = read_weights(d)
     in_ckpt = h5_model_shapes(ckpt)
     for what, names in [("the export", set(tensors)), ("the checkpoint's /model", set(in_ckpt))]:
         if names != set(shapes):
             bad.append(f"{what}: names {sorted(names ^ set(shapes))} differ from config.json's Llama")
     for fn in [f for f in os.listdir(d) if f.endswith(".safetensors")]:
-        if ref.read_safetensors(os.path.join(d, fn))[1].get("__metadata__", {}).get("format") != "pt":
+        if read_safetensors(os.path.join(d, fn))[1].get("__metadata__", {}).get("format") != "pt":
             bad.append(f"{fn}: __metadata__.format is not 'pt'")
     dtypes = {dt for dt, _ in tensors.values()}
     torch_dtype = {"F32": "float32", "BF16": "bfloat16"}.get(next(iter(dtypes)), "?")
@@ -255,35 +336,6 @@ def export_matches(d, ckpt, *args):
         if not np.array_equal(got.ravel().view(np.uint32), want.view(np.uint32)):
             bad.append(f"{name}: {int((got.ravel().view(np.uint32) != want.view(np.uint32)).sum())} elements differ")
     return report(bad, len(shapes))
-
-
-def moe_step(hf0, hf1, data, lr, eps):
-    """fsdp's first AdamW step (HF1) against the float64 one from HF0: per tensor the relative
-    error of the update, the worst per kind (routers, experts, the rest)."""
-    import torch
-    import torch.nn.functional as F
-    w, hp = ref.load(hf0)
-    lr, eps = float(lr), float(eps)
-    seq = np.frombuffer(open(data, "rb").read(), dtype=np.uint8).astype(np.int64)
-    params = {k: v.clone().requires_grad_(True) for k, v in w.items()}
-    routers = []
-    logit = ref.logits(params, hp, torch.as_tensor(seq[None, :-1]), routers=routers)
-    ce = F.cross_entropy(logit.reshape(-1, logit.shape[-1]), torch.as_tensor(seq[1:]))
-    aux = ref.balance_loss(hp, routers)
-    (ce + hp["moe"]["coef"] * aux).backward()
-    got, _ = ref.load(hf1)
-    worst = {}
-    for k, p in params.items():
-        want = -lr * p.grad / (p.grad.abs() + eps)
-        moved = got[k] - w[k]
-        err = float((moved - want).norm() / max(float(want.norm()), 1e-30))
-        kind = "router" if k.endswith(".gate.weight") else "expert" if ".experts." in k else "other"
-        if err > worst.get(kind, (0.0, ""))[0]:
-            worst[kind] = (err, k)
-    print(f"loss {ce.item():.9g} aux {aux.item():.9g}")
-    for kind, (err, k) in sorted(worst.items()):
-        print(f"{kind} {err:.3g} {k}")
-    return 0
 
 
 def report(bad, n):
@@ -339,7 +391,5 @@ def bad_files(d, out):
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"export-matches": export_matches, "random-model": random_model, "eval-loss": eval_loss,
-          "moe-step": moe_step,
-          "greedy": greedy, "bad-files": bad_files}[cmd]
+    fn = {"export-matches": export_matches, "random-model": random_model, "bad-files": bad_files}[cmd]
     sys.exit(fn(*args))

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Muon against float64 PyTorch: K training steps of a Hugging Face Llama directory on one
+"""Muon against float64 PyTorch (the pinned environment's: the model is transformers'
+LlamaForCausalLM, tests/reference/hf_transformers.py): K training steps of a Hugging Face Llama directory on one
 training sequence (every sequence of the batch is the same window, so the batch gradient is that
 sequence's), with the optimizer written here from its definition, not from torch.optim or fsdp:
 
@@ -20,9 +21,10 @@ import sys
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.func import functional_call
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import llama_torch64 as ref  # noqa: E402
+import hf_transformers  # noqa: E402  (the model: transformers' LlamaForCausalLM, float64)
 
 torch.set_num_threads(1)
 A, B, C = 3.4445, -4.7750, 2.0315
@@ -40,22 +42,22 @@ def newton_schulz(g, steps=5):
     return x.T if tall else x
 
 
-def loss_and_grads(w, hp, seq):
+def loss_and_grads(w, model, seq):
     params = {k: v.clone().requires_grad_(True) for k, v in w.items()}
     tokens = torch.as_tensor(seq[None, :-1])
     targets = torch.as_tensor(seq[None, 1:])
-    logits = ref.logits(params, hp, tokens)
+    logits = functional_call(model, params, (tokens,)).logits
     loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
     loss.backward()
     return loss.item(), {k: p.grad for k, p in params.items()}
 
 
-def train(w, hp, seq, K, lr, wd, mom, b1=0.9, b2=0.95, eps=1e-8):
+def train(w, model, seq, K, lr, wd, mom, b1=0.9, b2=0.95, eps=1e-8):
     w = {k: v.clone() for k, v in w.items()}
     state = {k: (torch.zeros_like(v), torch.zeros_like(v)) for k, v in w.items()}
     losses = []
     for t in range(1, K + 1):
-        loss, g = loss_and_grads(w, hp, seq)
+        loss, g = loss_and_grads(w, model, seq)
         losses.append(loss)
         for k in w:
             m, v = state[k]
@@ -74,10 +76,11 @@ def train(w, hp, seq, K, lr, wd, mom, b1=0.9, b2=0.95, eps=1e-8):
 
 
 def compare(d0, dk, data, K, lr, wd, mom):
-    w0, hp = ref.load(d0)
+    model = hf_transformers.load(d0)
+    w0 = {k: v.detach().clone() for k, v in model.named_parameters()}
     seq = np.frombuffer(open(data, "rb").read(), dtype=np.uint8).astype(np.int64)
-    want, losses = train(w0, hp, seq, int(K), float(lr), float(wd), float(mom))
-    got, _ = ref.load(dk)
+    want, losses = train(w0, model, seq, int(K), float(lr), float(wd), float(mom))
+    got = {k: v.detach() for k, v in hf_transformers.load(dk).named_parameters()}
     worst = {"muon": (0.0, ""), "adamw": (0.0, "")}
     for k in sorted(w0):
         dw_ref, dw = want[k] - w0[k], got[k] - w0[k]

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Test tool: renders conversations with a model's chat template (fsdp::ChatTemplate), for
-// tests/e2e/chat_template.sh to compare with tests/reference/chat_render.py (python3-jinja2).
+// tests/e2e/chat_template.sh to compare with tests/reference/chat_render.py (transformers'
+// apply_chat_template).
 //   chat_render MODEL_DIR_OR_CONFIG CASES.json OUT.json
-// CASES.json: [{"name", "messages", "add_generation_prompt", "bos_token", "eos_token"}, ...];
+// CASES.json: [{"name", "messages", "add_generation_prompt", "bos_token", "eos_token"[, "tools"]},
+// ...], read with its objects' keys in the file's order (as Python reads them);
 // OUT.json: [{"name", "segments": [[text, trained], ...]} or {"name", "error"}, ...].
 #include <fstream>
 #include <iostream>
@@ -18,13 +20,14 @@ int main(int argc, char** argv) {
   try {
     const fsdp::ChatTemplate tmpl = fsdp::ChatTemplate::load(argv[1]);
     std::ifstream in(argv[2]);
-    const nlohmann::json cases = nlohmann::json::parse(in);
+    const nlohmann::ordered_json cases = nlohmann::ordered_json::parse(in);
     nlohmann::json out = nlohmann::json::array();
-    for (const nlohmann::json& c : cases) {
+    for (const nlohmann::ordered_json& c : cases) {
       fsdp::ChatVariables vars;
       vars.bos_token = c.value("bos_token", "");
       vars.eos_token = c.value("eos_token", "");
       vars.add_generation_prompt = c.value("add_generation_prompt", false);
+      if (c.contains("tools")) vars.tools = c["tools"];
       nlohmann::json result = {{"name", c["name"]}};
       try {
         nlohmann::json segments = nlohmann::json::array();

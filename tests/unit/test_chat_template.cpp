@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -32,12 +33,12 @@ fsdp::ChatVariables vars(bool generation_prompt = false) {
   return v;
 }
 
-std::string render(const std::string& source, const json& messages = kMessages) {
+std::string render(const std::string& source, const nlohmann::ordered_json& messages = kMessages) {
   return ChatTemplate::parse(source, "t").render_text(messages, vars());
 }
 
 // The segments as "text" with trained ones in [[ ]].
-std::string segments(const std::string& source, const json& messages) {
+std::string segments(const std::string& source, const nlohmann::ordered_json& messages) {
   std::string out;
   for (const fsdp::ChatSegment& s : ChatTemplate::parse(source, "t").render(messages, vars()))
     out += s.trained ? "[[" + s.text + "]]" : s.text;
@@ -251,9 +252,17 @@ TEST_CASE("chat template load reads tokenizer_config.json or chat_template.jinja
   write(config, R"({"chat_template": [{"name": "tool_use", "template": "T"},
                                       {"name": "default", "template": "D{{ eos_token }}"}]})");
   CHECK(ChatTemplate::load(config).render_text(kMessages, vars()) == "D</s>");
+  // With tools (an empty list too) transformers picks "tool_use".
+  fsdp::ChatVariables with_tools = vars();
+  with_tools.tools = nlohmann::ordered_json::array();
+  CHECK(ChatTemplate::load(config).render_text(kMessages, with_tools) == "T");
   write(config, R"({"chat_template": [{"name": "tool_use", "template": "T"}]})");
+  CHECK(ChatTemplate::load(config).render_text(kMessages, with_tools) == "T");
+  CHECK_THROWS_WITH(ChatTemplate::load(dir.string()).render_text(kMessages, vars()),
+                    config + ": chat_template: no template named \"default\", for a chat without tools (it has: tool_use)");
+  write(config, R"({"chat_template": [{"name": "other", "template": "O"}]})");
   CHECK_THROWS_WITH(ChatTemplate::load(dir.string()),
-                    config + ": chat_template: no template named \"default\" (it has: tool_use)");
+                    config + ": chat_template: no template named \"default\" (it has: other)");
   write(config, R"({"chat_template": "C"})");
   CHECK(ChatTemplate::load(dir.string()).render_text(kMessages, vars()) == "C");
   write(dir / "chat_template.jinja", "J{{ messages | length }}\n");
@@ -263,4 +272,49 @@ TEST_CASE("chat template load reads tokenizer_config.json or chat_template.jinja
                     (dir / "chat_template.jinja").string() +
                         ": chat_template: filter 'wordwrap' at line 1 is not supported");
   fs::remove_all(dir);
+}
+
+// strftime_now past 255 bytes (issue 63): rendered whole, not as "". The year from the C
+// library's own clock is the independent check (a render across New Year's midnight aside).
+TEST_CASE("chat template strftime_now renders a date of any length", "[chat]") {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  const std::string year = std::to_string(local.tm_year + 1900);
+  std::string format, expected;
+  for (int i = 0; i < 100; ++i) format += "%Y-", expected += year + "-";
+  CHECK(render("{{ strftime_now('" + format + "') }}") == expected);
+  CHECK(render("{{ strftime_now('') }}").empty());
+  CHECK(render("{{ strftime_now('%Y') }}") == year);
+}
+
+// Messages and tools reach the template as apply_chat_template (transformers 5.23) passes them:
+// keys in the caller's order, null values dropped, reasoning under all three of its names, a
+// special token the tokenizer lacks undefined. Expected renders are transformers'.
+TEST_CASE("chat template messages are prepared as apply_chat_template prepares them", "[chat]") {
+  using ojson = nlohmann::ordered_json;
+  const ojson messages = ojson::parse(R"([{"role": "user", "content": "q", "name": null},
+    {"role": "assistant", "content": "a", "tool_calls": null, "reasoning": "r"}])");
+  CHECK(render("{% for m in messages %}{{ m | tojson }}|{% endfor %}", messages) ==
+        R"({"role": "user", "content": "q"}|{"thinking": "r", "role": "assistant", "content": "a", )"
+        R"("reasoning": "r", "reasoning_content": "r"}|)");
+  // A message's own "thinking" keeps its value (and first place); reasoning_content wins the copy.
+  CHECK(render("{{ messages[0] | tojson }}",
+               ojson::parse(R"([{"role": "assistant", "reasoning_content": "x", "thinking": "y"}])")) ==
+        R"({"thinking": "y", "role": "assistant", "reasoning_content": "x"})");
+  CHECK(render("{{ 'tool_calls' in messages[1] }}", messages) == "False");
+  // The reasoning's copies are the turn's own text, trained like reasoning_content.
+  CHECK(segments("{% for m in messages %}<{{ m.thinking }}>{% endfor %}", messages) == "<><[[r>]]");
+  fsdp::ChatVariables v = vars();
+  v.bos_token.clear();
+  v.tools = ojson::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"z": 1, "a": 2}}}])");
+  CHECK(ChatTemplate::parse("{{ bos_token is defined }}|{{ tools | tojson }}|{{ tools[0].function.name }}", "t")
+            .render_text(messages, v) ==
+        R"(False|[{"type": "function", "function": {"name": "f", "parameters": {"z": 1, "a": 2}}}]|f)");
+  CHECK(render("{{ tools is none }}") == "True");
+  // transformers 5's namespace refuses underscore-prefixed names.
+  CHECK(error_of("{% set ns = namespace(_x=1) %}") ==
+        "t: chat_template: line 1: chat templates cannot store underscore-prefixed attributes on a "
+        "namespace, but got '_x' (transformers refuses it too)");
+  CHECK(error_of("{% set ns = namespace() %}{% set ns._y = 1 %}").find("but got '_y'") != std::string::npos);
 }

@@ -121,6 +121,30 @@ TEST_CASE("fsdp_data prepare: each malformed JSONL line has its own message", "[
   }
 }
 
+TEST_CASE("fsdp_data prepare: a chat's own tools, kept in the line's key order", "[fsdp_data]") {
+  const std::string chat = R"({"messages": [{"role": "user", "content": "hi"}], )";
+  const Document d = read_jsonl_line(
+      chat + R"("tools": [{"type": "function", "function": {"name": "f", "parameters": {"z": 1, "a": 2}}},)"
+             R"( {"name": "g", "description": "bare"}]})");
+  REQUIRE(d.tools.size() == 2);
+  CHECK(d.tools[0].dump() == R"({"type":"function","function":{"name":"f","parameters":{"z":1,"a":2}}})");
+  CHECK(d.messages[0].begin().key() == "role");
+  CHECK(read_jsonl_line(chat + R"("tools": null})").tools.is_null());
+  CHECK(read_jsonl_line(chat + R"("tools": []})").tools.is_array());
+  CHECK(error_of(chat + R"("tools": "[]"})") ==
+        "\"tools\" is a string, not an array of function definitions (a JSON string: decode it into the line)");
+  CHECK(error_of(chat + R"("tools": [1]})") == "\"tools\"[0] is a number, not an object");
+  CHECK(error_of(chat + R"("tools": [{"type": "code"}]})") == "\"tools\"[0]: \"type\" is not \"function\"");
+  CHECK(error_of(chat + R"("tools": [{"type": "function"}]})") == "\"tools\"[0]: \"function\" is missing");
+  CHECK(error_of(chat + R"("tools": [{"type": "function", "function": {}}]})") ==
+        "\"tools\"[0].function: \"name\" is missing");
+  CHECK(error_of(chat + R"("tools": [{"name": ""}]})") == "\"tools\"[0]: \"name\" is empty");
+  CHECK(error_of(chat + R"("tools": [{"name": "f", "description": 2}]})") ==
+        "\"tools\"[0]: \"description\" is a number, not a string");
+  CHECK(error_of(chat + R"("tools": [{"name": "f", "parameters": []}]})") ==
+        "\"tools\"[0]: \"parameters\" is an array, not an object (a JSON schema)");
+}
+
 TEST_CASE("fsdp_data prepare: decode's A:B ranges", "[fsdp_data]") {
   std::int64_t a = -1, b = -1;
   CHECK(parse_range("3:7", a, b));

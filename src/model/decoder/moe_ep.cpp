@@ -53,6 +53,13 @@ k::ExpertLinear on_local(const k::ExpertLinear& lin, int first, int El) {
   return out;
 }
 
+// dst += src elementwise. A free function: nvcc refuses an extended device lambda whose
+// enclosing function is a private member (docs/gpu.md), as experts_backward_ep is.
+void add_into(const Vec& dst, const ConstVec& src) {
+  Kokkos::parallel_for("moe_ep::grads_home", Kokkos::RangePolicy<ExecSpace>(0, dst.extent(0)),
+                       KOKKOS_LAMBDA(const std::int64_t q) { dst(q) += src(q); });
+}
+
 Mat rows_of(const TrackedBuffer& b, std::int64_t first, std::int64_t n, std::int64_t cols) {
   return Mat(b.data() + first * cols, n, cols);
 }
@@ -242,10 +249,8 @@ void DecoderSkeleton::experts_backward_ep(const UnitParams& p, const LayerOffset
         const ConstVec down(moe_grecv_.data() + at + 2 * std::int64_t(F) * C, std::size_t(F * C));
         const Vec gg = gv(g, o.expert_gu[std::size_t(ex)], 2 * std::int64_t(F) * C);
         const Vec gd = gv(g, o.expert_down[std::size_t(ex)], std::int64_t(F) * C);
-        Kokkos::parallel_for("moe_ep::grads_home", Kokkos::RangePolicy<ExecSpace>(0, gg.extent(0)),
-                             KOKKOS_LAMBDA(const std::int64_t q) { gg(q) += gu(q); });
-        Kokkos::parallel_for("moe_ep::grads_home", Kokkos::RangePolicy<ExecSpace>(0, gd.extent(0)),
-                             KOKKOS_LAMBDA(const std::int64_t q) { gd(q) += down(q); });
+        add_into(gg, gu);
+        add_into(gd, down);
       }
   }
   exchange("expert combine grad", ConstVec(moe_yr_.data(), std::size_t(got * C)), e.recv,

@@ -115,8 +115,12 @@ ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
   const ConfigReader r(*config, config_path);
   const nlohmann::json& j = *config;
   refuse_other_routers(r);
-  const char* experts_key = f == Family::Qwen3Moe ? "num_experts" : "num_local_experts";
-  s.n_experts = int(r.integer_in(j, experts_key, 1, 1 << 16, 0));
+  // Qwen3MoeConfig's num_experts, which transformers 5 writes as num_local_experts (its
+  // attribute_map), as Mixtral's.
+  const char* experts_key =
+      f == Family::Qwen3Moe && !(j.contains("num_local_experts") && !j.contains("num_experts")) ? "num_experts"
+                                                                                               : "num_local_experts";
+  s.n_experts = int(r.integer_in(j, experts_key, 1, 1 << 10, 0));  // model.n_experts' range
   if (s.n_experts < 1) r.fail(experts_key, "missing");
   s.experts_per_token = int(r.integer_in(j, "num_experts_per_tok", 1, 1 << 16, 0));
   if (s.experts_per_token < 1) r.fail("num_experts_per_tok", "missing");
@@ -174,6 +178,22 @@ ModelConfig read_shape(const TensorShapes& tensors, const std::string& file,
                                   std::to_string(s.moe_ffn()) + " in " + config_path);
   }
   return s;
+}
+
+// Mixtral's names under transformers 5's (conversion_mapping.py): block_sparse_moe. -> mlp.,
+// the experts' w1, w3, w2 -> gate_proj, up_proj, down_proj; the form its fused experts take in a
+// file (io/safetensors_source.cpp reads those as per-expert views under these names).
+std::vector<std::string> stored_names(const std::string& name, Family f) {
+  std::vector<std::string> out{name};
+  const std::string block = "block_sparse_moe.";
+  const auto at = name.find(block);
+  if (f != Family::Mixtral || at == std::string::npos) return out;
+  std::string v = name.substr(0, at) + "mlp." + name.substr(at + block.size());
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{".w1.weight", ".gate_proj.weight"},
+                                 {".w3.weight", ".up_proj.weight"}, {".w2.weight", ".down_proj.weight"}})
+    if (ends_with(v, from)) v = v.substr(0, v.size() - from.size()) + to;
+  out.push_back(v);
+  return out;
 }
 
 // The model layers are counted by input_layernorm; a file is this family's when one of them
@@ -270,7 +290,7 @@ Architecture architecture(Family f) {
   a.hf.recognizes = [f](const TensorShapes& t) { return recognizes(t, f); };
   a.hf.read_shape = [f](const TensorShapes& t, const std::string& file, const nlohmann::json* config,
                         const std::string& config_path) { return read_shape(t, file, config, config_path, f); };
-  a.hf.stored_names = [](const std::string& name) { return std::vector<std::string>{name}; };
+  a.hf.stored_names = [f](const std::string& name) { return stored_names(name, f); };
   a.hf.config_complete = true;
   a.checks = checks(f);
   for (const ModelKey& k : model_keys()) a.keys.push_back(k.key);
