@@ -1,109 +1,159 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Our tokens/s against PyTorch's (jobscripts/pytorch_reference.py, Debian's python3-torch) on the
-# benchmark shapes, measured side by side: the two alternate PAIRS times and each pair gives a
-# ratio; prints every pair and the median ratio. Both get one thread per process and OpenBLAS's
-# best kernel for this CPU: OPENBLAS_CORETYPE is set for both from the CPU's flags, overriding
-# any the environment pins (a login environment that pins Haswell on an AVX-512 core halves both
-# sides' GEMM speed and, given to one side only, decides the ratio).
-#   jobscripts/vs_pytorch.sh small|124m|llama124m|moe|ddp2|ddp2-global8 [bf16]
-# bf16: fsdp with bf16 parameters (fsdp.gemm_dtype = auto: bf16 GEMMs where the CPU computes them) against PyTorch under
-# torch.autocast("cpu", dtype=torch.bfloat16), each on its own best bf16 path for this CPU.
-# Environment: PAIRS (5), FSDP_BUILD, TORCH_BF16_STEPS (PyTorch's steps in bf16 mode: 6 with
-# AVX-512, 4 without), BLOCK (moe only: the context, 128; the batch keeps 512 tokens a step).
+# fsdp's tokens/s against a peer's on the same shape and the same core(s), measured side by side:
+# the two alternate PAIRS times, each pair gives a ratio (fsdp / peer); prints every pair with
+# the load average beside it, then the median and the spread (min-max).
+#   jobscripts/vs_pytorch.sh SHAPE [fp32|bf16] [eager|compile|fsdp2|deepspeed]
+# SHAPE: 124m | llama124m (T = 64, B = 4), 124m-t1024 | llama124m-t1024 (T = 1024, B = 1),
+#        moe (inputs/bench_moe.toml as a Qwen3-MoE, against transformers' Qwen3MoeForCausalLM),
+#        small (bench_small.toml against torch_peer.py's GPT of its shape), ddp2, ddp2-global8
+#        (the older DDP rows: pytorch_reference.py's DDP over gloo, PEER eager).
+# Peers (jobscripts/torch_peer.py, PyTorch from the pinned environment, scripts/pyenv.sh):
+#   eager, compile   one process on one core (taskset CORE, default 0), torch.optim.AdamW(fused=True);
+#                    bf16: torch.autocast("cpu", torch.bfloat16) against fsdp.mixed_precision=bf16
+#   fsdp2, deepspeed two processes, one core each, the shape's batch per rank (global 2B):
+#                    fsdp zero3 under mpirun -np 2 against FSDP2 fully_shard over gloo (fused
+#                    AdamW; bf16: MixedPrecisionPolicy(bf16 params, fp32 reduce)) or DeepSpeed
+#                    ZeRO-3 with DeepSpeedCPUAdam(adamw_mode=True) (bf16: its "bf16" config)
+# OpenBLAS gets its best kernel for this CPU (OPENBLAS_CORETYPE from the CPU's flags, overriding
+# a login environment that pins a narrower one); torch uses its own MKL (fp32) and oneDNN (bf16).
+# PyTorch runs on tcmalloc (LD_PRELOAD), as its CPU performance guides advise: on glibc's malloc
+# each tensor of 32 MiB or more is a fresh mmap faulted in page by page, which made PyTorch's step
+# up to 2.8x slower on a VM where page faults are dear; fsdp allocates its buffers once.
+# Environment: PAIRS (3), CORE (0), PYTHON (the pinned environment's), FSDP_BUILD, PROFILE=1 (after
+# the pairs, fsdp's --profile and torch.profiler's top operators, one run each), FSDP_STEPS and
+# TORCH_STEPS (override the step counts).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FSDP_BUILD:-$ROOT/build}
-PAIRS=${PAIRS:-5}
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  echo "vs_pytorch: needs PyTorch for /usr/bin/python3 (apt-get install python3-torch)" >&2
+PAIRS=${PAIRS:-3}
+CORE=${CORE:-0}
+usage() { echo "usage: $0 124m|llama124m|124m-t1024|llama124m-t1024|moe|small|ddp2|ddp2-global8 [fp32|bf16] [eager|compile|fsdp2|deepspeed]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+shape=$1 prec=${2:-fp32} peer=${3:-eager}
+case "$prec" in fp32|bf16) ;; *) usage ;; esac
+case "$peer" in eager|compile|fsdp2|deepspeed) ;; *) usage ;; esac
+
+PY=${PYTHON:-$("$ROOT/scripts/pyenv.sh" --check 2>/dev/null || true)}
+[ -z "$PY" ] && [ -x "${HOME:-/root}/.cache/fsdp/probe-venv/bin/python" ] && PY=${HOME:-/root}/.cache/fsdp/probe-venv/bin/python
+if [ -z "$PY" ] || ! "$PY" -c "import torch" 2>/dev/null; then
+  echo "vs_pytorch: needs the pinned Python environment (scripts/pyenv.sh) or PYTHON=<a python with torch>" >&2
   exit 1
 fi
-core=$(/usr/bin/python3 - <<'EOF'
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TORCHINDUCTOR_COMPILE_THREADS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+core=$("$PY" - <<'EOF'
 import re
 flags = open("/proc/cpuinfo").read()
 print("SkylakeX" if re.search(r"\bavx512bw\b", flags) else "Haswell" if re.search(r"\bavx2\b", flags) else "")
 EOF
 )
 [ -n "$core" ] && export OPENBLAS_CORETYPE="$core"
-# PyTorch on tcmalloc, as its CPU performance guides advise: under glibc's malloc each tensor of
-# 32 MiB or more is a fresh mmap, faulted in page by page and unmapped when freed, which at
-# T = 1024 (the attention's B x H x T x T scores) made PyTorch's step 2.8x slower on a VM where
-# page faults are dear. fsdp allocates its buffers once and gains nothing from it.
 TCMALLOC=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+PRELOAD=()
 if [ -f "$TCMALLOC" ]; then
-  TORCH=(env LD_PRELOAD="$TCMALLOC" /usr/bin/python3 "$ROOT/jobscripts/pytorch_reference.py")
+  PRELOAD=(env LD_PRELOAD="$TCMALLOC")
 else
   echo "vs_pytorch: PyTorch runs on glibc's malloc (apt-get install libtcmalloc-minimal4 for the allocator its guides advise)" >&2
-  TORCH=(/usr/bin/python3 "$ROOT/jobscripts/pytorch_reference.py")
 fi
-small=(--layers 4 --embd 256 --heads 4 --vocab 256 --block 128)
-case "${1:-}" in
-  small)
-    ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml" --set train.steps=30)
-    theirs=("${TORCH[@]}" "${small[@]}" --batch 8 --steps 20) ;;
-  124m)
-    ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_124m.toml" --set train.steps=8)
-    theirs=("${TORCH[@]}" --layers 12 --embd 768 --heads 12 --vocab 50257 --block 64 --batch 4 --steps 6) ;;
-  llama124m)  # a Llama of 121M parameters (grouped-query 12:4, SwiGLU 2304, tied) at the same shape
-    ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_llama_124m.toml" --set train.steps=8)
-    theirs=("${TORCH[@]}" --arch llama --layers 12 --embd 768 --heads 12 --kv 4 --ffn 2304
-            --vocab 50257 --block 64 --batch 4 --steps 6) ;;
-  moe)  # a Mixtral of 4 layers x 512, 8 experts of 1024, top-2 (issue 46's shape), tied. Both
-    # on uniformly random tokens, as PyTorch's side draws them: the routing (how many rows each
-    # expert gets) depends on the data, and with it both sides' expert GEMMs.
+TRAIN="$BUILD/fsdp-train"
+PEER="$ROOT/jobscripts/torch_peer.py"
+gpt=(--arch gpt2 --layers 12 --embd 768 --heads 12 --vocab 50257)
+llama=(--arch llama --layers 12 --embd 768 --heads 12 --kv 4 --ffn 2304 --vocab 50257)
+fsteps=8 tsteps=6   # fsdp's median is over its steps after the first; torch's after 1 (eager) or 2 (compiled)
+set_bt=()
+case "$shape" in
+  124m|124m-t1024) deck=bench_124m.toml model=("${gpt[@]}") ;;
+  llama124m|llama124m-t1024) deck=bench_llama_124m.toml model=("${llama[@]}") ;;
+  moe) deck=bench_moe.toml ;;
+  small|ddp2|ddp2-global8) deck=bench_small.toml fsteps=30 ;;
+  *) usage ;;
+esac
+T=64 B=4
+case "$shape" in *-t1024) T=1024 B=1 fsteps=5 tsteps=4 ;; esac
+[ "$peer" = compile ] && tsteps=$((tsteps + 1))
+fsteps=${FSDP_STEPS:-$fsteps} tsteps=${TORCH_STEPS:-$tsteps}
+ours=("$TRAIN" --config "$ROOT/inputs/$deck" --set train.steps="$fsteps")
+theirs=()
+case "$shape" in
+  124m*|llama124m*)
+    ours+=(--set model.block_size=$T --set train.micro_batch_size=$B)
+    theirs=("${model[@]}" --block $T --batch $B) ;;
+  moe)  # bench_moe's shape (4 layers x 512, 8 heads, 8 SwiGLU experts of 1024, top-2 renormalised,
+    # byte vocabulary, tied, T = 128, B = 4) as a Qwen3-MoE on both sides (q/k norms, every layer
+    # sparse, no balance loss), on uniformly random tokens as torch_peer.py draws them: the routing
+    # (how many rows each expert gets) depends on the data, and with it both sides' expert GEMMs.
+    T=128 B=4
     RAND=$(mktemp /tmp/vs_pytorch_moe.XXXXXX)
     trap 'rm -f "$RAND"' EXIT
-    /usr/bin/python3 -c "import numpy as n; n.random.seed(1); n.random.randint(0, 256, 1 << 20).astype(n.uint16).tofile('$RAND')"
-    # BLOCK (128) sets the context; the batch keeps 512 tokens a step (at least one sequence).
-    T=${BLOCK:-128}
-    B=$(( 512 / T > 0 ? 512 / T : 1 ))
-    ours=("$BUILD/fsdp-train" --config "$ROOT/inputs/bench_moe.toml" --set train.steps=8
-          --set "data.train=$RAND" --set "data.val=$RAND" --set data.format=uint16
-          --set model.block_size="$T" --set train.batch_size="$B" --set train.micro_batch_size="$B")
-    theirs=("${TORCH[@]}" --arch moe --layers 4 --embd 512 --heads 8 --kv 8 --ffn 1024 --experts 8
-            --topk 2 --vocab 256 --block "$T" --batch "$B" --steps 6) ;;
-  ddp2)  # 8 sequences per process, as the one-process shape (global batch 16)
-    ours=(mpirun --oversubscribe -np 2 "$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml"
-          --set train.batch_size=16 --set train.steps=30)
-    theirs=("${TORCH[@]}" "${small[@]}" --batch 8 --steps 20 --ddp 2) ;;
-  ddp2-global8)  # the one-process global batch of 8 split over 2 processes
-    ours=(mpirun --oversubscribe -np 2 "$BUILD/fsdp-train" --config "$ROOT/inputs/bench_small.toml"
-          --set train.micro_batch_size=4 --set train.steps=30)
-    theirs=("${TORCH[@]}" "${small[@]}" --batch 4 --steps 20 --ddp 2) ;;
-  *) echo "usage: $0 small|124m|llama124m|moe|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
+    "$PY" -c "import numpy as n; n.random.seed(1); n.random.randint(0, 256, 1 << 20).astype(n.uint16).tofile('$RAND')"
+    ours+=(--set model.arch=qwen3_moe --set model.moe_ffn_hidden=1024 --set model.head_dim=64
+           --set model.norm_topk_prob=true --set model.output_router_logits=false
+           --set "data.train=$RAND" --set "data.val=$RAND" --set data.format=uint16)
+    theirs=(--arch qwen3moe --layers 4 --embd 512 --heads 8 --kv 8 --ffn 1024 --experts 8 --topk 2
+            --vocab 256 --block $T --batch $B) ;;
+  small)
+    T=128 B=8 fsteps=${FSDP_STEPS:-30} tsteps=${TORCH_STEPS:-20}
+    ours=("$TRAIN" --config "$ROOT/inputs/$deck" --set train.steps="$fsteps")
+    theirs=(--layers 4 --embd 256 --heads 4 --vocab 256 --block $T --batch $B) ;;
 esac
-extra=()
-[ -n "${STRATEGY:-}" ] && extra=(--set fsdp.strategy="$STRATEGY")
-case "${2:-fp32}" in
-  fp32) ;;
-  bf16)
-    extra+=(--set fsdp.mixed_precision=bf16)  # gemm_dtype auto: bf16 GEMMs where they compute
-    # PyTorch's bf16 on a CPU without bf16 matmul kernels (AVX2 only) runs ~18x slower than its
-    # fp32: fewer steps keep a pair within minutes there (the first step is never timed). With
-    # AVX-512 it is PyTorch's faster path, and gets as many steps as fp32.
-    steps=4
-    [ "$core" = SkylakeX ] && steps=6
-    theirs+=(--precision bf16 --steps "${TORCH_BF16_STEPS:-$steps}") ;;
-  *) echo "usage: $0 small|124m|llama124m|moe|ddp2|ddp2-global8 [fp32|bf16]" >&2; exit 2 ;;
+[ "$prec" = bf16 ] && ours+=(--set fsdp.mixed_precision=bf16)  # gemm_dtype auto: bf16 GEMMs where they compute
+
+ranks=1
+case "$shape:$peer" in
+  ddp2:*|ddp2-global8:*)  # the older DDP rows: pytorch_reference.py's DDP over gloo
+    b=8; [ "$shape" = ddp2-global8 ] && b=4
+    ours=(mpirun --allow-run-as-root --oversubscribe --bind-to core -np 2 "${ours[@]}"
+          --set train.batch_size=$((2 * b)) --set train.micro_batch_size=$b --set train.steps=30)
+    theirs_cmd=("${PRELOAD[@]}" "$PY" "$ROOT/jobscripts/pytorch_reference.py" --layers 4 --embd 256 --heads 4
+                --vocab 256 --block 128 --batch $b --steps 20 --ddp 2 --precision "$prec") ;;
+  *:fsdp2|*:deepspeed)
+    ranks=2
+    ours=(mpirun --allow-run-as-root --oversubscribe --bind-to core -np 2 "${ours[@]}"
+          --set fsdp.strategy=zero3 --set train.batch_size=$((2 * B)))
+    theirs_cmd=("${PRELOAD[@]}" "$(dirname "$PY")/torchrun" --nproc_per_node 2 --master_port "${MASTER_PORT:-29631}"
+                "$PEER" "${theirs[@]}" --steps "$tsteps" --precision "$prec" --dist "$peer") ;;
+  *)
+    ours=(taskset -c "$CORE" "${ours[@]}" --set train.batch_size=$B)
+    theirs_cmd=(taskset -c "$CORE" "${PRELOAD[@]}" "$PY" "$PEER" "${theirs[@]}" --steps "$tsteps"
+                --precision "$prec" --mode "$peer") ;;
 esac
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(grep -o -E 'avx512bw|avx512_bf16|amx_bf16' /proc/cpuinfo | sort -u | xargs | tr ' ' ,), OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}, $(grep -c ^processor /proc/cpuinfo) cores"
 # Into a file, then grep: a pipe that grep -m1 closes early makes mpirun die of SIGPIPE noisily.
 probe=$(mktemp)
-"${ours[@]}" "${extra[@]}" --set train.steps=2 --set train.peak_tflops=1 >"$probe" 2>&1 || true
-grep -m1 "GEMMs:" "$probe" || true
+"${ours[@]}" --set train.steps=2 </dev/null >"$probe" 2>&1 || true
+grep -m1 "GEMMs:" "$probe" || { echo "vs_pytorch: fsdp-train failed:" >&2; tail -5 "$probe" >&2; exit 1; }
 rm -f "$probe"
+taskset -c "$CORE" "$PY" "$PEER" --gemm-info 2>/dev/null | grep '^torch'
+echo "fsdp:  ${ours[*]}"
+echo "peer:  ${theirs_cmd[*]}"
 
+rate() { sed -n 's/.*median \([0-9]*\) tok\/s.*/\1/p' | head -1; }
 ratios=()
 for i in $(seq "$PAIRS"); do
-  a=$("${ours[@]}" "${extra[@]}" --set train.peak_tflops=1 2>&1 | sed -n 's/.*median \([0-9]*\) tok\/s.*/\1/p')
-  b=$("${theirs[@]}" 2>&1 | sed -n 's/.*median \([0-9]*\) tok\/s.*/\1/p')
-  r=$(/usr/bin/python3 -c "print(f'{$a / $b:.3f}')")
-  echo "pair $i: fsdp $a tok/s, pytorch $b tok/s, ratio $r"
+  l0=$(load)
+  # </dev/null: mpirun and torchrun forward stdin, and would eat a caller's `while read` list.
+  a=$("${ours[@]}" </dev/null 2>&1 | rate)
+  out=$("${theirs_cmd[@]}" </dev/null 2>&1) || { echo "$out" | tail -20 >&2; exit 1; }
+  b=$(echo "$out" | rate)
+  [ -n "$a" ] && [ -n "$b" ] || { echo "vs_pytorch: no tok/s from one side (fsdp '$a', peer '$b')" >&2; echo "$out" | tail -5 >&2; exit 1; }
+  r=$("$PY" -c "print(f'{$a / $b:.3f}')")
+  echo "pair $i: fsdp $a tok/s, $peer $b tok/s, ratio $r (load $l0 -> $(load))"
   ratios+=("$r")
 done
-/usr/bin/python3 -c "
+"$PY" -c "
 import statistics, sys
 r = [float(x) for x in sys.argv[1:]]
 print(f'median ratio {statistics.median(r):.3f} (min {min(r):.3f}, max {max(r):.3f}) over {len(r)} pairs')
 " "${ratios[@]}"
+
+if [ "${PROFILE:-0}" = 1 ]; then
+  echo "--- fsdp --profile"
+  "${ours[@]}" --profile </dev/null 2>&1 | sed -n '/done:/,$p'
+  echo "--- $peer: torch.profiler"
+  prof=("${theirs_cmd[@]}")
+  [ "$shape" = ddp2 ] || [ "$shape" = ddp2-global8 ] || prof+=(--profile)
+  "${prof[@]}" </dev/null 2>&1 | grep -v -E '^W[0-9]|Warning|warn\(' | tail -30
+fi

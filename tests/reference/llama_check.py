@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 
@@ -33,27 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_check  # noqa: E402  (h5_dataset: a checkpoint dataset through h5dump)
 import safetensors_np  # noqa: E402
 
-# safetensors dtype -> (stored numpy dtype, widening to float32, exact for all three)
-_DTYPES = {"F32": (np.dtype("<f4"), lambda a: a),
-           "F16": (np.dtype("<f2"), lambda a: a.astype(np.float32)),
-           "BF16": (np.dtype("<u2"), lambda a: (a.astype(np.uint32) << 16).view(np.float32))}
-
-
-def read_safetensors(path):
-    """{name: (dtype name, float32 array in its shape)} and the header; values widened exactly."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    data = blob[8 + n:]
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        stored, widen = _DTYPES[t["dtype"]]
-        b, e = t["data_offsets"]
-        out[name] = (t["dtype"], widen(np.frombuffer(data[b:e], dtype=stored)).reshape(t["shape"]))
-    return out, header
+read_safetensors = safetensors_np.read
 
 
 def read_weights(d):

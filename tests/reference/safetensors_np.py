@@ -6,11 +6,11 @@ import struct
 
 import numpy as np
 
-DTYPES = {"F32": np.dtype("<f4"), "BF16": np.dtype("<u2")}
+DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2")}
 
 
 def read(path):
-    """{name: (dtype name, float32 array in its shape)}; BF16 widened exactly."""
+    """{name: (dtype name, float32 array in its shape)} and the header; F16 and BF16 widened exactly."""
     with open(path, "rb") as f:
         blob = f.read()
     (n,) = struct.unpack("<Q", blob[:8])
@@ -24,6 +24,8 @@ def read(path):
         raw = np.frombuffer(data[b:e], dtype=DTYPES[t["dtype"]])
         if t["dtype"] == "BF16":
             raw = (raw.astype(np.uint32) << 16).view(np.float32)
+        elif t["dtype"] == "F16":
+            raw = raw.astype(np.float32)
         out[name] = (t["dtype"], raw.reshape(t["shape"]))
     return out, header
 
