@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Packs a GPU build and a CPU build of fsdp, with every shared library they need that a bare GPU
-# node lacks and the Open MPI runtime, into one self-contained archive for
-# jobscripts/device_check.sh: a node with the CUDA driver, the toolkit and PyTorch, and no MPI,
-# HDF5 or BLAS. The CUDA libraries themselves (cudart, cuBLAS, NCCL) are not packed: the node's
-# toolkit or PyTorch's wheels have them, and device_check.sh finds them there.
+# Packs a GPU build of fsdp, with every shared library it needs that a bare GPU node lacks and
+# the Open MPI runtime, into one self-contained archive for jobscripts/device_check.sh: a node
+# with the CUDA driver, the toolkit and PyTorch, and no MPI, HDF5 or BLAS. The CUDA libraries
+# themselves (cudart, cuBLAS, NCCL) are not packed: the node's toolkit or PyTorch's wheels have
+# them, and device_check.sh finds them there.
+# The CPU build is not packed (it would bring oneDNN and OpenBLAS, 77 MB of the 175 unpacked, and
+# it only runs fp32 there): its side of the checks runs here. Its 50-step fp32 run of the
+# default deck (check 2's reference) is made now and packed as ref/cpu_fp32.jsonl; the GPU's
+# checkpoint comes back from the node and jobscripts/device_check_cpu.sh reads it (check 4b).
 #
 #   jobscripts/device_bundle.sh GPU_BUILD CPU_BUILD [ARCHIVE]
 #     GPU_BUILD  a build folder configured with -DFSDP_ENABLE_CUDA=ON (docs/gpu.md)
-#     CPU_BUILD  the plain build folder (scripts/fsdp.sh build makes ./build)
+#     CPU_BUILD  the plain build folder (scripts/fsdp.sh build makes ./build): runs check 2's
+#                reference here
 #     ARCHIVE    default .device-bundle/fsdp-device.tar.xz (git-ignored; the device tool
 #                carries it with carry=[".device-bundle"])
 #
@@ -33,16 +38,22 @@ else
   grep -q '^FSDP_ENABLE_CUDA:BOOL=ON' "$GPU/CMakeCache.txt" 2>/dev/null ||
     die "$GPU is not a GPU build (its CMakeCache.txt has no FSDP_ENABLE_CUDA=ON)"
 fi
-for exe in "$GPU/fsdp-train" "$GPU/fsdp-ckpt" "$GPU/fsdp-bench" ${GPU_TESTS[@]+"${GPU_TESTS[@]}"} "$CPU/fsdp-train" "$CPU/fsdp-ckpt"; do
+for exe in "$GPU/fsdp-train" "$GPU/fsdp-ckpt" "$GPU/fsdp-bench" ${GPU_TESTS[@]+"${GPU_TESTS[@]}"} "$CPU/fsdp-train"; do
   [ -x "$exe" ] || die "missing $exe: build it first (make fsdp-train fsdp-ckpt fsdp-bench test_nccl test_device_select)"
 done
 
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 B=$STAGE/fsdp-device
-mkdir -p "$B/gpu" "$B/cpu" "$B/lib" "$B/mpi/bin" "$B/mpi/lib" "$B/mpi/share" "$B/mpi/etc"
+mkdir -p "$B/gpu" "$B/ref" "$B/lib" "$B/mpi/bin" "$B/mpi/lib" "$B/mpi/share" "$B/mpi/etc"
 cp "$GPU/fsdp-train" "$GPU/fsdp-ckpt" "$GPU/fsdp-bench" ${GPU_TESTS[@]+"${GPU_TESTS[@]}"} "$B/gpu/"
-cp "$CPU/fsdp-train" "$CPU/fsdp-ckpt" "$B/cpu/"
+
+# Check 2's reference: the CPU build's run, with device_check.sh's arguments (S50 there).
+if ! OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$CPU/fsdp-train" --config "$ROOT/inputs/default.toml" \
+  --set train.steps=50 --set eval.every=0 --metrics "$B/ref/cpu_fp32.jsonl" >"$STAGE/cpu_fp32.log" 2>&1; then
+  tail -5 "$STAGE/cpu_fp32.log" >&2
+  die "the CPU build's reference run failed ($CPU/fsdp-train)"
+fi
 
 # The Open MPI runtime as Debian lays it out, under one prefix that device_check.sh names with
 # OPAL_PREFIX and friends: the launcher, its plugins (MCA components, PMIx's too), help texts.
@@ -74,7 +85,7 @@ while read -r name path; do
   node_lib "$name" && continue
   [ -n "$path" ] && [ -f "$path" ] || die "cannot find $name, which the builds need"
   [ -f "$B/lib/$name" ] || cp -L "$path" "$B/lib/$name"
-done < <(find "$B/gpu" "$B/cpu" "$B/mpi" -type f \( -perm -u+x -o -name '*.so*' \) -print0 |
+done < <(find "$B/gpu" "$B/mpi" -type f \( -perm -u+x -o -name '*.so*' \) -print0 |
   xargs -0 ldd 2>/dev/null | awk '/=>/ && $3 ~ /^\// {print $1, $3} /=> not found/ {print $1, ""}' | sort -u)
 sort -u -o "$B/lib/FROM_NODE" "$B/lib/FROM_NODE"
 find "$B" -type f \( -name '*.so*' -o -perm -u+x \) -exec strip --strip-unneeded {} + 2>/dev/null || true
@@ -82,7 +93,7 @@ find "$B" -type f \( -name '*.so*' -o -perm -u+x \) -exec strip --strip-unneeded
 {
   echo "fsdp device bundle, made $(date -u +%FT%TZ) on $(hostname) from $(git -C "$ROOT" rev-parse --short HEAD)"
   echo "gpu: $GPU"
-  echo "cpu: $CPU"
+  echo "cpu: $CPU (check 2's reference run: ref/cpu_fp32.jsonl)"
   echo "expected on the node: $(tr '\n' ' ' <"$B/lib/FROM_NODE")"
 } >"$B/MANIFEST"
 

@@ -7,14 +7,17 @@
 #   bash jobscripts/device_check.sh [ARCHIVE]     (default .device-bundle/fsdp-device.tar.xz)
 #
 # Checks, each one line PASS/FAIL/NOT RUN in summary.txt, with every run's log and metrics in
-# logs.tar.gz beside it (two files: in $OUT when set, else ./device-check-out):
+# logs.tar.gz and the GPU's checkpoint beside it (three files: in $OUT when set, else
+# ./device-check-out):
 #   1 the GPU tests: test_device_select at 1 and 2 ranks, test_nccl at 1 rank (NCCL) and at
 #     2 ranks sharing the GPU (the MPI path); a GPU test that skips itself fails here
 #   2 the default deck, 50 steps, fp32 on the GPU against the CPU build: every step's loss
-#     within 1e-4 relative
+#     within 1e-4 relative (the CPU build's run was made when the bundle was packed)
 #   3 bf16 against fp32 on the GPU: every 10-step mean loss within 2%
 #   4 a checkpoint written on the GPU at step 25 and resumed there: steps 26-50 bitwise the
-#     uninterrupted run's; the CPU build verifies it and resumes from it (5 steps within 1e-4)
+#     uninterrupted run's (4a); the checkpoint is left beside the summary (gpu_step25.h5), and
+#     back on the CPU machine jobscripts/device_check_cpu.sh has the CPU build verify it and
+#     resume from it, 5 steps within 1e-4 (4b: NOT RUN here)
 #   5 zero3 at 2 ranks sharing the GPU over the MPI path: the comm line names MPI, losses
 #     within 1e-4 of one rank's
 #   6 GPT-2 124M, T = 1024, the largest micro-batch that fits: fsdp's tok/s and MFU in fp32 and
@@ -83,10 +86,7 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_tcp_if_include=lo O
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 MPIRUN=("${FSDP_ENV[@]}" "$M/bin/mpirun" --bind-to none)
 
-GPUX=$B/gpu
-[ "$DRY" = 1 ] && GPUX=$B/cpu
-TRAIN=$GPUX/fsdp-train
-CPUTRAIN=$B/cpu/fsdp-train
+TRAIN=$B/gpu/fsdp-train  # a dry run's bundle has the CPU build there
 D=$ROOT/inputs/default.toml
 if [ "$DRY" != 1 ]; then
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader |
@@ -131,10 +131,11 @@ else
 fi
 
 # ---- 2: fp32 on the GPU against the CPU build ---------------------------------------------------
-if train gpu_fp32 "$TRAIN" "${S50[@]}" && train cpu_fp32 "$CPUTRAIN" "${S50[@]}"; then
+cp "$B/ref/cpu_fp32.jsonl" "$RES/cpu_fp32.jsonl" 2>/dev/null
+if train gpu_fp32 "$TRAIN" "${S50[@]}" && [ -s "$RES/cpu_fp32.jsonl" ]; then
   r=$(compare gpu_fp32 cpu_fp32 1e-4) && pass "2 fp32 GPU vs CPU: $r" || fail "2 fp32 GPU vs CPU: $r"
 else
-  fail "2 fp32 GPU vs CPU: a run failed (gpu_fp32.log, cpu_fp32.log)"
+  fail "2 fp32 GPU vs CPU: the GPU run failed (gpu_fp32.log) or the bundle has no ref/cpu_fp32.jsonl"
 fi
 
 # ---- 3: bf16 against fp32 ----------------------------------------------------------------------
@@ -164,13 +165,10 @@ if train gpu_ckpt "$TRAIN" "${S50[@]}" --set train.steps=25 --set checkpoint.eve
     fail "4a GPU checkpoint resumed on the GPU: not bitwise ($r)"
   fi
   first=$(ls "$CK"/step_*.h5 2>/dev/null | sort | head -1)
-  if "${FSDP_ENV[@]}" "$B/cpu/fsdp-ckpt" verify "$first" >"$RES/cpu_verify.log" 2>&1 &&
-    train cpu_resume "$CPUTRAIN" "${S50[@]}" --set train.steps=30 --set checkpoint.dir="$U/ck_cpu" \
-      --resume "$first"; then
-    r=$(compare cpu_resume gpu_fp32 1e-4 26) && pass "4b the CPU build reads the GPU checkpoint: $r" ||
-      fail "4b the CPU build resumed from the GPU checkpoint: $r"
+  if [ -n "$first" ] && cp "$first" "$DEST/gpu_step25.h5"; then
+    notrun "4b the CPU build reads the GPU checkpoint: on the CPU machine, jobscripts/device_check_cpu.sh <this folder>"
   else
-    fail "4b the CPU build could not verify or resume the GPU checkpoint (cpu_verify.log, cpu_resume.log)"
+    fail "4b no GPU checkpoint to take back (gpu_ckpt.log)"
   fi
 else
   fail "4 GPU checkpoint: writing or resuming failed (gpu_ckpt.log, gpu_resume.log)"

@@ -4,8 +4,9 @@
 # (standing in for the GPU build), and jobscripts/device_check.sh's dry run then trains from it
 # in a mount namespace where this machine's Open MPI, PMIx, HDF5, OpenBLAS, Kokkos and the other
 # libraries the build links are hidden, as on a GPU node that has none of them. The checks that
-# need no GPU must pass: CPU against CPU, bf16 against fp32, a checkpoint resumed bitwise and
-# read back, and zero3 at 2 ranks through the bundle's own mpirun.
+# need no GPU must pass: against the CPU reference run packed in the bundle, bf16 against fp32,
+# a checkpoint resumed bitwise, and zero3 at 2 ranks through the bundle's own mpirun; then, out
+# of the namespace, jobscripts/device_check_cpu.sh must read the checkpoint the check left.
 #   tests/e2e/device_bundle.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 BUILD=$1
@@ -56,13 +57,23 @@ rc=$?
 sed 's/^/    /' "$WORK/out/summary.txt" 2>/dev/null || tail -20 "$WORK/check.log"
 [ $rc = 3 ] && bad "hiding the system libraries did not stop the system build"
 [ $rc = 0 ] && ok "the dry device check passed from the bundle alone" || bad "the dry device check failed (exit $rc)"
-for want in "PASS 2 " "PASS 3 " "PASS 4a " "PASS 4b " "PASS 5 " "NOT RUN 1 " "NOT RUN 6 " "PASS 7a " "NOT RUN 7b "; do
+tar -tJf "$WORK/b.tar.xz" | grep -q '^fsdp-device/cpu/' && bad "the bundle carries a CPU build"
+for want in "PASS 2 " "PASS 3 " "PASS 4a " "NOT RUN 4b " "PASS 5 " "NOT RUN 1 " "NOT RUN 6 " "PASS 7a " "NOT RUN 7b "; do
   grep -q "device_check: $want" "$WORK/out/summary.txt" 2>/dev/null || bad "summary has no '$want' line"
 done
-# What comes back from a device run: at most 8 files; the logs travel as one archive.
+# Check 4b's CPU half, on the checkpoint the check left.
+if "$SRC/jobscripts/device_check_cpu.sh" "$WORK/out" "$BUILD" >"$WORK/cpu.log" 2>&1; then
+  ok "$(tail -1 "$WORK/cpu.log")"
+else
+  bad "jobscripts/device_check_cpu.sh: $(tail -1 "$WORK/cpu.log")"
+fi
+# What comes back from a device run: at most 8 files of at most 16 MiB; the logs travel as one
+# archive.
+ck_mib=$(( $(stat -c %s "$WORK/out/gpu_step25.h5" 2>/dev/null || echo 0) / 1048576 ))
+[ "$ck_mib" -lt 16 ] || bad "the GPU checkpoint the check leaves is $ck_mib MiB, over the 16 MiB a file may come back with"
 files=$(find "$WORK/out" -type f | wc -l)
 if [ -f "$WORK/out/logs.tar.gz" ] && [ "$files" -le 8 ]; then
-  ok "the check leaves $files files (summary and logs archive)"
+  ok "the check leaves $files files (summary, logs archive, the GPU checkpoint)"
 else
   bad "the check leaves $files files in its output folder, or no logs.tar.gz"
 fi
