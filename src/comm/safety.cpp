@@ -71,8 +71,11 @@ WatchdogState& watchdog() {
   const std::string silent = w.board ? w.board->silent(2.0) : "";
   if (who.empty() && !silent.empty()) who = "none, but rank " + silent + " shows no sign of life (stopped?)";
   else if (!silent.empty()) who += "; silent: rank " + silent;
+  // seq 0: a phase of file I/O and collectives (a checkpoint), whose arrivals are not counted.
+  if (who.empty() && w.board && w.seq == 0 && !w.while_alive)
+    who = "none stopped (all ranks alive: a slow file system, or the transport)";
   if (who.empty()) who = w.board ? "none (all arrived and alive; the transport is stuck)"
-                                 : "unknown (not tracked across nodes or inside file I/O)";
+                                 : "unknown (not tracked across nodes)";
   // Resumed after a stop (SIGCONT before the launcher's kill): the wait was this rank's own.
   const auto since_ns = std::uint64_t(
       std::chrono::duration_cast<std::chrono::nanoseconds>(w.since.time_since_epoch()).count());

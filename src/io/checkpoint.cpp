@@ -36,7 +36,10 @@ struct Checkpointer::Lock {
 };
 
 Checkpointer::Checkpointer(MPI_Comm world, const CheckpointRun& run, Use use)
-    : comm_(comm::OwnedComm::dup(world)), run_(run), dir_(run.checkpoint.dir) {
+    : comm_(comm::OwnedComm::dup(world)),
+      board_(comm::ArrivalBoard::create(comm_.get())),
+      run_(run),
+      dir_(run.checkpoint.dir) {
   FSDP_MPI_CHECK(MPI_Comm_rank(comm_.get(), &rank_));
   FSDP_MPI_CHECK(MPI_Comm_size(comm_.get(), &size_));
   h5::silence_errors();
@@ -146,7 +149,7 @@ std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
   write_file(state, h, tmp);
 
   {
-    comm::Watch watch("checkpoint " + tmp + ": the barrier after closing it");
+    comm::Watch watch("checkpoint " + tmp + ": the barrier after closing it", board_.get());
     FSDP_MPI_CHECK(MPI_Barrier(comm));  // every rank has closed the file
   }
   if (rank_ == 0) {
@@ -183,7 +186,7 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
   const char* stall_hint = " (a full disk or quota, a stalled file system or a stopped rank)";
   h5::File file;
   {
-    comm::Watch watch("checkpoint " + tmp + ": creating it" + stall_hint);
+    comm::Watch watch("checkpoint " + tmp + ": creating it" + stall_hint, board_.get());
     const h5::Plist fapl = ckpt::file_access(comm);
     const h5::Plist fcpl = ckpt::file_creation();
     file = h5::File{FSDP_H5_ID(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()))};
@@ -212,7 +215,7 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
   std::vector<std::vector<std::uint64_t>> tables;
   {
     fatal_context.set("writing checkpoint " + tmp + ": checksums");
-    comm::Watch watch("checkpoint " + tmp + ": checksums");
+    comm::Watch watch("checkpoint " + tmp + ": checksums", board_.get());
     constexpr std::int64_t kGroupBytes = std::int64_t(1) << 30;
     std::vector<std::vector<float>> copies;
     std::vector<DistributedArray> arrays;
@@ -260,7 +263,8 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
         const std::vector<std::uint64_t>& table = tables[offsets.size()];
         const std::string where = dataset_path(p, t);
         fatal_context.set("writing checkpoint " + tmp + ": " + where);
-        comm::Watch watch("checkpoint " + tmp + ": creating " + where + stall_hint);
+        comm::Watch watch("checkpoint " + tmp + ": creating " + where + stall_hint,
+                          board_.get());
         const std::vector<hsize_t> dims = dims_of(t);
         h5::Space space{FSDP_H5_ID(H5Screate_simple(int(dims.size()), dims.data(), nullptr))};
         h5::Dataset d{FSDP_H5_ID(H5Dcreate2(g.get(), t.name.c_str(), H5T_IEEE_F32LE, space.get(),
@@ -277,12 +281,14 @@ void Checkpointer::write_file(CheckpointedState& state, const ckpt::Header& h,
   optim.reset();
   {
     fatal_context.set("writing checkpoint " + tmp + ": flushing and closing it");
-    comm::Watch watch("checkpoint " + tmp + ": flushing and closing it" + std::string(stall_hint));
+    comm::Watch watch("checkpoint " + tmp + ": flushing and closing it" + std::string(stall_hint),
+                      board_.get());
     FSDP_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));  // MPI_File_sync on every rank
     file.close();
   }
   fatal_context.set("writing checkpoint " + tmp + ": its data");
-  comm::Watch watch("checkpoint " + tmp + ": writing its data" + std::string(stall_hint));
+  comm::Watch watch("checkpoint " + tmp + ": writing its data" + std::string(stall_hint),
+                    board_.get());
   if (!writer) return;  // a replica's bytes are its shard group's writer's
   DirectFileWriter data(tmp);
   std::size_t k = 0;

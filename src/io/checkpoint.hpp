@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "comm/owned_comm.hpp"
+#include "comm/safety.hpp"
 #include "io/checkpoint_config.hpp"
 #include "io/checkpointed_state.hpp"
 #include "io/checkpoint_format.hpp"
@@ -98,6 +99,9 @@ class Checkpointer {
   std::string take_dir();  // makes and locks dir_ once (rank 0), agreed; "" or why not
 
   comm::OwnedComm comm_;
+  // Heartbeats of this communicator's ranks: a watch over file I/O names the rank that stopped
+  // (one node only; nullptr across nodes, where the report says it cannot tell).
+  std::unique_ptr<comm::ArrivalBoard> board_;
   int rank_ = 0, size_ = 1;
   CheckpointRun run_;
   std::string dir_;

@@ -51,7 +51,8 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
   ckpt::Header h;
   std::string where, err;
   std::optional<comm::Watch> watch;
-  watch.emplace("reading checkpoint " + path + ": its headers, shapes and checksum tables");
+  watch.emplace("reading checkpoint " + path + ": its headers, shapes and checksum tables",
+                board_.get());
   try {
     if (const std::string why = ckpt::not_hdf5(path); !why.empty()) throw h5::H5Error(why);
     const h5::Plist fapl = ckpt::file_access(comm);
@@ -106,7 +107,8 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
   for (Part p : parts)
     for (const UnitShard& su : shards) {
       watch.emplace("reading checkpoint " + path + ": " + ckpt::group_path(p) + "/" +
-                    su.layout->name);
+                        su.layout->name,
+                    board_.get());
       bool any = false;  // a part none of whose tensors the file holds (Muon's, under AdamW)
       for (std::size_t i = 0; i < su.layout->tensors.size(); ++i) any = any || stores(p, su, i);
       if (!any) continue;

@@ -74,7 +74,7 @@ expect_end "checkpoint.dir is a file" 7 "checkpoint.dir $WORK/afile: exists and 
   mpirun -np 2 "$TRAIN" "${SMALL[@]}" --set train.steps=2 --set checkpoint.dir="$WORK/afile"
 
 # A rank stopped inside a checkpoint write: the others wait in the write's next collective; the
-# watchdog (comm.timeout_s = 3) ends the job, naming the checkpoint phase.
+# watchdog (comm.timeout_s = 3) ends the job, naming the checkpoint phase and the stopped rank.
 S="$WORK/stop"
 timeout 60 mpirun -np 2 "$TRAIN" "${SMALL[@]}" --set train.steps=2 --set checkpoint.every=2 \
   --set checkpoint.dir="$S" >"$WORK/first" 2>&1 || bad "stop: the first checkpoint: $(tail -2 "$WORK/first")"
@@ -94,7 +94,8 @@ if [ -n "$victim" ] && compgen -G "$S/step_000004.h5.*.tmp" >/dev/null; then
   sleep 0.5
   left=$(pgrep -f -- "$WORK" | tr '\n' ' ')
   line=$(grep -m1 "watchdog on rank .*checkpoint $S/step_000004.h5.[0-9a-f]*.tmp: .*has not completed" "$WORK/err")
-  [ "$rc" -eq 6 ] && [ "$took" -lt 30 ] && [ -n "$line" ] && [ -z "$left" ] \
+  named=$(grep -cE "not arrived: none, but rank [0-9]+ \(silent [0-9.]+ s\)" <<<"$line")
+  [ "$rc" -eq 6 ] && [ "$took" -lt 30 ] && [ -n "$line" ] && [ "$named" -eq 1 ] && [ -z "$left" ] \
     && ok "rank stopped in a checkpoint write (exit 6 in ${took} s): ${line:0:200}" \
     || { bad "rank stopped in a write: exit $rc after ${took} s, left '$left':"; head -5 "$WORK/err"; kill -KILL $left 2>/dev/null; }
 else
