@@ -17,7 +17,7 @@
 #include <sstream>
 
 #include "core/kokkos_session.hpp"
-#include "comm/process_groups.hpp"
+#include "comm/device_mesh.hpp"
 #include "comm/safety.hpp"
 #include "config/deck_agreement.hpp"
 #include "config/load_config.hpp"
@@ -27,7 +27,7 @@
 #include "core/check.hpp"
 #include "core/faults.hpp"
 #include "core/exit_codes.hpp"
-#include "data/chat_template.hpp"
+#include "data/chat/chat_template.hpp"
 #include "data/data_error.hpp"
 #include "data/stop_tokens.hpp"
 #include "data/tokenizer.hpp"
@@ -36,7 +36,7 @@
 #include "io/h5_io.hpp"
 #include "io/weight_source.hpp"
 #include "io/weights_error.hpp"
-#include "model/bf16_gemm.hpp"
+#include "model/gemm/bf16_gemm.hpp"
 #include "train/init_weights.hpp"
 #include "train/sample.hpp"
 
@@ -223,19 +223,19 @@ int main(int argc, char** argv) {
       fsdp::Trace trace;
       fsdp::RunSetup setup = fsdp::setup_from_config(cfg, nranks, 1, fsdp::kernels::gemm_bf16_computes());
       if (setup.strategy == fsdp::Strategy::Hybrid) setup.shard_group_size = nranks;
-      fsdp::comm::ProcessGroups groups =
-          fsdp::comm::make_process_groups(MPI_COMM_WORLD, nranks, {}, {}, setup.part_splits());
+      fsdp::comm::DeviceMesh mesh(MPI_COMM_WORLD, setup.mesh(), setup.mesh_groups(),
+                                  fsdp::comm::host_groups());
       // Sampling keeps no optimizer state: a deck's NVMe offload has nothing to move to disk.
       if (setup.offload == fsdp::Offload::Nvme) {
         setup.offload = fsdp::Offload::None;
         setup.offload_params = false;
       }
-      fsdp::Engine engine(setup, groups, tracker, trace);
+      fsdp::Engine engine(setup, mesh, tracker, trace);
       fsdp::Checkpointer checkpointer(MPI_COMM_WORLD, fsdp::checkpoint_run(cfg));
       fsdp::init_weights(path, engine, checkpointer, MPI_COMM_WORLD,
                          cfg.train.allow_nonfinite_weights);
       const std::size_t n_prompt = tokens.size();
-      tokens = fsdp::sample(engine, *groups.world, tokens, o);
+      tokens = fsdp::sample(engine, mesh.world(), tokens, o);
       if (rank == 0) {
         if (print_ids) {
           for (std::size_t i = 0; i < tokens.size(); ++i)

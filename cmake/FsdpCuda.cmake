@@ -122,7 +122,7 @@ else()
 endif()
 target_link_libraries(fsdp PUBLIC fsdp_cuda_comm)
 if(FSDP_ENABLE_CUDA)
-  target_link_libraries(fsdp PUBLIC CUDA::cublas)  # the GEMMs (src/model/cublas_gemm.hpp)
+  target_link_libraries(fsdp PUBLIC CUDA::cublas)  # the GEMMs (src/model/gemm/cublas_gemm.hpp)
 endif()
 # Code that may call the device communicators (comm/cuda/device_select.hpp) checks this.
 target_compile_definitions(fsdp PUBLIC FSDP_HAVE_CUDA_COMM=1)

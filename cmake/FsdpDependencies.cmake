@@ -6,7 +6,7 @@ find_package(MPI REQUIRED COMPONENTS C CXX)
 set(CMAKE_CXX_EXTENSIONS OFF)
 find_package(Kokkos REQUIRED)
 # KokkosKernels is the CPU build's GEMM (OpenBLAS underneath). A build on a CUDA Kokkos calls
-# cuBLAS itself (src/model/cublas_gemm.hpp) and needs no KokkosKernels.
+# cuBLAS itself (src/model/gemm/cublas_gemm.hpp) and needs no KokkosKernels.
 set(_fsdp_need_kk ON)
 if(Kokkos_ENABLE_CUDA OR "CUDA" IN_LIST Kokkos_DEVICES)
   set(_fsdp_need_kk OFF)

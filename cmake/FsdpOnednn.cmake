@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# oneDNN for the CPU build's bf16 GEMMs (src/model/onednn_matmul.hpp), included once the `fsdp`
+# oneDNN for the CPU build's bf16 GEMMs (src/model/gemm/onednn_matmul.hpp), included once the `fsdp`
 # target exists.
 #   FSDP_ONEDNN  AUTO (use it where found), ON (fail without it), OFF.
 # Found by header and library rather than by dnnl-config.cmake: Debian's config requires
@@ -28,7 +28,7 @@ if(FSDP_HAVE_ONEDNN)
   target_compile_definitions(fsdp PRIVATE FSDP_HAVE_ONEDNN=1)
   target_include_directories(fsdp SYSTEM PRIVATE ${FSDP_DNNL_INCLUDE_DIR})
   # Only the oneDNN wrapper includes omp.h; the rest of the library keeps its flags (and bits).
-  set_source_files_properties(${PROJECT_SOURCE_DIR}/src/model/onednn_matmul.cpp PROPERTIES
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/src/model/gemm/onednn_matmul.cpp PROPERTIES
     COMPILE_OPTIONS "${OpenMP_CXX_FLAGS}")
   target_link_libraries(fsdp PRIVATE ${FSDP_DNNL_LIBRARY} ${OpenMP_CXX_LIBRARIES})
 elseif(NOT FSDP_ENABLE_CUDA)

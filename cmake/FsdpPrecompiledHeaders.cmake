@@ -21,6 +21,6 @@ if(FSDP_USE_PCH)
     "$<$<COMPILE_LANGUAGE:CXX>:<memory>>"
     "$<$<COMPILE_LANGUAGE:CXX>:<functional>>")
   # Compiled with -fopenmp (oneDNN's threads): GCC refuses a header compiled without it.
-  set_source_files_properties(${PROJECT_SOURCE_DIR}/src/model/onednn_matmul.cpp PROPERTIES
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/src/model/gemm/onednn_matmul.cpp PROPERTIES
     SKIP_PRECOMPILE_HEADERS ON)
 endif()

@@ -136,7 +136,11 @@ for i in $(seq "$PAIRS"); do
   l0=$(load)
   # </dev/null: mpirun and torchrun forward stdin, and would eat a caller's `while read` list.
   a=$("${ours[@]}" </dev/null 2>&1 | rate)
-  out=$("${theirs_cmd[@]}" </dev/null 2>&1) || { echo "$out" | tail -20 >&2; exit 1; }
+  # On failure, the ranks' own lines first (torchrun's summary names only the signal: DeepSpeed's
+  # ranks have died of SIGABRT now and then, here, with nothing else said).
+  out=$("${theirs_cmd[@]}" </dev/null 2>&1) || {
+    echo "vs_pytorch: the peer failed in pair $i; its output without torchrun's warnings:" >&2
+    echo "$out" | grep -v -E '^W[0-9]{4} |^\s*$' | tail -60 >&2; exit 1; }
   b=$(echo "$out" | rate)
   [ -n "$a" ] && [ -n "$b" ] || { echo "vs_pytorch: no tok/s from one side (fsdp '$a', peer '$b')" >&2; echo "$out" | tail -5 >&2; exit 1; }
   r=$("$PY" -c "print(f'{$a / $b:.3f}')")

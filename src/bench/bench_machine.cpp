@@ -14,12 +14,12 @@
 #include "bench/disk_bench.hpp"
 #include "comm/process_groups.hpp"
 #include "config/load_config.hpp"
-#include "model/bf16_gemm.hpp"
+#include "model/gemm/bf16_gemm.hpp"
 #include "core/check.hpp"
 #include "fsdp/schedule.hpp"
 #include "io/trace.hpp"
 #include "model/architecture.hpp"
-#include "model/gemm_peak.hpp"
+#include "model/gemm/gemm_peak.hpp"
 #include "plan/machine.hpp"
 #include "plan/memory_model.hpp"
 
@@ -165,12 +165,12 @@ BusRates measure_bus(comm::Communicator& c, comm::Communicator& world, double co
 }  // namespace
 
 int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
-  comm::ProcessGroups g = comm::make_process_groups(world, 0, {});
-  comm::Communicator& c = *g.world;
+  const std::unique_ptr<comm::Communicator> made = comm::make_communicator(world, {});
+  comm::Communicator& c = *made;
   const int n = c.size();
   // Nodes: the ranks that share memory, or groups of --ranks-per-node consecutive ranks (to
   // measure a node boundary that the launcher does not show, or to emulate one).
-  const int rpn = o.ranks_per_node > 0 ? o.ranks_per_node : g.ranks_per_node;
+  const int rpn = o.ranks_per_node > 0 ? o.ranks_per_node : comm::ranks_per_node(world);
   if (n % rpn != 0)
     fatal("fsdp-bench machine: " + std::to_string(n) + " ranks are not whole nodes of " +
           std::to_string(rpn) + " ranks");

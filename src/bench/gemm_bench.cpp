@@ -9,10 +9,10 @@
 #include "config/load_config.hpp"
 #include "core/bf16.hpp"
 #include "core/check.hpp"
-#include "model/bf16_gemm.hpp"
-#include "model/gemm.hpp"
-#include "model/gemm_paths.hpp"
-#include "model/onednn_matmul.hpp"
+#include "model/gemm/bf16_gemm.hpp"
+#include "model/gemm/gemm.hpp"
+#include "model/gemm/gemm_paths.hpp"
+#include "model/gemm/onednn_matmul.hpp"
 #include "train/trainer.hpp"
 
 namespace fsdp::bench {

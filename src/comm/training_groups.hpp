@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The process groups fsdp-train runs on, built the way comm.backend asks. A GPU build
-// (FSDP_ENABLE_CUDA) gives every group a device communicator (NCCL, or MPI on device buffers)
-// through make_device_process_groups; a CPU build plans the same decision with "no GPU" facts
+// The device mesh fsdp-train runs on, its groups made the way comm.backend asks. A GPU build
+// (FSDP_ENABLE_CUDA) gives each group a device communicator (NCCL, or MPI on device buffers)
+// through make_device_communicator; a CPU build plans the same decision with "no GPU" facts
 // and gives every group the host communicator. Either way each group's path is one log line.
 #pragma once
 #include <mpi.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/device_mesh.hpp"
 #include "comm/mpi_communicator.hpp"
-#include "comm/process_groups.hpp"
 
 namespace fsdp::comm {
 
@@ -20,19 +20,17 @@ struct BackendError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct TrainingGroups {
-  ProcessGroups groups;
-  std::vector<std::string> paths;  // world, shard, replicate: "<group> (<n> ranks): <path>: <why>"
-};
+// Collective over world: the mesh of `shape` with the `extra` groups (DeviceMesh).
+DeviceMesh make_training_mesh(MPI_Comm world, const MeshShape& shape,
+                              const std::vector<MeshGroup>& extra, const std::string& backend,
+                              LinkEmulation link, const MpiOptions& mpi);
 
-// Collective over world. shard_group_size and splits as in make_process_groups.
-TrainingGroups make_training_groups(MPI_Comm world, int shard_group_size,
-                                    const std::string& backend, LinkEmulation link,
-                                    const MpiOptions& mpi, const std::vector<int>& splits = {});
-
-// The CPU build's plans for the three groups, in that order (no MPI): BackendError when
+// The CPU build's plan for one group of `size` ranks: its log line, or BackendError when
 // comm.backend cannot be honoured on host memory.
-std::vector<std::string> plan_host_groups(const std::string& backend, int world_size,
-                                          int shard_group_size);
+std::string plan_host_group(const std::string& backend, const std::string& name, int size);
+
+// Whether a group's path is logged: the world, shard and replicate groups always, the others
+// (context, tensor, experts, a part's groups) where they have more than one rank.
+bool logs_path(const MeshGroup& g, int size);
 
 }  // namespace fsdp::comm

@@ -32,7 +32,7 @@ struct TrainConfig {
   std::string optimizer = "adamw";  // adamw | muon (the hidden matrices; AdamW the rest)
 };
 
-// train.optimizer = muon (optim/muon.hpp, docs/optimizers.md).
+// train.optimizer = muon (fsdp/optim/muon.hpp, docs/optimizers.md).
 struct MuonConfig {
   double momentum = 0.95;
   bool nesterov = true;
@@ -123,7 +123,9 @@ struct RunConfig {
 
 // What a checkpointer records of this run (io/checkpoint_config.hpp).
 inline CheckpointRun checkpoint_run(const RunConfig& cfg) {
-  return {cfg.checkpoint, cfg.model, cfg.resolved_toml, cfg.fsdp.strategy, cfg.train.optimizer};
+  // The schema admits adamw and muon only (config/schema.cpp).
+  return {cfg.checkpoint, cfg.model, cfg.resolved_toml, cfg.fsdp.strategy,
+          parse_optimizer(cfg.train.optimizer).value_or(OptimizerKind::AdamW)};
 }
 
 }  // namespace fsdp

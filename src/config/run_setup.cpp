@@ -81,16 +81,35 @@ int RunSetup::part_slices(int p) const {
   return divides ? model.expert_parallel : 1;
 }
 
-std::vector<int> RunSetup::part_splits() const {
-  std::vector<int> k;
+comm::MeshShape RunSetup::mesh() const {
+  comm::MeshShape m;
+  m.shard = shard_group();
+  m.replicate = ranks / m.shard;
+  m.expert = model.expert_slices();
+  return m;
+}
+
+RunSetup::PartGroups RunSetup::part_groups(int p) const {
+  using comm::MeshGroup;
+  const int S = shard_group(), k = part_split(p);
+  if (part_slices(p) > 1) return {MeshGroup::expert_slice(part_slices(p)), MeshGroup::of(comm::MeshDim::Replicate)};
+  if (k > 1) return {MeshGroup::part_shard(S, k), MeshGroup::part_replicate(S, k)};
+  return {MeshGroup::of(comm::MeshDim::Shard), MeshGroup::of(comm::MeshDim::Replicate)};
+}
+
+std::vector<comm::MeshGroup> RunSetup::mesh_groups() const {
+  std::vector<comm::MeshGroup> g;
   for (int p = 0; p < int(placements.size()); ++p)
-    if (part_split(p) > 1) k.push_back(part_split(p));
-  return k;
+    if (part_slices(p) > 1 || part_split(p) > 1) {
+      const PartGroups pg = part_groups(p);
+      g.push_back(pg.shard);
+      g.push_back(pg.replicate);
+    }
+  return g;
 }
 
 std::string RunSetup::describe_mesh() const {
-  std::string d = "replicate " + std::to_string(replicate_group()) + " x shard " +
-                  std::to_string(shard_group());
+  std::string d = mesh().describe();
   for (int p = 0; p < int(placements.size()); ++p)
     if (part_slices(p) > 1)
       d += "; '" + placements[std::size_t(p)].name + "' parts: " + std::to_string(part_slices(p)) +
@@ -227,6 +246,8 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   if (has_architecture(s.model.arch)) s.placements = architecture(s.model.arch).placements;
   s.train = cfg.train;
   s.muon = cfg.muon;
+  // The schema admits adamw and muon only; a setup made by hand (tests) keeps the default.
+  s.optimizer = parse_optimizer(cfg.train.optimizer).value_or(OptimizerKind::AdamW);
   s.strategy = parse_strategy(cfg.fsdp.strategy);
   s.ranks = ranks;
   s.nodes = nodes;
@@ -245,7 +266,7 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   s.bf16_gemms = s.precision == Precision::BF16 &&
                  (g == "bf16" || (g == "auto" && bf16_gemm_hardware));
   s.bf16_gemms_asked = g == "bf16";
-  s.activation_checkpointing = cfg.model.activation_checkpointing == "blocks";
+  s.activation_checkpointing = cfg.model.checkpoints_blocks();
   s.accumulate_sharded = cfg.fsdp.accumulate == "sharded";
   s.micro_batch = cfg.train.micro_batch_size;
   s.batch_size = cfg.train.batch_size;

@@ -8,8 +8,11 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "comm/mesh_shape.hpp"
 #include "config/run_config.hpp"
+#include "core/optimizer_kind.hpp"
 #include "model/placement.hpp"
 
 namespace fsdp {
@@ -39,7 +42,8 @@ struct RunSetup {
   ModelConfig model;
   TrainConfig train;  // the optimizer, its schedule, the seed
   MuonConfig muon;    // train.optimizer = muon
-  bool muon_optimizer() const { return train.optimizer == "muon"; }
+  OptimizerKind optimizer = OptimizerKind::AdamW;  // train.optimizer
+  bool muon_optimizer() const { return optimizer == OptimizerKind::Muon; }
   Strategy strategy = Strategy::Zero3;
   int ranks = 1;
   int nodes = 1;
@@ -53,7 +57,7 @@ struct RunSetup {
   Precision precision = Precision::FP32;
   bool reduce_bf16 = false;  // fsdp.reduce_dtype = bf16
   // fsdp.gemm_dtype resolved: the linear layers' and LM head's GEMMs take bf16 weights and
-  // activations and accumulate in fp32 (model/bf16_gemm.hpp).
+  // activations and accumulate in fp32 (model/gemm/bf16_gemm.hpp).
   bool bf16_gemms = false;
   bool bf16_gemms_asked = false;  // fsdp.gemm_dtype = bf16 itself, for validate()
   bool activation_checkpointing = false;
@@ -77,6 +81,17 @@ struct RunSetup {
   int offload_regions() const { return offload != Offload::Nvme ? 0 : params_on_disk() ? 3 : 2; }
   int shard_group() const;      // ddp 1, zero1/2/3 all ranks, hybrid the configured size
   int replicate_group() const { return ranks / shard_group(); }
+  // The run's device mesh (comm/mesh_shape.hpp), decided here once: replicate x shard as the
+  // strategy groups the ranks, fsdp.expert_parallel carved out of shard; context and tensor 1.
+  comm::MeshShape mesh() const;
+  // Placement p's groups on the mesh: the ranks one slice of its part is sharded over, and the
+  // copies of each shard (placement 0 and a part not split: the shard and replicate groups).
+  struct PartGroups {
+    comm::MeshGroup shard, replicate;
+  };
+  PartGroups part_groups(int p) const;
+  // The groups beyond the five dimensions that the parts need (comm::DeviceMesh's `extra`).
+  std::vector<comm::MeshGroup> mesh_groups() const;
   // The mesh's parts (model/placement.hpp): the architecture's placements, and for placement p
   // the ranks one copy of its part is sharded over and the copies (0 from part_split: a split
   // the shard group cannot take, which validate() refuses). Placement 0 of an architecture with
@@ -89,10 +104,8 @@ struct RunSetup {
   bool part_merged(int p) const { return placements[std::size_t(p)].by_expert && part_slices(p) == 1; }
   // The ranks one slice of the part is sharded over (a part not divided: one slice), and the
   // copies of each shard.
-  int part_shard_group(int p) const { return shard_group() / std::max(1, part_split(p)) / part_slices(p); }
-  int part_replicate_group(int p) const { return ranks / (part_shard_group(p) * part_slices(p)); }
-  // The splits k > 1 whose groups the run needs (comm::make_process_groups' `splits`).
-  std::vector<int> part_splits() const;
+  int part_shard_group(int p) const { return mesh().size(part_groups(p).shard); }
+  int part_replicate_group(int p) const { return mesh().size(part_groups(p).replicate); }
   // The mesh in words, outermost dimension first, e.g. "replicate 2 x shard 2; 'half' parts:
   // shard 1 x replicate 4" (what fsdp-train logs).
   std::string describe_mesh() const;

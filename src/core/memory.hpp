@@ -50,7 +50,7 @@ class MemoryTracker {
                                     const std::string& why);
   // Called with the message before any OutOfMemory is thrown. A rank can run out alone while
   // the others wait in a collective; the trainer's handler ends the whole job then
-  // (train/rank_failure.hpp) rather than unwinding into a wait that never ends.
+  // (train/trainer.cpp, with comm/agree.hpp) rather than unwinding into a wait that never ends.
   void set_failure_handler(std::function<void(const std::string&)> h) { on_failure_ = std::move(h); }
   void on_free(MemCategory c, MemSpace s, std::int64_t bytes, const std::string& label);
 

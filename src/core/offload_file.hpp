@@ -29,7 +29,7 @@ inline std::int64_t io_round(std::int64_t bytes) {
 
 // The optimizer streams each shard through the host in pieces of at most this many elements
 // (64 MiB of each of parameters, gradients and both moments: whole disk blocks), so its I/O
-// buffers do not grow with the units (fsdp/optimizer_nvme.cpp; the planner's replay too).
+// buffers do not grow with the units (fsdp/optim/state_tier_nvme.cpp; the planner's replay too).
 constexpr std::int64_t kStreamPiece = std::int64_t(16) << 20;
 
 // Bytes of one rank's offload file: `regions` regions (RunSetup::offload_regions) of each of

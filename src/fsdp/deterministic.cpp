@@ -89,7 +89,7 @@ Engine::GradSet Engine::tree_accumulate(int lo, int hi, const LoadMicroBatch& lo
 
 void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
                                std::vector<double>& losses) {
-  comm::Communicator& world = *groups_.world;
+  comm::Communicator& world = mesh_.world();
   std::vector<ShardedUnit>& units = state_->units();
   const int N = world.size(), w = world.rank();
   const int G = n_micro * N, first = w * n_micro;
@@ -254,7 +254,7 @@ double Engine::deterministic_norm2() {
 }
 
 double Engine::deterministic_loss(const std::vector<double>& local, int n_micro) {
-  comm::Communicator& world = *groups_.world;
+  comm::Communicator& world = mesh_.world();
   std::vector<double> all(std::size_t(n_micro) * world.size(), 0.0);
   for (int j = 0; j < n_micro; ++j) all[std::size_t(world.rank()) * n_micro + j] = local[j];
   world.all_reduce_sum(all.data(), int(all.size()));  // one owner per slot: exact

@@ -2,26 +2,26 @@
 #include "fsdp/engine.hpp"
 
 namespace fsdp {
-Engine::Engine(const RunSetup& setup, comm::ProcessGroups& groups, MemoryTracker& tracker,
+Engine::Engine(const RunSetup& setup, comm::DeviceMesh& mesh, MemoryTracker& tracker,
                Trace& trace, OffloadFile* offload)
     : setup_(setup),
       arch_(architecture_of(setup.model)),
       head_unit_(arch_.head_unit(setup.model)),
-      groups_(groups),
+      mesh_(mesh),
       tracker_(tracker),
       trace_(trace) {
   // The mesh's layout, resolved once: every unit's parts over their groups. The model reads its
   // tensors where this places them and may use the groups for collectives of its own.
   layout_ = place_units(setup_, arch_.units(setup_.model));
-  parallel_.groups = &groups;
-  parallel_.experts = groups.expert.get();
+  parallel_.mesh = &mesh;
+  parallel_.experts = mesh.shape().expert > 1 ? &mesh.group(comm::MeshDim::Expert) : nullptr;
   parallel_.units = &layout_.units;
   DecoderOptions o;
   o.micro_batch = setup_.micro_batch;
   o.bf16_attention = setup_.precision == Precision::BF16;
   o.parallel = &parallel_;
   model_ = arch_.build(setup_.model, o, tracker);
-  state_ = std::make_unique<ShardedState>(setup_, layout_, groups, tracker, setup_.train.seed,
+  state_ = std::make_unique<ShardedState>(setup_, layout_, mesh, tracker, setup_.train.seed,
                                           offload);
   if (setup_.precision == Precision::BF16)
     widener_ = std::make_unique<ParamWidener>(tracker, model_->units());

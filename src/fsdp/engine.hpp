@@ -8,11 +8,11 @@
 #include <memory>
 #include <vector>
 
-#include "comm/process_groups.hpp"
+#include "comm/device_mesh.hpp"
 #include "config/run_setup.hpp"
 #include "core/memory.hpp"
 #include "fsdp/gather_pipeline.hpp"
-#include "fsdp/optimizer_step.hpp"
+#include "fsdp/optim/optimizer_step.hpp"
 #include "fsdp/reduce_pipeline.hpp"
 #include "fsdp/schedule.hpp"
 #include "fsdp/sharded_state.hpp"
@@ -57,7 +57,7 @@ class Engine {
   // included); its model's architecture (model.arch) builds the model.
   // offload: the rank's open offload file under fsdp.offload = nvme (the trainer opens it:
   // core/offload_file.hpp), sized ShardedState::offload_bytes; else null.
-  Engine(const RunSetup& setup, comm::ProcessGroups& groups, MemoryTracker& tracker,
+  Engine(const RunSetup& setup, comm::DeviceMesh& mesh, MemoryTracker& tracker,
          Trace& trace, OffloadFile* offload = nullptr);
   ~Engine();
 
@@ -132,7 +132,7 @@ class Engine {
   std::vector<int> stage_units_, forward_units_;
   int n_forward_ = 0;
   std::vector<bool> reduce_after_;
-  comm::ProcessGroups& groups_;
+  comm::DeviceMesh& mesh_;
   RunLayout layout_;          // the units' parts over the mesh (fsdp/part_layout.hpp)
   ParallelContext parallel_;  // what the model was built with
   MemoryTracker& tracker_;

@@ -9,17 +9,17 @@
 #include "model/architecture.hpp"
 
 namespace fsdp {
-ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::ProcessGroups& groups,
+ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::DeviceMesh& mesh,
                            MemoryTracker& tracker, std::uint64_t seed, OffloadFile* offload)
     : setup_(setup),
       layout_(std::move(layout)),
-      shard_(*groups.shard),
-      replicate_(*groups.replicate),
+      shard_(mesh.group(comm::MeshDim::Shard)),
+      replicate_(mesh.group(comm::MeshDim::Replicate)),
       tracker_(tracker),
       offload_(offload) {
   const Strategy strategy = setup.strategy;
   // Offload keeps what the optimizer owns in (pinned) host memory; the optimizer step runs
-  // there (fsdp/optimizer_step.cpp). On a CPU build both spaces are the one RAM, and the copies
+  // there (fsdp/optim/optimizer_step.cpp). On a CPU build both spaces are the one RAM, and the copies
   // between them are real all the same, so the path a GPU takes is the path tested here.
   // nvme: the moments (and with offload.params the parameter shards) are regions of the
   // rank's offload file instead; the gradient shards wait in host memory for the optimizer.
@@ -46,21 +46,18 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Proces
       ps.part = layout_.parts[u][i];
       ps.layout = &layout_.part_units[u][i];
       int position = 0;
+      const RunSetup::PartGroups groups = setup.part_groups(ps.part.placement);
+      ps.shard_comm = &mesh.group(groups.shard);
+      ps.replicate_comm = &mesh.group(groups.replicate);
       if (ps.part.slices > 1) {
         // Divided: gathered and reduced over the slice's ranks, stored whole over the shard group.
-        if (!groups.expert_slice) fatal("unit " + su.layout->name + ": a divided part without its slice groups");
-        ps.shard_comm = groups.expert_slice.get();
-        ps.replicate_comm = groups.replicate.get();
-        ps.store_comm = groups.shard.get();
-        const PartRank pr = part_rank(setup, ps.part.placement, groups.world->rank());
+        ps.store_comm = &shard_;
+        const PartRank pr = part_rank(setup, ps.part.placement, mesh.rank());
         if (pr.gather != ps.shard_comm->rank())
           fatal("unit " + su.layout->name + ": slice group position " + std::to_string(ps.shard_comm->rank()) +
                 ", planned " + std::to_string(pr.gather));
         position = pr.position;
       } else {
-        const int k = setup.part_split(ps.part.placement);
-        ps.shard_comm = &groups.part_shard(k);
-        ps.replicate_comm = &groups.part_replicate(k);
         ps.store_comm = ps.shard_comm;
         position = ps.shard_comm->rank();
       }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
-#include "comm/process_groups.hpp"
+#include "comm/device_mesh.hpp"
 #include "config/run_setup.hpp"
 #include "core/memory.hpp"
 #include "core/offload_file.hpp"
@@ -20,10 +20,10 @@ namespace fsdp {
 class ShardedState : public CheckpointedState {
  public:
   // Allocates and initialises (the architecture's init from `seed`) the units of `layout`, each
-  // part for this rank's position in its groups (groups.part_shard / part_replicate).
+  // part for this rank's position in its groups (RunSetup::part_groups).
   // offload: the rank's open offload file under fsdp.offload = nvme (else null), with room
   // for offload_bytes(setup, layout).
-  ShardedState(const RunSetup& setup, RunLayout layout, comm::ProcessGroups& groups,
+  ShardedState(const RunSetup& setup, RunLayout layout, comm::DeviceMesh& mesh,
                MemoryTracker& tracker, std::uint64_t seed, OffloadFile* offload = nullptr);
   // Bytes of one rank's offload file: every unit's moments, and its parameter shard with
   // offload.params, each region whole disk blocks.

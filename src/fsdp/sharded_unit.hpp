@@ -11,7 +11,7 @@
 #include "comm/communicator.hpp"
 #include "core/memory.hpp"
 #include "core/shard_buffer.hpp"
-#include "fsdp/optimizer_layout.hpp"
+#include "fsdp/optim/optimizer_layout.hpp"
 #include "fsdp/part_layout.hpp"
 #include "model/unit_layout.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "core/host_copy.hpp"
 #include "core/faults.hpp"
-#include "optim/lr_schedule.hpp"
+#include "fsdp/optim/lr_schedule.hpp"
 #include "fsdp/engine.hpp"
 #include "fsdp/schedule.hpp"
 
@@ -110,8 +110,8 @@ void Engine::finish_experts(int n_micro, StepResult& r) {
   v.push_back(aux_sum_);
   v.push_back(exchange_s_);
   v.push_back(exchange_bytes_);
-  groups_.world->all_reduce_sum(v.data(), int(v.size()));
-  const double n = groups_.world->size();
+  mesh_.world().all_reduce_sum(v.data(), int(v.size()));
+  const double n = mesh_.world().size();
   r.exchange_bytes = v.back() / n;
   r.exchange_s = v[v.size() - 2] / n;
   r.aux_loss = v[v.size() - 3] / (double(n_micro) * n);
@@ -151,7 +151,7 @@ StepResult Engine::train_step(int step, int n_micro, const LoadMicroBatch& load)
   if (!setup_.deterministic) forward_backward(n_micro, load, loss_sum);
   const double t_opt = now_s();
   if (!setup_.deterministic)
-    r.loss = groups_.world->all_reduce_sum(loss_sum / n_micro) / groups_.world->size();
+    r.loss = mesh_.world().all_reduce_sum(loss_sum / n_micro) / mesh_.world().size();
   finish_experts(n_micro, r);
   inject_fault(step);
   r.optimizer_s = optimizer_step(step, r);

@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 
+#include "core/optimizer_kind.hpp"
 #include "model/model_config.hpp"
 
 namespace fsdp {
@@ -22,7 +23,7 @@ struct CheckpointRun {
   ModelConfig model;     // the deck's model.* (its shape; the run's cut is not stored)
   std::string run_toml;  // the resolved run deck, recorded in every file
   std::string strategy;  // fsdp.strategy, recorded for fsdp-ckpt info
-  std::string optimizer = "adamw";  // train.optimizer: which optimizer state the files hold
+  OptimizerKind optimizer = OptimizerKind::AdamW;  // which optimizer state the files hold
 };
 
 }  // namespace fsdp

@@ -154,7 +154,7 @@ std::string read_latest(const std::string& dir) {
   return parse_name(name, f) && f.kind == DirFile::Complete ? name : std::string();
 }
 
-std::int64_t checkpoint_bytes(const ModelConfig& m, const std::string& optimizer) {
+std::int64_t checkpoint_bytes(const ModelConfig& m, OptimizerKind optimizer) {
   // Per dataset: its object header and attributes (~0.8 KiB measured; 2 KiB allowed) and its
   // checksum table (8 bytes per 2^18 elements); the superblock and groups in the 64 KiB.
   std::int64_t bytes = 64 << 10;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/optimizer_kind.hpp"
 #include "model/model_config.hpp"
 
 namespace fsdp::ckpt {
@@ -40,7 +41,7 @@ bool parse_name(const std::string& name, DirFile& out);
 // What retention removes from `files`: of `run`'s complete checkpoints all but the `keep`
 // written last, never one named in `protect`, and `run`'s partial files not in `protect`.
 // Names only; nothing of another run, and nothing of unknown origin. Pure, so a property
-// test can drive it over any directory (tests/unit/test_checkpoint_dir.cpp).
+// test can drive it over any directory (tests/unit/test_output_safety.cpp).
 std::vector<std::string> retention_victims(const std::vector<DirFile>& files,
                                            const std::string& run, int keep,
                                            const std::vector<std::string>& protect);
@@ -56,7 +57,7 @@ std::string read_run_id(const std::string& path);
 std::string read_latest(const std::string& dir);
 
 // Bytes a checkpoint of model m takes on disk, with a margin for HDF5's metadata.
-std::int64_t checkpoint_bytes(const ModelConfig& m, const std::string& optimizer = "adamw");
+std::int64_t checkpoint_bytes(const ModelConfig& m, OptimizerKind optimizer = OptimizerKind::AdamW);
 
 // "" when dir's file system has room for `bytes`, else why not (free and needed, in words).
 std::string space_problem(const std::string& dir, std::int64_t bytes);

@@ -42,8 +42,8 @@ const char* group_path(Part p) {
   return "?";
 }
 
-bool stores(Part p, const TensorSpec& t, const std::string& optimizer) {
-  const bool muon = optimizer == "muon" && muon_matrix(t);
+bool stores(Part p, const TensorSpec& t, OptimizerKind optimizer) {
+  const bool muon = optimizer == OptimizerKind::Muon && muon_matrix(t);
   switch (p) {
     case Part::Params:
       return true;
@@ -67,7 +67,7 @@ void write_header(hid_t f, const Header& h) {
   write_attr_i64(f, "lr_schedule_step", h.lr_step);
   write_attr_f64(f, "lr", h.lr);
   // Only where it is not AdamW: AdamW's files stay what they always were, byte for byte.
-  if (h.optimizer != "adamw") write_attr_str(f, "optimizer", h.optimizer);
+  if (h.optimizer != OptimizerKind::AdamW) write_attr_str(f, "optimizer", to_string(h.optimizer));
   write_attr_str(f, "model_arch", h.model.arch);
   write_attr_i64(f, "model_n_layer", h.model.n_layer);
   write_attr_i64(f, "model_n_head", h.model.n_head);
@@ -152,7 +152,7 @@ Header read_header(hid_t f) {
   h.optimizer_steps = read_attr_i64(f, "optimizer_steps");
   h.lr_step = read_attr_i64(f, "lr_schedule_step");
   h.lr = read_attr_f64(f, "lr");
-  h.optimizer = has_attr(f, "optimizer") ? read_attr_str(f, "optimizer") : "adamw";
+  const std::string optimizer = has_attr(f, "optimizer") ? read_attr_str(f, "optimizer") : "adamw";
   if (has_attr(f, "moe_router_bias")) {
     const std::vector<std::uint64_t> bits = read_attr_u64s(f, "moe_router_bias");
     for (std::uint64_t b : bits) {
@@ -163,8 +163,9 @@ Header read_header(hid_t f) {
       h.router_bias.push_back(v);
     }
   }
-  if (h.optimizer != "adamw" && h.optimizer != "muon")
-    throw H5Error("optimizer '" + h.optimizer + "' is not adamw or muon");
+  if (!parse_optimizer(optimizer))
+    throw H5Error("optimizer '" + optimizer + "' is not adamw or muon");
+  h.optimizer = *parse_optimizer(optimizer);
   // The file is untrusted: every number must describe a model that can exist before anything
   // is sized from it (a lying n_layer would otherwise allocate without bound, a lying block
   // size overflow the checksum arithmetic).

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/optimizer_kind.hpp"
 #include "model/model_config.hpp"
 #include "model/unit_layout.hpp"
 #include "io/h5_handles.hpp"
@@ -39,7 +40,7 @@ inline constexpr Part kParts[] = {Part::Params, Part::ExpAvg, Part::ExpAvgSq, Pa
 const char* group_path(Part p);
 // Whether a checkpoint of `optimizer` holds part p of tensor t: parameters always; a hidden
 // matrix (model/unit_layout.hpp's muon_matrix) Muon's momentum under muon, AdamW's moments else.
-bool stores(Part p, const TensorSpec& t, const std::string& optimizer);
+bool stores(Part p, const TensorSpec& t, OptimizerKind optimizer);
 // A resume with the other optimizer's state: refused (exit 5), never skipped for an older file.
 struct OptimizerMismatch : CheckpointError {
   using CheckpointError::CheckpointError;
@@ -59,7 +60,7 @@ struct Header {
   std::string strategy;
   std::int64_t checksum_block_elems = 0;
   std::string run_id;  // the run that wrote it (io/checkpoint_dir.hpp); "" in older files
-  std::string optimizer = "adamw";  // train.optimizer of the run that wrote it
+  OptimizerKind optimizer = OptimizerKind::AdamW;  // train.optimizer of the run that wrote it
   // moe.balance = bias: the routers' per-expert biases ([sparse layers x experts], their float
   // bits in the attribute moe_router_bias); empty (no attribute) otherwise.
   std::vector<float> router_bias;

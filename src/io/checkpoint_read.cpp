@@ -65,8 +65,9 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
     // file (fsdp-train exits 5); --init-from reads the weights alone.
     if (parts.size() > 1 && h.optimizer != run_.optimizer)
       throw ckpt::OptimizerMismatch(
-          path + ": holds train.optimizer = " + h.optimizer + " state, but this run's is " +
-          run_.optimizer + "; resume with train.optimizer = " + h.optimizer +
+          path + ": holds train.optimizer = " + to_string(h.optimizer) +
+          " state, but this run's is " + to_string(run_.optimizer) +
+          "; resume with train.optimizer = " + to_string(h.optimizer) +
           ", or start from its weights alone with --init-from");
     const std::int64_t B = h.checksum_block_elems;
     for (Part p : parts)

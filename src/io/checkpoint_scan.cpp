@@ -15,7 +15,7 @@ Comm::Comm(MPI_Comm c) : comm(c) {
   FSDP_MPI_CHECK(MPI_Comm_size(c, &size));
 }
 
-std::vector<Expected> expected_datasets(const ModelConfig& m, const std::string& optimizer) {
+std::vector<Expected> expected_datasets(const ModelConfig& m, OptimizerKind optimizer) {
   std::vector<Expected> out;
   for (Part p : kParts)
     for (const UnitLayout& u : model_units(m))

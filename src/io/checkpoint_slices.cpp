@@ -66,7 +66,7 @@ ShardVec part_shard(const UnitShard& su, Part p) {
 }
 
 bool stores(Part p, const UnitShard& su, std::size_t i) {
-  return ckpt::stores(p, su.layout->tensors[i], su.muon ? "muon" : "adamw");
+  return ckpt::stores(p, su.layout->tensors[i], su.muon ? OptimizerKind::Muon : OptimizerKind::AdamW);
 }
 
 std::int64_t local_at(Part p, const UnitShard& su, std::size_t i, const FlatRange& mine) {

@@ -98,7 +98,7 @@ int info(MPI_Comm comm, const std::string& path, bool datasets, bool deck) {
   std::printf("saved by           %lld ranks, strategy %s, shard group %lld\n",
               (long long)h.saved_ranks, h.strategy.c_str(), (long long)h.shard_group_size);
   const std::vector<Expected> all = expected_datasets(m, h.optimizer);
-  std::printf("optimizer          %s\n", h.optimizer.c_str());
+  std::printf("optimizer          %s\n", to_string(h.optimizer));
   for (Part p : kParts) {
     std::size_t n = 0;
     std::int64_t elems = 0;
@@ -172,8 +172,8 @@ int diff(MPI_Comm comm, const std::string& pa, const std::string& pb) {
   if (a.header.optimizer != b.header.optimizer) {
     if (c.rank == 0)
       std::printf("%s holds %s state, %s holds %s state: compared by their parameters and the "
-                  "state both hold\n", pa.c_str(), a.header.optimizer.c_str(), pb.c_str(),
-                  b.header.optimizer.c_str());
+                  "state both hold\n", pa.c_str(), to_string(a.header.optimizer), pb.c_str(),
+                  to_string(b.header.optimizer));
   }
   std::vector<Expected> all;
   for (const Expected& e : expected_datasets(a.header.model, a.header.optimizer))

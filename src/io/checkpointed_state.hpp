@@ -24,7 +24,7 @@ struct UnitShard {
   bool writes = true;  // this rank is the copy of the slice that writes it (replicas: the same)
   // train.optimizer = muon: the hidden matrices hold Muon's momentum in exp_avg's place and no
   // second moment (ckpt::stores); sq_shift, per tensor of layout, is how far exp_avg_sq's
-  // packing (fsdp/optimizer_layout.hpp) moved an AdamW tensor's slice back (empty: nowhere).
+  // packing (fsdp/optim/optimizer_layout.hpp) moved an AdamW tensor's slice back (empty: nowhere).
   bool muon = false;
   std::vector<std::int64_t> sq_shift;
 };

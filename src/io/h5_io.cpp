@@ -126,6 +126,49 @@ Selections selections(hid_t dataset, FlatRange r) {
 
 }  // namespace
 
+std::vector<FlatRange> block_runs(const std::vector<hsize_t>& dims, const TensorBlock& b) {
+  std::vector<FlatRange> runs;
+  if (b.numel() == 0) return runs;
+  const std::size_t n = dims.size();
+  if (n == 0) return {FlatRange{0, 1}};
+  // k: the outermost dimension of the run; every dimension inside it is whole.
+  std::size_t k = n - 1;
+  while (k > 0 && b.start[k] == 0 && b.count[k] == std::int64_t(dims[k])) --k;
+  std::vector<std::int64_t> stride(n, 1);
+  for (std::size_t d = n - 1; d > 0; --d) stride[d - 1] = stride[d] * std::int64_t(dims[d]);
+  const std::int64_t len = b.count[k] * stride[k];
+  std::vector<std::int64_t> at(b.start.begin(), b.start.begin() + std::ptrdiff_t(k));
+  while (true) {  // every index of dimensions 0..k-1 inside the block, row-major
+    std::int64_t begin = b.start[k] * stride[k];
+    for (std::size_t d = 0; d < k; ++d) begin += at[d] * stride[d];
+    runs.push_back({begin, begin + len});
+    std::size_t d = k;
+    while (d > 0 && ++at[d - 1] == b.start[d - 1] + b.count[d - 1]) {
+      at[d - 1] = b.start[d - 1];
+      --d;
+    }
+    if (d == 0) return runs;
+  }
+}
+
+void read_block(hid_t dataset, const TensorBlock& b, float* data, hid_t dxpl) {
+  Space file{FSDP_H5_ID(H5Dget_space(dataset))};
+  const hsize_t n = hsize_t(std::max<std::int64_t>(b.numel(), 1));
+  Space mem{FSDP_H5_ID(H5Screate_simple(1, &n, nullptr))};
+  float none = 0.f;
+  if (b.numel() == 0) {
+    FSDP_H5_CHECK(H5Sselect_none(file.get()));
+    FSDP_H5_CHECK(H5Sselect_none(mem.get()));
+  } else if (!b.start.empty()) {
+    const std::vector<hsize_t> start(b.start.begin(), b.start.end()),
+        count(b.count.begin(), b.count.end());
+    FSDP_H5_CHECK(H5Sselect_hyperslab(file.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                      count.data(), nullptr));
+  }
+  FSDP_H5_CHECK(H5Dread(dataset, H5T_NATIVE_FLOAT, mem.get(), file.get(), dxpl,
+                        b.numel() == 0 ? &none : data));
+}
+
 void read_flat(hid_t dataset, FlatRange r, float* data, hid_t dxpl) {
   const Selections s = selections(dataset, r);
   float none = 0.f;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io/h5_handles.hpp"
+#include "model/tensor_block.hpp"
 
 namespace fsdp::h5 {
 
@@ -30,6 +31,15 @@ struct Box {
 std::vector<Box> flat_range_boxes(const std::vector<hsize_t>& dims, FlatRange r);
 // Selects r on a simple dataspace (none when r is empty).
 void select_flat_range(hid_t space, FlatRange r);
+
+// A block of an array of shape `dims` (model/tensor_block.hpp) as the contiguous runs of its
+// row-major flattening, in order: one per index of the dimensions outside its innermost whole
+// ones (a column block of a matrix: one run per row). How a rank writes its block with plain
+// byte writes at the dataset's offset (io/direct_file_writer.hpp).
+std::vector<FlatRange> block_runs(const std::vector<hsize_t>& dims, const TensorBlock& b);
+// Block b of a float dataset into b.numel() contiguous floats at `data` (row-major within the
+// block), as one hyperslab. Collective under a collective transfer list, an empty block included.
+void read_block(hid_t dataset, const TensorBlock& b, float* data, hid_t dxpl);
 
 std::vector<hsize_t> dims_of(hid_t dataset);
 std::int64_t numel(const std::vector<hsize_t>& dims);

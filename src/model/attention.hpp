@@ -17,7 +17,7 @@
 #include "core/types.hpp"
 #include "model/attention_batched.hpp"
 #include "model/attention_path.hpp"
-#include "model/gemm.hpp"
+#include "model/gemm/gemm.hpp"
 
 namespace fsdp::kernels {
 

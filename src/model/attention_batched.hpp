@@ -11,7 +11,7 @@
 
 #include "core/math.hpp"
 #include "core/types.hpp"
-#include "model/batched_gemm.hpp"
+#include "model/gemm/batched_gemm.hpp"
 
 namespace fsdp::kernels {
 

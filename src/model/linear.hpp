@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "core/types.hpp"
-#include "model/gemm.hpp"
+#include "model/gemm/gemm.hpp"
 
 namespace fsdp::kernels {
 

@@ -69,6 +69,12 @@ struct ModelConfig {
   // fsdp.unit = sublayer: each block is two units. Not a model.* key: the run's cut, which
   // config/run_setup.cpp sets; the tensors and a checkpoint are the same either way.
   bool sublayer_units = false;
+
+  // The two run choices above read as the model reads them, decided here only: how many slices
+  // the experts of a sparse layer fall into (at least 1), and whether blocks recompute their
+  // activations in backward.
+  int expert_slices() const { return expert_parallel > 1 ? expert_parallel : 1; }
+  bool checkpoints_blocks() const { return activation_checkpointing == "blocks"; }
 };
 
 }  // namespace fsdp

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // What a model is given beyond its parameters when it is built (Architecture::build): the run's
-// process groups, so that it can issue collectives of its own (an expert token exchange, a
+// device mesh, so that it can issue collectives of its own (an expert token exchange, a
 // tensor-parallel sum) ordered like the engine's; its units as the run placed them (each part's
 // tensors together, every part padded: fsdp/part_layout.hpp), whose offsets its kernels must
 // read; and the execution-space instance its kernels run on.
@@ -13,14 +13,14 @@
 namespace fsdp {
 
 // Declared, not included: the model layer's headers stay free of MPI (the fuzz targets build
-// the layouts without it); a model that issues collectives includes comm/process_groups.hpp.
+// the layouts without it); a model that issues collectives includes comm/device_mesh.hpp.
 namespace comm {
-struct ProcessGroups;
+class DeviceMesh;
 class Communicator;
 }
 
 struct ParallelContext {
-  comm::ProcessGroups* groups = nullptr;           // null: a model on its own (tests, benches)
+  comm::DeviceMesh* mesh = nullptr;                // null: a model on its own (tests, benches)
   comm::Communicator* experts = nullptr;           // fsdp.expert_parallel > 1: the expert group
   const std::vector<UnitLayout>* units = nullptr;  // null: the architecture's own layout
   ExecSpace exec{};

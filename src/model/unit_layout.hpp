@@ -17,7 +17,7 @@ struct TensorSpec {
   bool decay = false;  // AdamW weight decay applies
   bool gemm = false;   // a GEMM operand: bf16 runs widen or cast it one weight at a time
   // A hidden matrix (attention, MLP, expert weights; not an embedding, a head, a norm or a bias):
-  // train.optimizer = muon orthogonalises its update (optim/muon.hpp).
+  // train.optimizer = muon orthogonalises its update (fsdp/optim/muon.hpp).
   bool hidden = false;
   bool in_major = false;  // a 2-D weight stored [in, out] (GPT-2's Conv1D); else [out, in]
   // Which of the architecture's placements (Architecture::placements) holds it: the tensors of

@@ -76,7 +76,7 @@ MemoryPlan plan_memory(const Setup& s) {
   // mode's buffers depend on the rank (its share of the summation tree): the plan is the most
   // any rank needs, per category and in total, over the ranks whose shares differ in shape.
   // Muon's packed second moments and the matrices a rank owns depend on its position in each
-  // placement's shard group (fsdp/optimizer_layout.hpp, fsdp/muon_owners.hpp): likewise.
+  // placement's shard group (fsdp/optim/optimizer_layout.hpp, fsdp/optim/muon_owners.hpp): likewise.
   std::vector<int> ranks{0};
   if (s.deterministic || s.muon_optimizer()) {
     ranks.clear();

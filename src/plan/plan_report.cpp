@@ -2,7 +2,7 @@
 #include "plan/plan_report.hpp"
 
 #include "core/check.hpp"
-#include "model/bf16_gemm.hpp"
+#include "model/gemm/bf16_gemm.hpp"
 
 #include <nlohmann/json.hpp>
 

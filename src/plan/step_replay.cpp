@@ -7,13 +7,13 @@
 #include "core/offload_file.hpp"
 #include "fsdp/canonical_tree.hpp"
 #include "fsdp/gather_window.hpp"
-#include "fsdp/muon_owners.hpp"
-#include "fsdp/optimizer_layout.hpp"
+#include "fsdp/optim/muon_owners.hpp"
+#include "fsdp/optim/optimizer_layout.hpp"
 #include "fsdp/part_layout.hpp"
 #include "fsdp/schedule.hpp"
 #include "model/architecture.hpp"
 #include "model/experts/capacity.hpp"
-#include "optim/newton_schulz.hpp"
+#include "fsdp/optim/newton_schulz.hpp"
 
 #include <algorithm>
 
@@ -60,7 +60,7 @@ class Replay {
     // sparse layers sends from this rank, routing even: (P - 1) / P of the N k fp32 rows of C;
     // deterministic mode also sends every expert's gradients home once per micro-batch.
     const ModelConfig& m = s.model;
-    const int P = std::max(1, m.expert_parallel);
+    const int P = m.expert_slices();
     for (int u = 0; u < int(layout_.units.size()); ++u) {
       std::int64_t experts = 0, expert_numel = 0;
       for (const TensorSpec& t : layout_.units[std::size_t(u)].tensors)
@@ -78,8 +78,8 @@ class Replay {
                                 : 0.0);
       grads_home_.push_back(P > 1 && m.moe_grads_home ? 4.0 * share * double(expert_numel) : 0.0);
     }
-    // The optimizer's state as this rank holds it (fsdp/optimizer_layout.hpp): under Muon the
-    // packed second moments, and the exchange's owners and buffers (fsdp/muon_owners.hpp).
+    // The optimizer's state as this rank holds it (fsdp/optim/optimizer_layout.hpp): under Muon the
+    // packed second moments, and the exchange's owners and buffers (fsdp/optim/muon_owners.hpp).
     std::vector<int> positions;  // by placement
     for (std::size_t p = 0; p < s.placements.size(); ++p)
       positions.push_back(part_rank(s, int(p), rank).position);
@@ -181,7 +181,7 @@ class Replay {
       allocate(C::Activations, kDev, cast, -1);
       // The experts' bf16 dispatch buffers (decoder/moe_ep.cpp): sent [R, C], received [Rx, C].
       const ModelConfig& m = s_.model;
-      const int P = std::max(1, m.expert_parallel);
+      const int P = m.expert_slices();
       if (m.n_experts > 0 && kernels::bf16_dispatch(P, m.n_embd)) {
         const std::int64_t R = std::int64_t(s_.micro_batch) * m.block_size * m.experts_per_token;
         const std::int64_t Rx = kernels::received_rows_bound(R, m.n_experts, P, float(m.moe_capacity_factor));
@@ -657,7 +657,7 @@ class Replay {
     return per_elem;
   }
 
-  // fsdp/optimizer_nvme.cpp: each shard in pieces of kStreamPiece; piece i's state read (and
+  // fsdp/optim/state_tier_nvme.cpp: each shard in pieces of kStreamPiece; piece i's state read (and
   // its device shards down) while piece i - 1 updates, written back behind it; the next step's
   // reads queue behind the last writes, so the step is charged for them (steady state).
   struct Piece {

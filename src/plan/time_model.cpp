@@ -17,7 +17,7 @@ struct GroupShape {
 };
 
 // Ranks are placed in blocks of ranks_per_node; shard groups are consecutive ranks and
-// replicate groups take every shard_group-th rank (comm/process_groups.hpp). A part on 1/k of
+// replicate groups take every shard_group-th rank (comm/mesh_shape.hpp). A part on 1/k of
 // the shard group (placement p) has groups of the same shape over its own sizes.
 GroupShape group_shape(const Setup& s, Group g, int placement) {
   const int rpn = s.ranks_per_node(), S = s.part_shard_group(placement);
@@ -32,7 +32,7 @@ GroupShape group_shape(const Setup& s, Group g, int placement) {
       gs.per_node = S >= rpn ? 1 : std::min(gs.n, rpn / S);
       break;
     case Group::Expert:  // consecutive ranks, like a shard group
-      gs.n = std::max(1, s.model.expert_parallel);
+      gs.n = s.model.expert_slices();
       gs.per_node = std::min(gs.n, rpn);
       break;
     case Group::World:

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "data/chat_template.hpp"
+#include "data/chat/chat_template.hpp"
 #include "prepare/document.hpp"
 #include "data/tokenizer.hpp"
 #include "data/trained_mask.hpp"

@@ -13,6 +13,7 @@
 #include "comm/safety.hpp"
 #include "core/blas_setup.hpp"
 #include "core/bf16.hpp"
+#include "comm/process_groups.hpp"
 #include "comm/training_groups.hpp"
 #include "core/check.hpp"
 #include "core/device_info.hpp"
@@ -22,10 +23,10 @@
 #include "io/output_path.hpp"
 #include "model/attention_path.hpp"
 #include "model/flash_attention.hpp"
-#include "model/bf16_gemm.hpp"
-#include "model/gemm.hpp"
-#include "model/gemm_peak.hpp"
-#include "model/gemm_paths.hpp"
+#include "model/gemm/bf16_gemm.hpp"
+#include "model/gemm/gemm.hpp"
+#include "model/gemm/gemm_peak.hpp"
+#include "model/gemm/gemm_paths.hpp"
 #include "train/init_weights.hpp"
 #include "train/sample.hpp"
 #include "train/signals.hpp"
@@ -82,7 +83,7 @@ Trainer::Trainer(const RunConfig& cfg, MPI_Comm world, TrainOptions opts)
   load_data(world);
   std::optional<comm::Watch> startup;  // until the checkpoint directory is ready
   startup.emplace("start-up: process groups and the sharded model");
-  make_groups(world);
+  make_mesh(world);
   open_offload(world);
   build_engine();
   open_checkpoints(world);
@@ -125,42 +126,26 @@ void Trainer::resolve_setup(MPI_Comm world) {
   n_micro_ = setup_.micro_batches();
 }
 
-void Trainer::make_groups(MPI_Comm world) {
+void Trainer::make_mesh(MPI_Comm world) {
   comm::LinkEmulation link{cfg_.comm.emulate_latency_us, cfg_.comm.emulate_gbps};
   comm::MpiOptions mpi_options;
   mpi_options.progress_thread = cfg_.comm.progress_thread;
-  comm::TrainingGroups made;
   try {  // with the groups of the mesh's parts on 1/k of the shard group (fsdp/part_layout.hpp)
-    made = comm::make_training_groups(world, setup_.shard_group(), cfg_.comm.backend, link,
-                                      mpi_options, setup_.part_splits());
+    mesh_ = comm::make_training_mesh(world, setup_.mesh(), setup_.mesh_groups(), cfg_.comm.backend,
+                                     link, mpi_options);
   } catch (const comm::BackendError& e) {
     throw SetupError(e.what(), true);
   }
-  groups_ = std::move(made.groups);
-  // Expert parallelism's token exchange: a group of its own, on MPI (and shared memory), on the
-  // same emulated link as the mesh's groups (comm.emulate_*).
-  if (setup_.model.expert_parallel > 1) {
-    mpi_options.link = link;
-    bool divided = false;
-    for (int p = 0; p < int(setup_.placements.size()); ++p) divided = divided || setup_.part_slices(p) > 1;
-    comm::make_expert_groups(groups_, world, setup_.model.expert_parallel, setup_.shard_group(), divided,
-                             mpi_options);
-  }
   if (rank_ == 0 && opts_.log) {
     std::printf("fsdp-train: mesh %s\n", setup_.describe_mesh().c_str());
-    for (const std::string& path : made.paths) std::printf("fsdp-train: comm %s\n", path.c_str());
+    for (const std::string& path : mesh_.paths()) std::printf("fsdp-train: comm %s\n", path.c_str());
   }
-  for (comm::Communicator* c : {groups_.world.get(), groups_.shard.get(), groups_.replicate.get(),
-                                groups_.expert.get(), groups_.expert_slice.get()})
-    if (c) c->set_check_collectives(cfg_.debug.check_collectives);
-  for (auto& [k, g] : groups_.splits)
-    for (comm::Communicator* c : {g.shard.get(), g.replicate.get()})
-      c->set_check_collectives(cfg_.debug.check_collectives);
+  mesh_.set_check_collectives(cfg_.debug.check_collectives);
   if (!opts_.trace_path.empty() || opts_.trace_in_memory) trace_.enable(opts_.trace_path, rank_);
 }
 
 void Trainer::build_engine() {
-  engine_ = std::make_unique<Engine>(setup_, groups_, tracker_, trace_, offload_.get());
+  engine_ = std::make_unique<Engine>(setup_, mesh_, tracker_, trace_, offload_.get());
   if (const ShardVec p0 = engine_->param_shard(0); p0.on_device())
     faults::touch_device_on_host(p0.device().data());
   const std::int64_t T = cfg_.model.block_size;
@@ -245,7 +230,7 @@ void Trainer::choose_peak_flops() {
   if (rank_ == 0 && opts_.log)
     std::printf("fsdp-train: attention: %s\n", describe_attention(cfg_.model).c_str());
   // Every rank uses rank 0's peak so MFU does not depend on which rank measured what.
-  peak_flops_ = groups_.world->all_reduce_max(rank_ == 0 ? peak_flops_ : 0.0);
+  peak_flops_ = mesh_.world().all_reduce_max(rank_ == 0 ? peak_flops_ : 0.0);
 }
 
 void Trainer::measure_peak() {
@@ -255,7 +240,7 @@ void Trainer::measure_peak() {
   std::string what;
   double peak = 0.0;
   if (rank_ == 0) peak = measure_step_gemm_flops(kernels::gemm_paths::uses(), &what);
-  peak_flops_ = groups_.world->all_reduce_max(peak);
+  peak_flops_ = mesh_.world().all_reduce_max(peak);
   measure_peak_ = false;
   if (rank_ == 0 && opts_.log)
     std::printf("fsdp-train: MFU against %.4g GFLOP/s per rank, measured on rank 0 on %s\n",
@@ -319,7 +304,7 @@ StepResult Trainer::timed_step(int step, std::vector<double>& rates) {
     m.set_batch(inputs_.data(), targets_.data(), layout);
   };
   faults::stall(step, rank_);
-  groups_.world->barrier();
+  mesh_.world().barrier();
   const double t0 = now_s();
   if (opts_.profile && step == 1) {  // step 0 is a warm-up
     profile::enable();
@@ -347,7 +332,7 @@ StepResult Trainer::timed_step(int step, std::vector<double>& rates) {
 // A stop request (SIGUSR1/SIGTERM on any rank, train/signals.hpp) ends the run after this step
 // on every rank, with a checkpoint of it; fsdp-train exits 75 and the job resumes.
 bool Trainer::stop_requested(TrainSummary& sum) {
-  if ((sum.stop_signal = groups_.world->all_reduce_max(stop_signal())) == 0) return false;
+  if ((sum.stop_signal = mesh_.world().all_reduce_max(stop_signal())) == 0) return false;
   finish_background_save();  // the write in flight first: it may be this step's
   sum.checkpoint = last_saved_ == steps_done_ ? last_saved_path_ : save_checkpoint();
   if (rank_ == 0)

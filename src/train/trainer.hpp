@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "comm/owned_comm.hpp"
-#include "comm/process_groups.hpp"
+#include "comm/device_mesh.hpp"
 #include "config/run_config.hpp"
 #include "core/memory.hpp"
 #include "core/offload_file.hpp"
@@ -78,7 +78,7 @@ class Trainer {
   OffloadFile* offload_file() { return offload_.get(); }  // fsdp.offload = nvme, else null
   MemoryTracker& tracker() { return tracker_; }
   Trace& trace() { return trace_; }
-  comm::ProcessGroups& groups() { return groups_; }
+  comm::DeviceMesh& mesh() { return mesh_; }
   int rank() const { return rank_; }
   int world_size() const { return nranks_; }
   int micro_batches_per_step() const { return n_micro_; }
@@ -93,7 +93,7 @@ class Trainer {
   void guard_start_up(MPI_Comm world);  // watchdog, failure handler, output paths, BLAS
   void resolve_setup(MPI_Comm world);   // the one RunSetup of the run
   void load_data(MPI_Comm world);
-  void make_groups(MPI_Comm world);     // process groups and the trace
+  void make_mesh(MPI_Comm world);       // the device mesh and the trace
   void open_offload(MPI_Comm world);  // fsdp.offload = nvme: this rank's file (trainer_offload.cpp)
   void build_engine();
   void open_checkpoints(MPI_Comm world);  // the directory; --resume or --init-from
@@ -125,10 +125,10 @@ class Trainer {
   TrainOptions opts_;
   int rank_ = 0, nranks_ = 1;
   int per_rank_batch_ = 0, n_micro_ = 0;
-  comm::OwnedComm errors_;  // reserved for rank-local failures (io/agree.hpp all_arrive_within)
+  comm::OwnedComm errors_;  // reserved for rank-local failures (comm/agree.hpp all_arrive_within)
   MemoryTracker tracker_;
   Trace trace_;
-  comm::ProcessGroups groups_;
+  comm::DeviceMesh mesh_;
   std::unique_ptr<TokenFile> train_, val_;
   std::unique_ptr<Sampler> train_sampler_, val_sampler_;
   std::unique_ptr<OffloadFile> offload_;  // before the engine: outlives the state in it

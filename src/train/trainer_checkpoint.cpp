@@ -3,7 +3,7 @@
 // state of the steps completed so far.
 #include <cstdio>
 
-#include "optim/lr_schedule.hpp"
+#include "fsdp/optim/lr_schedule.hpp"
 #include "train/nonfinite_weights.hpp"
 #include "train/trainer.hpp"
 
@@ -23,7 +23,7 @@ void Trainer::resume(MPI_Comm world) {
       // A failed attempt may have overwritten part of the shards: start from the seed again.
       if (any_failed) {
         engine_.reset();
-        engine_ = std::make_unique<Engine>(setup_, groups_, tracker_, trace_, offload_.get());
+        engine_ = std::make_unique<Engine>(setup_, mesh_, tracker_, trace_, offload_.get());
       }
       if (rank_ == 0 && opts_.log)
         std::printf("fsdp-train: --resume auto: no complete checkpoint in %s, starting fresh\n",

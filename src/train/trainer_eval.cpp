@@ -43,7 +43,7 @@ std::optional<double> Trainer::evaluate() {
   const std::vector<double> losses = engine_->evaluate(n_micro, load);
   double sum = 0.0;
   for (std::size_t k = 0; k < mine.size(); ++k) sum += losses[k];
-  const double total = groups_.world->all_reduce_sum(sum);
+  const double total = mesh_.world().all_reduce_sum(sum);
   if (data.scores_tokens()) return total / double(scored);
   return total / double(S);
 }
@@ -71,7 +71,7 @@ void Trainer::print_sample(int step) {
   o.seed = cfg_.train.seed + std::uint64_t(step);
   o.top_k = 40;
   const std::vector<std::int32_t> out =
-      sample(*engine_, *groups_.world,
+      sample(*engine_, mesh_.world(),
              std::vector<std::int32_t>(inputs_.begin(), inputs_.begin() + prompt_len), o);
   if (rank_ != 0 || !opts_.log) return;
   if (cfg_.model.vocab_size == 256) {

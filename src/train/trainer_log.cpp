@@ -6,7 +6,7 @@
 #include "core/clock.hpp"
 #include "core/device_info.hpp"
 #include "core/kernel_profile.hpp"
-#include "model/gemm_paths.hpp"
+#include "model/gemm/gemm_paths.hpp"
 #include "train/trainer.hpp"
 
 namespace fsdp {
@@ -114,7 +114,7 @@ void Trainer::log_start() const {
               cfg_.fsdp.prefetch, n_micro_, cfg_.train.micro_batch_size,
               measure_peak_ ? "measured after the first step"
                             : (std::to_string(int(peak_flops_ / 1e9 + 0.5)) + " GFLOP/s").c_str());
-  if (cfg_.train.optimizer != "muon") return;
+  if (!setup_.muon_optimizer()) return;
   std::int64_t matrices = 0, muon = 0, rest = 0;
   for (const UnitLayout& u : model_units(cfg_.model))
     for (const TensorSpec& t : u.tensors) {

@@ -4,7 +4,7 @@
 # programs: JSON nested 20,000 deep (a chat line, tokenizer.json's Sequence parts) and a chat
 # template nested past the limit end in one line naming the file and "nested too deep (limit
 # 256)", exit 3 (data/nesting.hpp); templates that loop for hours or grow a string without end
-# spend the render's budget (data/chat_budget.hpp), exit 3 within seconds, under a 4 GiB
+# spend the render's budget (data/chat/chat_budget.hpp), exit 3 within seconds, under a 4 GiB
 # address-space limit; a JSONL number past double's range is the line's error; a vocabulary id
 # of 2^31-1 is refused before anything is allocated for it, model.n_experts = 65536 by the
 # deck's range (exit 2); an input truncated while prepare has it mapped is reported

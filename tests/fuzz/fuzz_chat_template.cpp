@@ -2,7 +2,7 @@
 // libFuzzer target for the chat-template interpreter (fsdp-data prepare, fsdp-sample --chat): the
 // input is a template, parsed and rendered over a small conversation. Only chat template errors
 // (a DataError naming the template) may leave it: no crash, no other exception, and the nesting
-// limit and the render's budget (data/nesting.hpp, data/chat_budget.hpp) keep every input
+// limit and the render's budget (data/nesting.hpp, data/chat/chat_budget.hpp) keep every input
 // within the stack, the memory and the time libFuzzer allows.
 #include <cstdint>
 #include <cstdio>
@@ -11,7 +11,7 @@
 #include <string>
 #include <typeinfo>
 
-#include "data/chat_template.hpp"
+#include "data/chat/chat_template.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const nlohmann::json messages = nlohmann::json::parse(R"([

@@ -9,6 +9,7 @@
 
 #include "comm/cuda/cuda_aware.hpp"
 #include "comm/cuda/device_select.hpp"
+#include "comm/training_groups.hpp"
 
 using namespace fsdp;
 using namespace fsdp::comm;
@@ -167,11 +168,13 @@ TEST_CASE("without a GPU, device process groups name every group's path") {
     WARN("this machine has a GPU: covered by test_nccl");
     return;
   }
+  const DeviceMesh mesh = make_training_mesh(MPI_COMM_WORLD, MeshShape{1, world_size()}, {}, "auto",
+                                             {}, {});
+  REQUIRE(mesh.world().size() == world_size());
+  REQUIRE(mesh.group(MeshDim::Shard).size() == world_size());
+  REQUIRE(mesh.group(MeshDim::Replicate).size() == 1);
   std::string description;
-  ProcessGroups g = make_device_process_groups(MPI_COMM_WORLD, 0, "auto", {}, description);
-  REQUIRE(g.world->size() == world_size());
-  REQUIRE(g.shard->size() == world_size());
-  REQUIRE(g.replicate->size() == 1);
+  for (const std::string& line : mesh.paths()) description += line + "\n";
   REQUIRE(contains(description, "world ("));
   REQUIRE(contains(description, "\nshard ("));
   REQUIRE(contains(description, "\nreplicate (1 rank): mpi (host memory)"));

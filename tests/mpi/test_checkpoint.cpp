@@ -20,7 +20,8 @@
 #include "io/checkpoint.hpp"
 #include "io/direct_file_writer.hpp"
 #include "io/h5_io.hpp"
-#include "model/bf16_gemm.hpp"
+#include "model/gemm/bf16_gemm.hpp"
+#include "model/tensor_block.hpp"
 #include "plan/memory_model.hpp"
 
 using namespace fsdp;
@@ -32,6 +33,25 @@ int world_rank() {
   int r = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
   return r;
+}
+
+// The row-major flat indices of block b's elements, in the block's own row-major order: every
+// multi-index inside it, counted one by one (the reference for h5::block_runs and read_block).
+std::vector<std::int64_t> block_indices(const std::vector<hsize_t>& dims, const TensorBlock& b) {
+  std::vector<std::int64_t> out;
+  if (b.numel() == 0) return out;
+  std::vector<std::int64_t> at = b.start;
+  while (true) {
+    std::int64_t flat = 0;
+    for (std::size_t d = 0; d < dims.size(); ++d) flat = flat * std::int64_t(dims[d]) + at[d];
+    out.push_back(flat);
+    std::size_t d = dims.size();
+    while (d > 0 && ++at[d - 1] == b.start[d - 1] + b.count[d - 1]) {
+      at[d - 1] = b.start[d - 1];
+      --d;
+    }
+    if (d == 0) return out;
+  }
 }
 
 // A partition of [0, n) into `size` contiguous ranges of uneven (possibly zero) lengths,
@@ -158,6 +178,85 @@ TEST_CASE("flat ranges written by every rank at the datasets' offsets read back 
     h5::read_flat(d.get(), mine[k], part.data(), H5P_DEFAULT);
     for (std::int64_t i = 0; i < mine[k].size(); ++i)
       REQUIRE(part[std::size_t(i)] == float(mine[k].begin + i));
+  }
+}
+
+TEST_CASE("a tensor split along its second dimension is written by blocks and read at others",
+          "[checkpoint]") {
+  // Tensor parallelism's checkpoint path: each rank holds a block of the tensor's own index space
+  // (model/tensor_block.hpp), not a flat range; it writes the block's rows at the dataset's
+  // offsets, and any other split reads its blocks back as hyperslabs. The reference is the
+  // element's row-major index, which every element stores.
+  test::SharedTmpDir tmp("fsdp_ckpt_test");
+  const std::string file = tmp.path + "/blocks.h5";
+  const int size = test::world_size(), rank = world_rank();
+  const std::vector<std::vector<std::int64_t>> shapes{{6, 10}, {3, 7, 5}, {4, 1}, {2, 3, 2, 4}};
+  auto dims_of = [](const std::vector<std::int64_t>& s) {
+    return std::vector<hsize_t>(s.begin(), s.end());
+  };
+  {
+    const h5::Plist fapl = ckpt::file_access(MPI_COMM_WORLD);
+    h5::File f{FSDP_H5_ID(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()))};
+    DirectFileWriter data(file);
+    const h5::Plist dcpl = ckpt::dataset_creation();
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+      const std::vector<hsize_t> dims = dims_of(shapes[k]);
+      h5::Space s{FSDP_H5_ID(H5Screate_simple(int(dims.size()), dims.data(), nullptr))};
+      h5::Dataset d{FSDP_H5_ID(H5Dcreate2(f.get(), ("t" + std::to_string(k)).c_str(),
+                                          H5T_IEEE_F32LE, s.get(), H5P_DEFAULT, dcpl.get(),
+                                          H5P_DEFAULT))};
+      // This rank's columns; the last tensor is split twice (along dimension 1 over the ranks,
+      // then along dimension 3 in halves: a second mesh dimension, whose two coordinates this
+      // rank plays both).
+      const TensorBlock cols = split_block(whole_block(shapes[k]), 1, rank, size);
+      std::vector<TensorBlock> mine{cols};
+      if (k == 3) mine = {split_block(cols, 3, 0, 2), split_block(cols, 3, 1, 2)};
+      const haddr_t at = H5Dget_offset(d.get());
+      REQUIRE(at != HADDR_UNDEF);
+      for (const TensorBlock& b : mine) {
+        std::vector<float> held;  // the block row-major, as a rank holds it
+        for (std::int64_t i : block_indices(dims, b)) held.push_back(float(i));
+        REQUIRE(std::int64_t(held.size()) == b.numel());
+        std::size_t from = 0;
+        for (const h5::FlatRange& run : h5::block_runs(dims, b)) {
+          data.write(at + 4 * std::uint64_t(run.begin), held.data() + from, 4 * std::uint64_t(run.size()));
+          from += std::size_t(run.size());
+        }
+      }
+    }
+    data.finish();
+    f.close();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  h5::File f{FSDP_H5_ID(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT))};
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    h5::Dataset d{FSDP_H5_ID(H5Dopen2(f.get(), ("t" + std::to_string(k)).c_str(), H5P_DEFAULT))};
+    const std::vector<hsize_t> dims = dims_of(shapes[k]);
+    const std::int64_t n = h5::numel(dims);
+    std::vector<float> all(std::size_t(n), -1.f);  // whole: every element written once
+    FSDP_H5_CHECK(H5Dread(d.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()));
+    for (std::int64_t i = 0; i < n; ++i) REQUIRE(all[std::size_t(i)] == float(i));
+    // Every other split: along each dimension, over 1, 2, 3 and 5 ranks (more ranks than
+    // indices leaves some empty), each block through one hyperslab, against the whole.
+    for (int dim = 0; dim < int(dims.size()); ++dim)
+      for (int m : {1, 2, 3, 5}) {
+        std::int64_t covered = 0;
+        for (int c = 0; c < m; ++c) {
+          const TensorBlock b = split_block(whole_block(shapes[k]), dim, c, m);
+          INFO("tensor " << k << " block " << block_text(b));
+          std::vector<float> got(std::size_t(std::max<std::int64_t>(b.numel(), 1)), -1.f);
+          h5::read_block(d.get(), b, got.data(), H5P_DEFAULT);
+          const std::vector<std::int64_t> want = block_indices(dims, b);
+          REQUIRE(std::int64_t(want.size()) == b.numel());
+          for (std::size_t j = 0; j < want.size(); ++j) REQUIRE(got[j] == float(want[j]));
+          std::vector<std::int64_t> runs;  // the writer's runs cover the same, in order
+          for (const h5::FlatRange& run : h5::block_runs(dims, b))
+            for (std::int64_t i = run.begin; i < run.end; ++i) runs.push_back(i);
+          REQUIRE(runs == want);
+          covered += b.numel();
+        }
+        REQUIRE(covered == n);
+      }
   }
 }
 

@@ -17,6 +17,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/mpi_communicator.hpp"
+#include "comm/device_mesh.hpp"
 #include "comm/process_groups.hpp"
 #include "comm_paths.hpp"
 #include "core/memory.hpp"
@@ -257,31 +258,49 @@ TEST_CASE("several non-blocking collectives in flight at once", "[comm]") {
   }
 }
 
-TEST_CASE("process groups", "[comm]") {
+// The device mesh's communicators hold exactly the ranks its definition names
+// (tests/unit/test_mesh_shape.cpp checks the definition itself), in world-rank order, for each
+// shape this rank count allows: plain FSDP, hybrid, and at np 4 shard x context with experts
+// inside shard and shard x tensor, with a part's groups on half the shard group and the
+// experts' slices as extra groups.
+TEST_CASE("device mesh groups hold the ranks their definition names", "[comm]") {
   const int n = world_size(), r = my_rank();
-  for (int s : {0, 1, 2}) {
-    if (s != 0 && n % s != 0) continue;
-    INFO("shard_group_size " << s);
-    const int group = s == 0 ? n : s;
-    ProcessGroups g = make_process_groups(MPI_COMM_WORLD, s);
-    CHECK(g.ranks_per_node == n);  // one node
-    CHECK(g.world->size() == n);
-    CHECK(g.world->rank() == r);
-    CHECK(g.shard->size() == group);
-    CHECK(g.shard->rank() == r % group);
-    CHECK(g.replicate->size() == n / group);
-    CHECK(g.replicate->rank() == r / group);
-    CHECK(g.shard->name() == "shard");
-    CHECK(g.replicate->name() == "replicate");
-    for (Communicator* c : {g.world.get(), g.shard.get(), g.replicate.get()})
-      if (c->size() == 1) CHECK(std::string(c->backend()) == "single");
-    // Who is in which group: gather world ranks.
-    std::vector<float> me{float(r)}, shard(static_cast<std::size_t>(group)),
-        rep(static_cast<std::size_t>(n / group));
-    g.shard->all_gather(cvec(me), vec(shard));
-    g.replicate->all_gather(cvec(me), vec(rep));
-    for (int i = 0; i < group; ++i) CHECK(shard[std::size_t(i)] == float(r / group * group + i));
-    for (int i = 0; i < n / group; ++i) CHECK(rep[std::size_t(i)] == float(r % group + i * group));
+  std::vector<MeshShape> shapes;
+  for (int s = 1; s <= n; ++s)
+    if (n % s == 0) shapes.push_back(MeshShape{n / s, s, 1, 1, s % 2 == 0 ? 2 : 1});
+  if (n == 4) {
+    shapes.push_back(MeshShape{1, 2, 2, 1, 2});
+    shapes.push_back(MeshShape{1, 2, 1, 2, 1});
+    shapes.push_back(MeshShape{1, 1, 2, 2, 1});
+  }
+  for (const MeshShape& m : shapes) {
+    INFO("mesh " << m.describe());
+    std::vector<MeshGroup> extra;
+    if (m.shard % 2 == 0)
+      extra = {MeshGroup::part_shard(m.shard, 2), MeshGroup::part_replicate(m.shard, 2)};
+    if (m.expert > 1) extra.push_back(MeshGroup::expert_slice(m.expert));
+    const DeviceMesh mesh(MPI_COMM_WORLD, m, extra, host_groups());
+    CHECK(mesh.rank() == r);
+    std::vector<MeshGroup> all{MeshGroup::world(), MeshGroup::product({MeshDim::Shard})};
+    for (MeshDim d : {MeshDim::Replicate, MeshDim::Shard, MeshDim::Context, MeshDim::Tensor,
+                      MeshDim::Expert})
+      all.push_back(MeshGroup::of(d, m.expert));
+    all.insert(all.end(), extra.begin(), extra.end());
+    for (const MeshGroup& g : all) {
+      INFO("group " << g.name);
+      Communicator& c = mesh.group(g);
+      const std::vector<int> want = m.members(r, g);
+      REQUIRE(c.size() == int(want.size()));
+      CHECK(want[std::size_t(c.rank())] == r);
+      std::vector<float> me{float(r)}, got(want.size());
+      c.all_gather(cvec(me), vec(got));
+      for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == float(want[i]));
+      if (c.size() == 1) CHECK(std::string(c.backend()) == "single");
+    }
+    // A dimension has its own communicator, named after it, even where it has the world's ranks.
+    CHECK(mesh.group(MeshDim::Shard).name() == "shard");
+    CHECK(mesh.world().name() == "world");
+    CHECK(&mesh.group(MeshDim::Shard) != &mesh.world());
   }
   CHECK(ranks_per_node(MPI_COMM_WORLD) == n);
 }

@@ -20,7 +20,7 @@
 
 #include "engine_fixture.hpp"
 #include "io/checkpoint_format.hpp"
-#include "model/bf16_gemm.hpp"
+#include "model/gemm/bf16_gemm.hpp"
 #include "plan/memory_model.hpp"
 
 using namespace fsdp;

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "engine_fixture.hpp"
-#include "model/bf16_gemm.hpp"
+#include "model/gemm/bf16_gemm.hpp"
 #include "plan/memory_model.hpp"
 
 using namespace fsdp;

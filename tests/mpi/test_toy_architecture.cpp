@@ -32,8 +32,8 @@
 #include "model/architecture.hpp"
 #include "model/counter_init.hpp"
 #include "model/cross_entropy.hpp"
-#include "model/bf16_gemm.hpp"
-#include "model/gemm.hpp"
+#include "model/gemm/bf16_gemm.hpp"
+#include "model/gemm/gemm.hpp"
 #include "plan/memory_model.hpp"
 
 using namespace fsdp;
@@ -488,8 +488,8 @@ TEST_CASE("units of two parts on different groups train, checkpoint, resume at n
       // The model was built with the run's groups: a collective of its own lines up with them.
       const auto& model = dynamic_cast<const ToyModel&>(t.engine().model());
       REQUIRE(model.parallel());
-      CHECK(model.parallel()->groups->world->all_reduce_sum(1.0) == double(N));
-      CHECK(&model.parallel()->groups->part_shard(t.engine().setup().part_split(kHalf)) ==
+      CHECK(model.parallel()->mesh->world().all_reduce_sum(1.0) == double(N));
+      CHECK(&model.parallel()->mesh->group(t.engine().setup().part_groups(kHalf).shard) ==
             mix.parts[1].shard_comm);
       straight = t.run().losses;
       check_plan(cfg, N, t);

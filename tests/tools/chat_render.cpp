@@ -10,7 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "data/chat_template.hpp"
+#include "data/chat/chat_template.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 4) {

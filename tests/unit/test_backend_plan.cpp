@@ -14,30 +14,36 @@ bool has(const std::string& s, const std::string& part) {
 }
 }  // namespace
 
-TEST_CASE("comm.backend auto and mpi: one host line per group, in order") {
+TEST_CASE("comm.backend auto and mpi: one host line per group") {
   for (const char* backend : {"auto", "mpi"}) {
     CAPTURE(backend);
-    const auto lines = plan_host_groups(backend, 6, 3);
-    REQUIRE(lines.size() == 3);
-    REQUIRE(has(lines[0], "world (6 ranks): mpi (host memory): "));
-    REQUIRE(has(lines[1], "shard (3 ranks): mpi (host memory): "));
-    REQUIRE(has(lines[2], "replicate (2 ranks): mpi (host memory): "));
-    REQUIRE(has(lines[0], "this build computes on the CPU"));
+    REQUIRE(has(plan_host_group(backend, "world", 6), "world (6 ranks): mpi (host memory): "));
+    REQUIRE(has(plan_host_group(backend, "shard", 3), "shard (3 ranks): mpi (host memory): "));
+    REQUIRE(has(plan_host_group(backend, "replicate", 2), "replicate (2 ranks): mpi (host memory): "));
+    REQUIRE(has(plan_host_group(backend, "world", 6), "this build computes on the CPU"));
   }
-  const auto whole = plan_host_groups("auto", 4, 0);  // 0: the shard group is the world
-  REQUIRE(has(whole[1], "shard (4 ranks)"));
-  REQUIRE(has(whole[2], "replicate (1 rank)"));
+  REQUIRE(has(plan_host_group("auto", "replicate", 1), "replicate (1 rank)"));
+}
+
+TEST_CASE("which groups' paths are logged") {
+  REQUIRE(logs_path(MeshGroup::world(), 1));
+  REQUIRE(logs_path(MeshGroup::of(MeshDim::Replicate), 1));
+  REQUIRE(logs_path(MeshGroup::of(MeshDim::Shard), 1));
+  REQUIRE_FALSE(logs_path(MeshGroup::of(MeshDim::Context), 1));
+  REQUIRE(logs_path(MeshGroup::of(MeshDim::Context), 2));
+  REQUIRE(logs_path(MeshGroup::of(MeshDim::Expert, 2), 2));
+  REQUIRE_FALSE(logs_path(MeshGroup::expert_slice(2), 1));
 }
 
 TEST_CASE("comm.backend nccl or a misspelling: a one-line refusal naming the key") {
   try {
-    plan_host_groups("nccl", 2, 0);
+    plan_host_group("nccl", "world", 2);
     FAIL("nccl was accepted on a CPU build");
   } catch (const BackendError& e) {
     const std::string what = e.what();
     REQUIRE(has(what, "comm.backend=nccl needs a GPU on every rank of group 'world' (2 ranks)"));
     REQUIRE(what.find('\n') == std::string::npos);
   }
-  REQUIRE_THROWS_WITH(plan_host_groups("NCCL", 2, 0),
+  REQUIRE_THROWS_WITH(plan_host_group("NCCL", "world", 2),
                       "comm.backend must be auto, nccl or mpi; got 'NCCL'");
 }

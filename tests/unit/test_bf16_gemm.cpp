@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/bf16.hpp"
-#include "model/bf16_gemm.hpp"
-#include "model/gemm.hpp"
+#include "model/gemm/bf16_gemm.hpp"
+#include "model/gemm/gemm.hpp"
 
 using namespace fsdp;
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "data/chat_template.hpp"
+#include "data/chat/chat_template.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "model/colmajor_gemm.hpp"
+#include "model/gemm/colmajor_gemm.hpp"
 
 extern "C" void sgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k,
                        const float* alpha, const float* a, const int* lda, const float* b,

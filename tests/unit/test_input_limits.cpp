@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The two bounds on what a hostile input can make fsdp do (issue 63, docs/reliability.md): the
 // nesting limit (data/nesting.hpp) on JSON documents and chat templates, and a chat template
-// render's work and size budget (data/chat_budget.hpp). Each case below crashed (stack
+// render's work and size budget (data/chat/chat_budget.hpp). Each case below crashed (stack
 // overflow), ran for hours or ended in std::bad_alloc before; each now ends within seconds in
 // one line naming the limit. Python's Jinja2 refuses the deep ones too (RecursionError, or
 // "too many levels of indentation" past 100 nested blocks), so no real template is refused:
@@ -14,7 +14,7 @@
 #include <fstream>
 #include <string>
 
-#include "data/chat_template.hpp"
+#include "data/chat/chat_template.hpp"
 #include "data/nesting.hpp"
 #include "data/tokenizer.hpp"
 #include "prepare/document.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Muon's Newton-Schulz iteration (optim/newton_schulz.hpp) against a float64 one written here,
+// Muon's Newton-Schulz iteration (fsdp/optim/newton_schulz.hpp) against a float64 one written here,
 // for wide, tall and square matrices: fp32 within 1e-4 relative (Frobenius) of it. bf16 is the
 // bf16 algorithm (X, A and B rounded to bf16 before every product, as a float64 iteration here
 // emulates): within a quarter of that algorithm's own distance from float64 of the emulation
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/bf16.hpp"
-#include "optim/newton_schulz.hpp"
+#include "fsdp/optim/newton_schulz.hpp"
 
 using namespace fsdp;
 

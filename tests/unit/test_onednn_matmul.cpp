@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// oneDNN's matmul behind the CPU bf16 GEMMs (model/onednn_matmul.hpp), against a float64 product
+// oneDNN's matmul behind the CPU bf16 GEMMs (model/gemm/onednn_matmul.hpp), against a float64 product
 // of the same values: every transpose pair, windows of wider matrices (row strides), alpha, beta
 // = 0 over a C full of NaN (overwritten, never read) and beta != 0 (accumulated), over a K long
 // enough that a swapped stride or a dropped accumulation is far outside the fp32 rounding bound.
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/bf16.hpp"
-#include "model/onednn_matmul.hpp"
+#include "model/gemm/onednn_matmul.hpp"
 
 using namespace fsdp;
 using kernels::GemmRows;

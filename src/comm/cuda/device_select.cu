@@ -8,24 +8,10 @@
 #include "comm/cuda/nccl_communicator.hpp"
 #include "comm/cuda/staged_communicator.hpp"
 #include "comm/owned_comm.hpp"
+#include "comm/process_groups.hpp"
 #include "core/check.hpp"
 
 namespace fsdp::comm {
-namespace {
-
-// The communicator splits of make_process_groups, freed once the backend has its duplicate.
-std::unique_ptr<Communicator> device_split(MPI_Comm world, int color, int key,
-                                           const std::string& backend, LinkEmulation link,
-                                           std::string& description, DeviceCommOptions options,
-                                           const char* name) {
-  MPI_Comm raw = MPI_COMM_NULL;
-  FSDP_MPI_CHECK(MPI_Comm_split(world, color, key, &raw));
-  const OwnedComm part = OwnedComm::adopt(raw);
-  options.name = name;
-  return make_device_communicator(part.get(), backend, link, description, options);
-}
-
-}  // namespace
 
 int visible_devices(std::string* reason) {
   int n = 0;
@@ -100,45 +86,6 @@ std::unique_ptr<Communicator> make_device_communicator(MPI_Comm comm, const std:
       return make_communicator(comm, mpi);
   }
   fatal("comm: no communicator for path " + std::string(label(plan.path)));
-}
-
-ProcessGroups make_device_process_groups(MPI_Comm world, int shard_group_size,
-                                         const std::string& backend, LinkEmulation link,
-                                         std::string& description,
-                                         const DeviceCommOptions& options,
-                                         const std::vector<int>& splits) {
-  int rank = 0, n = 0;
-  FSDP_MPI_CHECK(MPI_Comm_rank(world, &rank));
-  FSDP_MPI_CHECK(MPI_Comm_size(world, &n));
-  const int s = shard_group_size == 0 ? n : shard_group_size;
-  if (s <= 0 || n % s != 0)
-    fatal("comm::make_device_process_groups: shard group size " + std::to_string(shard_group_size) +
-          " does not divide the world size " + std::to_string(n) +
-          " (use a divisor of it, or 0 for the whole world)");
-  ProcessGroups g;
-  std::string line;
-  g.ranks_per_node = ranks_per_node(world);
-  DeviceCommOptions o = options;
-  o.name = "world";
-  g.world = make_device_communicator(world, backend, link, line, o);
-  description = line;
-  g.shard = device_split(world, rank / s, rank, backend, link, line, options, "shard");
-  description += "\n" + line;
-  g.replicate = device_split(world, rank % s, rank, backend, link, line, options, "replicate");
-  description += "\n" + line;
-  for (int k : splits) {
-    if (k <= 1 || g.splits.count(k)) continue;
-    if (s % k != 0) fatal("comm::make_device_process_groups: a part split " + std::to_string(k) +
-                          " of shard groups of " + std::to_string(s) + " ranks");
-    const auto [shard_color, replicate_color] = split_colors(rank, s, k);
-    SplitGroups& sg = g.splits[k];
-    sg.shard = device_split(world, shard_color, rank, backend, link, line, options, "part shard");
-    description += "\n" + line;
-    sg.replicate =
-        device_split(world, replicate_color, rank, backend, link, line, options, "part replicate");
-    description += "\n" + line;
-  }
-  return g;
 }
 
 int bind_local_device(MPI_Comm comm) {

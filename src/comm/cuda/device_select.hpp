@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // comm.backend = auto | nccl | mpi for device buffers: the facts each group gathers (GPUs, their
 // UUIDs, CUDA-aware MPI) and the communicator its plan (comm/backend_plan.hpp) names. The
-// trainer reaches the GPU communicators only through here (comm/training_groups.hpp).
+// trainer reaches the GPU communicators only through here (comm/training_groups.hpp makes the
+// device mesh's groups with make_device_communicator).
 #pragma once
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -13,7 +14,6 @@
 #include "comm/backend_plan.hpp"
 #include "comm/communicator.hpp"
 #include "comm/mpi_communicator.hpp"
-#include "comm/process_groups.hpp"
 
 namespace fsdp::comm {
 
@@ -32,14 +32,6 @@ struct DeviceCommOptions {
 std::unique_ptr<Communicator> make_device_communicator(MPI_Comm comm, const std::string& backend,
                                                        LinkEmulation link, std::string& description,
                                                        const DeviceCommOptions& options = {});
-
-// make_process_groups (process_groups.hpp) for device buffers: every group chooses its path
-// as above; description gets one line per group (world, shard, replicate).
-ProcessGroups make_device_process_groups(MPI_Comm world, int shard_group_size,
-                                         const std::string& backend, LinkEmulation link,
-                                         std::string& description,
-                                         const DeviceCommOptions& options = {},
-                                         const std::vector<int>& splits = {});
 
 // Collective over comm: makes GPU (node-local rank mod GPUs on this rank) current and returns
 // it; -1 when this rank sees no GPU.

@@ -6,7 +6,7 @@
 #include "model/decoder/buffer_views.hpp"
 #include "model/decoder/skeleton.hpp"
 #include "model/gelu.hpp"
-#include "model/gemm.hpp"
+#include "model/gemm/gemm.hpp"
 #include "model/head_rmsnorm.hpp"
 #include "model/layernorm.hpp"
 #include "model/linear.hpp"

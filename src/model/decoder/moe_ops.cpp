@@ -7,8 +7,8 @@
 // its K experts).
 #include "model/decoder/buffer_views.hpp"
 #include "model/decoder/skeleton.hpp"
-#include "model/bf16_gemm.hpp"
-#include "model/gemm.hpp"
+#include "model/gemm/bf16_gemm.hpp"
+#include "model/gemm/gemm.hpp"
 #include "model/experts/capacity.hpp"
 #include "model/experts/router.hpp"
 #include "model/residual.hpp"

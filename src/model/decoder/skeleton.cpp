@@ -10,7 +10,7 @@
 #include "model/cross_entropy.hpp"
 #include "model/decoder/buffer_views.hpp"
 #include "model/embedding.hpp"
-#include "model/gemm.hpp"
+#include "model/gemm/gemm.hpp"
 #include "model/head_outputs.hpp"
 
 namespace fsdp {
@@ -86,7 +86,7 @@ DecoderSkeleton::DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec,
       QW_(spec.H * spec.D),
       QKV_((spec.H + 2 * spec.KV) * spec.D),
       UP_(spec.mlp == MlpKind::SwiGlu ? 2 * spec.F : spec.F),
-      checkpointing_(cfg.activation_checkpointing == "blocks"),
+      checkpointing_(cfg.checkpoints_blocks()),
       attention_(attention),
       qkv_bf16_(bf16_attention && attention == AttentionPath::Fused),
       flash_(k::flash_plan(spec.D)) {

@@ -11,7 +11,7 @@
 
 #include "core/memory.hpp"
 #include "model/attention_path.hpp"
-#include "model/bf16_gemm.hpp"
+#include "model/gemm/bf16_gemm.hpp"
 #include "model/decoder.hpp"
 #include "model/decoder/block_spec.hpp"
 #include "model/flash_attention.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "model/experts/experts.hpp"
 
-#include "model/gemm.hpp"
+#include "model/gemm/gemm.hpp"
 #include "model/swiglu.hpp"
 
 namespace fsdp::kernels {

@@ -20,7 +20,7 @@ struct ExpertTensors {
 // An expert's two linear layers as the kernels call them, which = 0 its gate|up [2F, C], 1 its
 // down [C, F] (nn.Linear's [out, in]): forward y = x W^T; backward dx = dy W (assigned) and
 // dW += dy^T x into the expert's gradient. The model supplies them (fp32 GEMMs on its weights,
-// or bf16 GEMMs on a bf16 unit: model/bf16_gemm.hpp), so a weight is read only inside its call.
+// or bf16 GEMMs on a bf16 unit: model/gemm/bf16_gemm.hpp), so a weight is read only inside its call.
 struct ExpertLinear {
   std::function<void(int e, int which, const Mat& y, const ConstMat& x)> forward;
   std::function<void(int e, int which, const Mat& dx, const ConstMat& dy, const ConstMat& x)> backward;

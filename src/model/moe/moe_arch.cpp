@@ -34,7 +34,7 @@ std::int64_t activation_elements(const ModelConfig& m, int B, bool checkpointing
   // kept as xr [Rx, C] with their gate|up and gated product; the received rows' outputs and
   // gradients [Rx, C] and the counts [2E] once; deterministic mode's gradients sent home and
   // received [2 x E x 3 Fe C] (model/decoder/moe_ep.cpp).
-  const int P = std::max(1, m.expert_parallel);
+  const int P = m.expert_slices();
   const std::int64_t Rx = kernels::received_rows_bound(R, int(E), P, float(m.moe_capacity_factor));
   const std::int64_t ep = P > 1 ? 1 : 0;
   const std::int64_t home = P > 1 && m.moe_grads_home ? 2 * E * 3 * Fe * C : 0;

@@ -51,7 +51,7 @@ BlockSpec moe_block_spec(const ModelConfig& m, Family f) {
   x.bias = b == "bias";
   x.bias_rate = float(m.moe_bias_rate);
   x.capacity_factor = float(m.moe_capacity_factor);
-  x.P = std::max(1, m.expert_parallel);
+  x.P = m.expert_slices();
   x.grads_home = x.P > 1 && m.moe_grads_home;
   for (int l = 0; l < m.n_layer; ++l) x.sparse.push_back(m.sparse_layer(l) ? 1 : 0);
   x.router = n.block + "gate.weight";
