@@ -117,6 +117,11 @@ def build_model(args):
         k = self.k_proj(x).view(b, t, self.kv, self.d).transpose(1, 2)
         v = self.v_proj(x).view(b, t, self.kv, self.d).transpose(1, 2)
         q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+        # The rotary tables are fp32 buffers, which DeepSpeed's bf16 mode leaves fp32, so q and k
+        # come out fp32 beside a bf16 v, and SDPA refuses the mix. Autocast casts all three to
+        # bf16 inside SDPA anyway; this does the same where no autocast runs.
+        if q.dtype != v.dtype:
+            q, k = q.to(v.dtype), k.to(v.dtype)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kv != self.heads)
         return self.o_proj(y.transpose(1, 2).reshape(b, t, c))
 
