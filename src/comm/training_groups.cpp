@@ -25,10 +25,7 @@ bool logs_path(const MeshGroup& g, int size) {
 DeviceMesh make_training_mesh(MPI_Comm world, const MeshShape& shape,
                               const std::vector<MeshGroup>& extra, const std::string& backend,
                               LinkEmulation link, const MpiOptions& mpi) {
-  MpiOptions host = mpi;
-  host.link = link;
 #if defined(FSDP_ENABLE_CUDA)
-  (void)host;
   // Kokkos made its GPU current at initialisation (one per node-local rank, or as the
   // --kokkos-map-device-id-by flag says); the collectives follow the stream its kernels run on.
   DeviceCommOptions device;
@@ -43,6 +40,8 @@ DeviceMesh make_training_mesh(MPI_Comm world, const MeshShape& shape,
     return c;
   };
 #else
+  MpiOptions host = mpi;
+  host.link = link;
   GroupFactory make = [&](MPI_Comm comm, const MeshGroup& g, std::string& path) {
     host.name = g.name;
     path.clear();
