@@ -157,7 +157,7 @@ Handle Communicator::gather(ConstVec send, Vec recv, bool blocking, const char* 
   if (recv.extent(0) != std::size_t(size_) * c)
     fatal(extent_error(name_, "all_gather", "recv == size * send", c * per_word, elems, size_));
   const bool in_place = c > 0 && send.data() == recv.data() + std::size_t(rank_) * c;
-  if (!in_place && overlap(send.data(), c, recv.data(), recv.extent(0)))
+  if (!in_place && moves_data() && overlap(send.data(), c, recv.data(), recv.extent(0)))
     fatal("comm::all_gather on '" + name_ + "': send overlaps recv but is not its own block");
   const std::uint64_t seq = enter("all_gather", dtype, elems);
   Watch watch([&] { return watch_label("all_gather", elems); }, board_, seq);
@@ -190,7 +190,7 @@ Handle Communicator::scatter_checked(const void* send, std::size_t send_count,
     fatal(extent_error(name_, "reduce_scatter", "send == size * recv", send_count, c, size_));
   const char* s0 = static_cast<const char*>(send);
   const char* r0 = reinterpret_cast<const char*>(recv.data());
-  if (c > 0 && s0 < r0 + c * sizeof(float) && r0 < s0 + send_count * elem_bytes)
+  if (c > 0 && moves_data() && s0 < r0 + c * sizeof(float) && r0 < s0 + send_count * elem_bytes)
     fatal("comm::reduce_scatter on '" + name_ + "': send and recv overlap");
   const std::uint64_t seq = enter("reduce_scatter", dtype, send_count);
   Watch watch([&] { return watch_label("reduce_scatter", send_count); }, board_, seq);

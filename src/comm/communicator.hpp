@@ -105,6 +105,9 @@ class Communicator {
   int size() const { return size_; }
   const std::string& name() const { return name_; }  // the group: "world", "shard", ...
   virtual const char* backend() const = 0;           // "mpi+shm", "mpi", "single"
+  // False for a group that moves nothing (comm/null_communicator.hpp): its views may point at
+  // memory a counting tracker never made, so their addresses are not compared.
+  virtual bool moves_data() const { return true; }
   const LinkEmulation& link() const { return link_; }
 
   // recv.extent(0) == size() * send.extent(0); rank q's block lands at q * send.extent(0).

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "comm/device_mesh.hpp"
 
+#include <algorithm>
+
+#include "comm/null_communicator.hpp"
 #include "comm/owned_comm.hpp"
 #include "comm/process_groups.hpp"
 #include "core/check.hpp"
@@ -16,6 +19,43 @@ GroupFactory host_groups(MpiOptions options) {
   };
 }
 
+// Every dimension gets a communicator of its own even where two have the same ranks (shard and
+// world at replicate 1): collectives on different groups may be in flight together, and each
+// communicator's shared-memory window serves one at a time.
+std::vector<MeshGroup> DeviceMesh::wanted(const MeshShape& shape,
+                                          const std::vector<MeshGroup>& extra) {
+  std::vector<MeshGroup> out{MeshGroup::world()};
+  for (MeshDim d : {MeshDim::Shard, MeshDim::Replicate, MeshDim::Context, MeshDim::Tensor,
+                    MeshDim::Expert})
+    out.push_back(MeshGroup::of(d, shape.expert));
+  for (const MeshGroup& g : extra) {
+    if (const std::string why = shape.check(g); !why.empty()) fatal("comm::DeviceMesh: " + why);
+    bool twice = false;
+    for (std::size_t i = 1 + kMeshDims; i < out.size(); ++i)
+      twice = twice || (out[i].name == g.name && shape.same(out[i], g));
+    if (!twice) out.push_back(g);
+  }
+  return out;
+}
+
+DeviceMesh DeviceMesh::without_transport(const MeshShape& shape,
+                                         const std::vector<MeshGroup>& extra, int rank) {
+  if (const std::string why = shape.check(shape.world()); !why.empty())
+    fatal("comm::DeviceMesh: " + why);
+  if (rank < 0 || rank >= shape.world())
+    fatal("comm::DeviceMesh: rank " + std::to_string(rank) + " outside a mesh of " +
+          std::to_string(shape.world()));
+  DeviceMesh m;
+  m.shape_ = shape;
+  m.rank_ = rank;
+  for (const MeshGroup& g : wanted(shape, extra)) {
+    const std::vector<int> members = shape.members(rank, g);
+    const int position = int(std::find(members.begin(), members.end(), rank) - members.begin());
+    m.made_.push_back({g, std::make_unique<NullCommunicator>(position, int(members.size()), g.name)});
+  }
+  return m;
+}
+
 DeviceMesh::DeviceMesh(MPI_Comm world, const MeshShape& shape, const std::vector<MeshGroup>& extra,
                        const GroupFactory& make)
     : shape_(shape) {
@@ -23,21 +63,7 @@ DeviceMesh::DeviceMesh(MPI_Comm world, const MeshShape& shape, const std::vector
   FSDP_MPI_CHECK(MPI_Comm_rank(world, &rank_));
   FSDP_MPI_CHECK(MPI_Comm_size(world, &n));
   if (const std::string why = shape.check(n); !why.empty()) fatal("comm::DeviceMesh: " + why);
-  // Every dimension gets a communicator of its own even where two have the same ranks (shard
-  // and world at replicate 1): collectives on different groups may be in flight together, and
-  // each communicator's shared-memory window serves one at a time.
-  std::vector<MeshGroup> wanted{MeshGroup::world()};
-  for (MeshDim d : {MeshDim::Shard, MeshDim::Replicate, MeshDim::Context, MeshDim::Tensor,
-                    MeshDim::Expert})
-    wanted.push_back(MeshGroup::of(d, shape.expert));
-  for (const MeshGroup& g : extra) {
-    if (const std::string why = shape.check(g); !why.empty()) fatal("comm::DeviceMesh: " + why);
-    bool twice = false;
-    for (std::size_t i = 1 + kMeshDims; i < wanted.size(); ++i)
-      twice = twice || (wanted[i].name == g.name && shape.same(wanted[i], g));
-    if (!twice) wanted.push_back(g);
-  }
-  for (const MeshGroup& g : wanted) {
+  for (const MeshGroup& g : wanted(shape, extra)) {
     std::string path;
     Made m{g, nullptr};
     if (g.name == "world") {

@@ -34,6 +34,10 @@ class DeviceMesh {
   // world is fatal, as is an extra group it cannot cut.
   DeviceMesh(MPI_Comm world, const MeshShape& shape, const std::vector<MeshGroup>& extra,
              const GroupFactory& make);
+  // World rank `rank`'s mesh of the same groups, each a NullCommunicator (moves nothing): the
+  // planner's run of the engine for one rank of a job it does not have.
+  static DeviceMesh without_transport(const MeshShape& shape, const std::vector<MeshGroup>& extra,
+                                      int rank);
   DeviceMesh(DeviceMesh&&) noexcept;
   DeviceMesh& operator=(DeviceMesh&&) noexcept;
   ~DeviceMesh();
@@ -54,6 +58,8 @@ class DeviceMesh {
     MeshGroup group;
     std::unique_ptr<Communicator> comm;
   };
+  // The world, the five dimensions and the extra groups not already among them.
+  static std::vector<MeshGroup> wanted(const MeshShape& shape, const std::vector<MeshGroup>& extra);
   MeshShape shape_;
   int rank_ = 0;
   std::vector<Made> made_;

@@ -51,7 +51,8 @@ HostBuffer::HostBuffer(MemoryTracker& t, const std::string& label, std::int64_t 
     : label_(label), n_(n), cat_(c) {
   const std::int64_t words = d == Dtype::BF16 ? (n + 1) / 2 : n;
   t.on_alloc(c, MemSpace::Host, words * 4, label);
-  try {
+  words_ = words;
+  if (!t.counting()) try {
     view_ = take(label, words, f);
   } catch (const std::exception& e) {
     t.on_free(c, MemSpace::Host, words * 4, label);
@@ -67,6 +68,7 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
     std::swap(view_, o.view_);
     std::swap(label_, o.label_);
     std::swap(n_, o.n_);
+    std::swap(words_, o.words_);
     std::swap(cat_, o.cat_);
   }
   return *this;
@@ -75,11 +77,11 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
 void HostBuffer::reset() {
   if (tracker_) {
     tracker_->on_free(cat_, MemSpace::Host, bytes(), label_);
-    if (view_.use_count() == 1) give_back(std::move(view_));
+    if (held() && view_.use_count() == 1) give_back(std::move(view_));
   }
   tracker_ = nullptr;
   view_ = Storage();
-  n_ = 0;
+  n_ = words_ = 0;
 }
 
 }  // namespace fsdp

@@ -25,12 +25,15 @@ class HostBuffer {
   void reset();
   bool allocated() const { return tracker_ != nullptr; }
   std::int64_t size() const { return n_; }  // elements of dtype()
-  std::int64_t bytes() const { return std::int64_t(view_.extent(0)) * 4; }
-  PinnedVec vec() const { return PinnedVec(view_.data(), n_); }
-  PinnedVec vec(std::int64_t off, std::int64_t n) const { return PinnedVec(view_.data() + off, n); }
-  ConstPinnedVec cvec() const { return ConstPinnedVec(view_.data(), n_); }
+  std::int64_t bytes() const { return words_ * 4; }
+  // On a counting tracker (MemoryTracker::counting) the views are empty.
+  PinnedVec vec() const { return PinnedVec(view_.data(), held() ? n_ : 0); }
+  PinnedVec vec(std::int64_t off, std::int64_t n) const {
+    return held() ? PinnedVec(view_.data() + off, n) : PinnedVec();
+  }
+  ConstPinnedVec cvec() const { return ConstPinnedVec(view_.data(), held() ? n_ : 0); }
   PinnedBf16Vec bf16() const {
-    return PinnedBf16Vec(reinterpret_cast<std::uint16_t*>(view_.data()), n_);
+    return PinnedBf16Vec(reinterpret_cast<std::uint16_t*>(view_.data()), held() ? n_ : 0);
   }
 
   // Frees every cached host buffer (also done at Kokkos::finalize).
@@ -41,7 +44,8 @@ class HostBuffer {
   MemoryTracker* tracker_ = nullptr;
   Storage view_;
   std::string label_;
-  std::int64_t n_ = 0;
+  bool held() const { return view_.data() != nullptr; }
+  std::int64_t n_ = 0, words_ = 0;
   MemCategory cat_ = MemCategory::OptimizerState;
 };
 

@@ -226,7 +226,8 @@ TrackedBuffer::TrackedBuffer(MemoryTracker& t, const std::string& label, std::in
   if (s != MemSpace::Device) fatal("TrackedBuffer " + label + " asked for host memory");
   const std::int64_t words = d == Dtype::BF16 ? (n + 1) / 2 : n;
   t.on_alloc(c, s, words * 4, label);
-  try {
+  words_ = words;
+  if (!t.counting()) try {
     view_ = take(label, words, f);
   } catch (const std::exception& e) {
     t.on_free(c, s, words * 4, label);
@@ -242,22 +243,24 @@ TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& o) noexcept {
     view_ = std::move(o.view_);
     label_ = std::move(o.label_);
     n_ = o.n_;
+    words_ = o.words_;
     cat_ = o.cat_;
     space_ = o.space_;
     dtype_ = o.dtype_;
     o.tracker_ = nullptr;
     o.view_ = FlatView();
-    o.n_ = 0;
+    o.n_ = o.words_ = 0;
   }
   return *this;
 }
 
 void TrackedBuffer::reset() {
   if (tracker_) tracker_->on_free(cat_, space_, bytes(), label_);
-  if (tracker_ && (view_.use_count() == 1 || in_arena(view_))) give_back(std::move(view_));
+  if (tracker_ && held() && (view_.use_count() == 1 || in_arena(view_)))
+    give_back(std::move(view_));
   tracker_ = nullptr;
   view_ = FlatView();
-  n_ = 0;
+  n_ = words_ = 0;
 }
 
 }  // namespace fsdp

@@ -40,6 +40,15 @@ struct OutOfMemory : std::runtime_error {
 class MemoryTracker {
  public:
   explicit MemoryTracker(std::int64_t device_budget = 0) : budget_(device_budget) {}
+  // A tracker whose buffers are counted and never made (their views are empty): the planner
+  // runs the engine's own construction and step on one (plan/dry_step.hpp), so its peaks are
+  // the tracker's by construction. Code that computes asks counting() and skips its kernels.
+  static MemoryTracker counting_only() {
+    MemoryTracker t;
+    t.counting_ = true;
+    return t;
+  }
+  bool counting() const { return counting_; }
   void set_budget(std::int64_t bytes) { budget_ = bytes; }
   std::int64_t budget() const { return budget_; }
 
@@ -63,6 +72,7 @@ class MemoryTracker {
 
  private:
   std::int64_t budget_;
+  bool counting_ = false;
   std::array<std::array<std::int64_t, kNumMemCategories>, 2> cur_{}, peak_{};
   std::array<std::int64_t, 2> total_{}, total_peak_{};
   std::map<std::string, std::int64_t> live_;  // label -> bytes, for the OOM report
@@ -90,7 +100,8 @@ struct BufferCache {
 };
 
 // An owning, tracked 1-D buffer of n float or bf16 elements (bf16: whole 4-byte words, so an
-// odd n costs 2 bytes more). Move-only; frees its accounting when destroyed.
+// odd n costs 2 bytes more). Move-only; frees its accounting when destroyed. On a counting
+// tracker it holds no memory: its size and bytes are the buffer's, its views are empty.
 class TrackedBuffer {
  public:
   TrackedBuffer() = default;
@@ -106,22 +117,27 @@ class TrackedBuffer {
   bool allocated() const { return tracker_ != nullptr; }
   std::int64_t size() const { return n_; }  // elements of dtype()
   Dtype dtype() const { return dtype_; }
-  std::int64_t bytes() const { return std::int64_t(view_.extent(0)) * 4; }
+  std::int64_t bytes() const { return words_ * 4; }
   float* data() const { return view_.data(); }
   // The bf16 elements of a Dtype::BF16 buffer.
-  Bf16Vec bf16() const { return Bf16Vec(reinterpret_cast<std::uint16_t*>(view_.data()), n_); }
+  Bf16Vec bf16() const {
+    return Bf16Vec(reinterpret_cast<std::uint16_t*>(view_.data()), held() ? n_ : 0);
+  }
   ConstBf16Vec cbf16() const {
-    return ConstBf16Vec(reinterpret_cast<const std::uint16_t*>(view_.data()), n_);
+    return ConstBf16Vec(reinterpret_cast<const std::uint16_t*>(view_.data()), held() ? n_ : 0);
   }
   Vec vec() const { return Vec(view_.data(), view_.extent(0)); }
-  Vec vec(std::int64_t off, std::int64_t n) const { return Vec(view_.data() + off, n); }
+  Vec vec(std::int64_t off, std::int64_t n) const {
+    return held() ? Vec(view_.data() + off, n) : Vec();
+  }
   ConstVec cvec() const { return ConstVec(view_.data(), view_.extent(0)); }
 
  private:
   MemoryTracker* tracker_ = nullptr;
   FlatView view_;
   std::string label_;
-  std::int64_t n_ = 0;
+  bool held() const { return view_.data() != nullptr; }  // false on a counting tracker
+  std::int64_t n_ = 0, words_ = 0;
   MemCategory cat_ = MemCategory::Activations;
   MemSpace space_ = MemSpace::Device;
   Dtype dtype_ = Dtype::F32;

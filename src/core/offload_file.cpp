@@ -197,6 +197,14 @@ void OffloadFile::open(std::int64_t bytes) {
   });
 }
 
+std::unique_ptr<OffloadFile> OffloadFile::counting(std::int64_t bytes) {
+  std::unique_ptr<OffloadFile> f(new OffloadFile());
+  f->counting_ = true;
+  f->dir_ = "(counted)";
+  f->size_ = io_round(bytes);
+  return f;
+}
+
 OffloadFile::~OffloadFile() {
   if (q_) {
     {
@@ -229,6 +237,7 @@ std::int64_t OffloadFile::allocate(std::int64_t bytes) {
 }
 
 OffloadFile::Ticket OffloadFile::submit(bool write, std::int64_t off, std::int64_t bytes, void* buf) {
+  if (counting_) return ++counted_;
   if (!q_) fatal("offload file in " + dir_ + ": used before open()");
   if (off % kIoAlign || bytes % kIoAlign || reinterpret_cast<std::uintptr_t>(buf) % kIoAlign ||
       off + bytes > size_)
@@ -301,7 +310,7 @@ struct Bounce {
 }  // namespace
 
 void OffloadFile::read_now(std::int64_t off, std::int64_t bytes, void* dst) {
-  if (bytes <= 0) return;
+  if (bytes <= 0 || counting_) return;
   const std::int64_t lo = off / kIoAlign * kIoAlign, hi = io_round(off + bytes);
   Bounce b(hi - lo);
   wait(read(lo, hi - lo, b.data));
@@ -309,7 +318,7 @@ void OffloadFile::read_now(std::int64_t off, std::int64_t bytes, void* dst) {
 }
 
 void OffloadFile::write_now(std::int64_t off, std::int64_t bytes, const void* src) {
-  if (bytes <= 0) return;
+  if (bytes <= 0 || counting_) return;
   const std::int64_t lo = off / kIoAlign * kIoAlign, hi = io_round(off + bytes);
   Bounce b(hi - lo);
   // The blocks at either end hold bytes outside the range: read them first.
@@ -337,6 +346,7 @@ IoStats OffloadFile::totals() const {
 void OffloadFile::zero_all() {
   // FALLOC_FL_ZERO_RANGE keeps the blocks reserved (no ENOSPC later in the run); where the file
   // system lacks it, zeros are written, in rounds of at most 64 MiB.
+  if (counting_) return;
   if (size_ > 0 && ::fallocate(fd_, FALLOC_FL_ZERO_RANGE, 0, size_) != 0) {
     const std::int64_t round = std::min<std::int64_t>(size_, std::int64_t(64) << 20);
     Bounce zeros(round);

@@ -56,7 +56,9 @@ class IoBuffer {
   bool allocated() const { return buf_.allocated(); }
   std::int64_t capacity() const { return capacity_; }  // floats, a whole number of kIoAlign
   float* data() const { return p_; }
-  PinnedVec vec(std::int64_t off, std::int64_t n) const { return PinnedVec(p_ + off, n); }
+  PinnedVec vec(std::int64_t off, std::int64_t n) const {
+    return p_ ? PinnedVec(p_ + off, n) : PinnedVec();  // empty on a counting tracker
+  }
 
  private:
   HostBuffer buf_;
@@ -83,6 +85,11 @@ class OffloadFile {
   // Creates this rank's file and reserves `bytes` (rounded to kIoAlign) in it; then starts the
   // I/O thread. Throws OffloadError.
   void open(std::int64_t bytes);
+  // A file of `bytes` that exists only as a layout: regions are allocated as in a real one,
+  // requests complete at once and move nothing (the planner's run of the engine on a counting
+  // tracker, core/memory.hpp).
+  static std::unique_ptr<OffloadFile> counting(std::int64_t bytes);
+  bool counts_only() const { return counting_; }
   ~OffloadFile();  // finishes the queued requests; removes the lock file if it holds it
 
   const std::string& dir() const { return dir_; }
@@ -127,6 +134,8 @@ class OffloadFile {
   int rank_ = -1;  // the world rank, read on the opening thread (the I/O thread calls no MPI)
   bool direct_ = false;
   bool written_ = false;  // a write was issued since the file was opened or last zeroed
+  bool counting_ = false;
+  Ticket counted_ = 0;  // counting(): the requests issued
   std::int64_t size_ = 0, next_ = 0;
   std::unique_ptr<Queue> q_;
 };

@@ -21,13 +21,13 @@ OffloadFile& ShardVec::file() const {
 Vec ShardVec::device() const {
   if (file_) fatal("a shard on disk (fsdp.offload = nvme) was asked for as device memory");
   if (host_) fatal("a shard in host memory (fsdp.offload) was asked for as device memory");
-  return Vec(p_, n_);
+  return counted_ ? Vec() : Vec(p_, n_);
 }
 
 PinnedVec ShardVec::host() const {
   if (file_) fatal("a shard on disk (fsdp.offload = nvme) was asked for as host memory");
-  if (!host_ && p_) fatal("a device shard was asked for as host memory (fsdp.offload)");
-  return PinnedVec(p_, n_);
+  if (!host_ && (p_ || counted_)) fatal("a device shard was asked for as host memory (fsdp.offload)");
+  return counted_ ? PinnedVec() : PinnedVec(p_, n_);
 }
 
 ShardVec ShardVec::sub(std::int64_t off, std::int64_t n) const {
@@ -40,16 +40,19 @@ ShardVec ShardVec::sub(std::int64_t off, std::int64_t n) const {
     v.n_ = n;
     return v;
   }
+  if (counted_) return counted(n, host_);
   return ShardVec(p_ + off, n, host_);
 }
 
 void ShardVec::copy_to(float* dst) const {
+  if (counted_) return;
   if (file_) file_->read_now(off_, n_ * std::int64_t(sizeof(float)), dst);
   else if (host_) Kokkos::deep_copy(HostVec(dst, n_), host());
   else Kokkos::deep_copy(HostVec(dst, n_), device());
 }
 
 void ShardVec::copy_from(const float* src) const {
+  if (counted_) return;
   if (file_) file_->write_now(off_, n_ * std::int64_t(sizeof(float)), src);
   else if (host_) Kokkos::deep_copy(host(), HostConstVec(src, n_));
   else Kokkos::deep_copy(device(), HostConstVec(src, n_));
@@ -62,6 +65,7 @@ std::vector<float> ShardVec::values() const {
 }
 
 void ShardVec::fill(float x) const {
+  if (counted_) return;
   if (file_) {
     const std::vector<float> v(static_cast<std::size_t>(n_), x);
     copy_from(v.data());
@@ -80,7 +84,11 @@ ShardBuffer::ShardBuffer(OffloadFile& f, std::int64_t n)
 
 ShardVec ShardBuffer::view() const {
   if (file_) return ShardVec::on_disk(*file_, disk_off_, disk_n_);
-  if (host_.allocated()) return ShardVec::on_host(host_.vec());
+  if (host_.allocated()) {
+    if (host_.size() > 0 && !host_.vec().data()) return ShardVec::counted(host_.size(), true);
+    return ShardVec::on_host(host_.vec());
+  }
+  if (dev_.size() > 0 && !dev_.data()) return ShardVec::counted(dev_.size(), false);
   return ShardVec::on_device(dev_.vec());
 }
 

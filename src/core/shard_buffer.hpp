@@ -25,6 +25,13 @@ class ShardVec {
   static ShardVec on_host(const PinnedVec& v) { return ShardVec(v.data(), std::int64_t(v.extent(0)), true); }
   // n floats at byte offset `offset` of f (a kIoAlign-aligned region).
   static ShardVec on_disk(OffloadFile& f, std::int64_t offset, std::int64_t n);
+  // A shard of n floats that a counting tracker counted and never made (core/memory.hpp): its
+  // views are empty and its copies do nothing.
+  static ShardVec counted(std::int64_t n, bool host) {
+    ShardVec v(nullptr, n, host);
+    v.counted_ = true;
+    return v;
+  }
 
   bool in_host_memory() const { return host_; }
   bool on_disk() const { return file_ != nullptr; }
@@ -51,6 +58,7 @@ class ShardVec {
   bool host_ = false;
   OffloadFile* file_ = nullptr;
   std::int64_t off_ = 0;  // bytes into file_
+  bool counted_ = false;
 };
 
 // An owning shard buffer: device or host, decided when it is made.

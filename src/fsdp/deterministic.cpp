@@ -180,14 +180,15 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
       const ConstVec part_sum(sum->data() + at, part_slice);
       at += part_slice;
       if (ps.part.replicate_group == 1) {
-        divide_into(part_out, part_sum, float(G));
+        if (!counted_) divide_into(part_out, part_sum, float(G));
         continue;
       }
       TrackedBuffer mine(tracker_, su.layout->name + "::tree_slice", part_slice,
                          MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
-      divide_into(mine.vec(), part_sum, float(G));
+      if (!counted_) divide_into(mine.vec(), part_sum, float(G));
       FSDP_COMM_SITE("deterministic all_gather " + su.layout->name);
-      ps.replicate_comm->all_gather(mine.cvec(), part_out);
+      // Sized from the buffer, not its view: a counting tracker's views are empty.
+      ps.replicate_comm->all_gather(ConstVec(mine.data(), mine.size()), part_out);
     }
     if (dst.in_host_memory()) {
       host_copy::to_host(dst.host(), assembled.cvec());
@@ -229,6 +230,7 @@ double Engine::deterministic_norm2() {
       double* out = partial.data() + first_block + b0;
       first_block += count;
       const ShardVec mine = g.sub(ps.shard_offset, ps.shard);
+      if (counted_) continue;  // the planner's run: buffers counted, nothing summed
       if (mine.in_host_memory())
         block_sums<HostExecSpace, PinnedSpace>(ConstPinnedVec(mine.host()), owned, out);
       else

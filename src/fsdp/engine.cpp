@@ -9,6 +9,7 @@ Engine::Engine(const RunSetup& setup, comm::DeviceMesh& mesh, MemoryTracker& tra
       head_unit_(arch_.head_unit(setup.model)),
       mesh_(mesh),
       tracker_(tracker),
+      counted_(tracker.counting()),
       trace_(trace) {
   // The mesh's layout, resolved once: every unit's parts over their groups. The model reads its
   // tensors where this places them and may use the groups for collectives of its own.

@@ -136,6 +136,7 @@ class Engine {
   RunLayout layout_;          // the units' parts over the mesh (fsdp/part_layout.hpp)
   ParallelContext parallel_;  // what the model was built with
   MemoryTracker& tracker_;
+  const bool counted_;  // a counting tracker: buffers are counted, nothing is computed
   Trace& trace_;
   std::unique_ptr<Decoder> model_;
   std::unique_ptr<ShardedState> state_;

@@ -131,13 +131,14 @@ void GatherPipeline::issue(int u) {
       // Kept until the gather is waited for: by then the copy out of it is done.
       su.upload = HostBuffer(tracker_, su.layout->name + "::param_upload_bf16", su.shard,
                              MemCategory::CommBuffers, Dtype::BF16, Fill::None);
-      cast_to_bf16_on_host(host, su.upload.bf16());
+      if (!tracker_.counting()) cast_to_bf16_on_host(host, su.upload.bf16());
     }
   }
   for (PartShard& ps : su.parts) {
     const Bf16Vec own(su.gathered.bf16().data() + ps.gather_at(), bf16 ? ps.shard : 0);
     const Vec own_f32(su.gathered.data() + ps.gather_at(), bf16 ? 0 : ps.shard);
-    if (offloaded) {
+    if (tracker_.counting()) {  // the copies and casts of buffers a counting tracker never made
+    } else if (offloaded) {
       if (bf16)
         host_copy::to_device(
             own, ConstPinnedBf16Vec(su.upload.bf16().data() + ps.shard_offset, ps.shard));
@@ -168,6 +169,7 @@ UnitParams GatherPipeline::all_gather(int stage) {
   ShardedUnit& su = units_[u];
   if (!sharded_) {
     const ConstVec full(su.params.device().data(), su.padded);
+    if (tracker_.counting()) return ConstVec();  // nothing to widen: the model computes nothing
     if (widener_) return UnitParams::rounded(full, *su.layout, *widener_);
     return full;
   }
@@ -192,6 +194,7 @@ UnitParams GatherPipeline::all_gather(int stage) {
       stage, [&](int v) { return units_[std::size_t(v)].gathered.allocated(); },
       [&](int v) { issue(v); });
   read_ahead();
+  if (tracker_.counting()) return ConstVec();
   if (widener_) return UnitParams::from_bf16(su.gathered.cbf16(), *su.layout, *widener_);
   return ConstVec(su.gathered.data(), su.padded);
 }

@@ -99,7 +99,7 @@ void ReducePipeline::reduce_scatter(int u) {
   // expert group), and its slice group is S/P ranks: the mean over the S ranks' tokens is the
   // slice group's mean over P.
   for (const PartShard& ps : su.parts)
-    if (ps.part.slices > 1)
+    if (ps.part.slices > 1 && !tracker_.counting())
       scale(Vec(su.grad_full.data() + ps.part.base, ps.part.flat()), 1.f / float(ps.part.slices));
   Pending pr = cast_for_send(u);
   pr.first = shards_grads(state_.strategy()) && fresh_[std::size_t(u)];
@@ -209,9 +209,10 @@ void ReducePipeline::finish_bf16_all_reduce(comm::Communicator& c, TrackedBuffer
                                             const TrackedBuffer& block, Vec out) {
   const std::int64_t n = block.size();
   const Bf16Vec own(send.bf16().data() + std::int64_t(c.rank()) * n, n);
-  cast_to_bf16(block.cvec(), own);
-  c.all_gather(ConstBf16Vec(own.data(), n), send.bf16());
-  widen_bf16(send.cbf16(), out);
+  const bool compute = !tracker_.counting();  // a counting tracker's buffers hold nothing
+  if (compute) cast_to_bf16(block.cvec(), own);
+  c.all_gather(ConstBf16Vec(own.data(), n), Bf16Vec(send.bf16().data(), send.size()));
+  if (compute) widen_bf16(send.cbf16(), out);
 }
 
 void ReducePipeline::all_reduce_bf16(comm::Communicator& c, Vec buf) {
@@ -219,8 +220,9 @@ void ReducePipeline::all_reduce_bf16(comm::Communicator& c, Vec buf) {
   TrackedBuffer send(tracker_, "replicate_reduce_send_bf16", n, MemCategory::CommBuffers,
                      MemSpace::Device, Dtype::BF16);
   TrackedBuffer block(tracker_, "replicate_reduce_block", n / c.size(), MemCategory::CommBuffers);
-  cast_to_bf16(ConstVec(buf.data(), n), send.bf16());
-  c.reduce_scatter(send.cbf16(), block.vec(), comm::ReduceOp::Avg);
+  if (!tracker_.counting()) cast_to_bf16(ConstVec(buf.data(), n), send.bf16());
+  c.reduce_scatter(ConstBf16Vec(send.bf16().data(), n), Vec(block.data(), block.size()),
+                   comm::ReduceOp::Avg);
   times_.reduce_bytes += double(n) * 2.0;
   finish_bf16_all_reduce(c, send, block, buf);
 }

@@ -47,8 +47,8 @@ class ReducePipeline {
   void land_on_host(Pending& p, const PinnedVec& dst);  // fsdp.offload = params
   // The second half of a bf16 all-reduce whose reduce-scatter of `send` into `block` is done:
   // round the averaged block to bf16, all-gather it into `send`, widen into `out`.
-  static void finish_bf16_all_reduce(comm::Communicator& c, TrackedBuffer& send,
-                                     const TrackedBuffer& block, Vec out);
+  void finish_bf16_all_reduce(comm::Communicator& c, TrackedBuffer& send,
+                              const TrackedBuffer& block, Vec out);
   void all_reduce_bf16(comm::Communicator& c, Vec buf);
 
   ShardedState& state_;

@@ -80,9 +80,10 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Device
     ShardedUnit& su = units_[u];
     const std::string& name = su.layout->name;
 
-    // Every rank initialises the whole unit the same way and keeps what it owns.
-    std::vector<float> full(su.whole, 0.f);
-    arch.init_unit(setup.model, *su.stored, full.data(), seed);
+    // Every rank initialises the whole unit the same way and keeps what it owns (a counting
+    // tracker's buffers hold nothing to initialise).
+    std::vector<float> full(tracker.counting() ? 0 : su.whole, 0.f);
+    if (!tracker.counting()) arch.init_unit(setup.model, *su.stored, full.data(), seed);
     const auto keep_own = [&](const ShardVec& shard) {
       for (const PartShard& ps : su.parts)
         shard.sub(ps.shard_offset, ps.shard).copy_from(full.data() + ps.flat_begin());
@@ -143,6 +144,7 @@ ShardVec ShardedState::param_shard(int u) {
 ShardVec ShardedState::grad_shard(int u) {
   ShardedUnit& su = units_[std::size_t(u)];
   if (shards_grads(setup_.strategy)) return su.grad_shard.view();
+  if (tracker_.counting()) return ShardVec::counted(su.shard, false);
   return ShardVec::on_device(su.grad_full.vec(su.shard_begin, su.shard));
 }
 
@@ -230,8 +232,10 @@ void ShardedState::sync_full_params() {
       TrackedBuffer full(tracker_, su.layout->name + "::param_gather_bf16", su.padded,
                          MemCategory::CommBuffers, MemSpace::Device, Dtype::BF16);
       const Bf16Vec own(full.bf16().data() + su.shard_begin, su.shard);
-      cast_to_bf16(param_shard(u).device(), own);
-      shard_.all_gather(ConstBf16Vec(own.data(), su.shard), full.bf16());
+      const bool compute = !tracker_.counting();  // a counting tracker's buffers hold nothing
+      if (compute) cast_to_bf16(param_shard(u).device(), own);
+      shard_.all_gather(ConstBf16Vec(own.data(), su.shard), Bf16Vec(full.bf16().data(), su.padded));
+      if (!compute) continue;
       const std::int64_t end = su.shard_begin + su.shard;
       widen_bf16(ConstBf16Vec(full.bf16().data(), su.shard_begin),
                  subvec(su.params.device(), 0, std::size_t(su.shard_begin)));

@@ -23,13 +23,16 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
   Decoder& m = *model_;
   double loss = 0.0;
 
-  load(j, m);
+  // On a counting tracker (the planner's run, plan/counted_step.hpp) the model computes nothing:
+  // its buffers were all made with it, and the step's own allocations are what is counted.
+  if (!counted_) load(j, m);
   gather_->begin(stage_units_);
   for (int i = 0; i < nf; ++i) {  // forward: gather, compute, free
     const Stage s = stages[std::size_t(i)];
     const UnitParams p = gather_->all_gather(i);
     const double t0 = now_s();
-    if (s.head) {
+    if (counted_) {
+    } else if (s.head) {
       loss = m.head_forward(p);
       note_experts(m);
     } else {
@@ -48,8 +51,12 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     reduce_->before_backward(s.unit);
     const Vec grads = state_->units()[std::size_t(s.unit)].grad_full.vec();
     const double t0 = now_s();
-    if (s.head) m.head_backward(p, grads, dloss);
-    else m.backward_unit(s.unit, p, grads);
+    if (counted_) {
+    } else if (s.head) {
+      m.head_backward(p, grads, dloss);
+    } else {
+      m.backward_unit(s.unit, p, grads);
+    }
     ExecSpace().fence();
     trace_compute("backward ", s.unit, t0);
     gather_->release(i);

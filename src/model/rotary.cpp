@@ -35,6 +35,7 @@ RopeTable::RopeTable(MemoryTracker& tracker, const ModelConfig& m, int T) {
   const std::int64_t n = std::int64_t(T) * half;
   cos_ = TrackedBuffer(tracker, "rope::cos", n, MemCategory::Activations);
   sin_ = TrackedBuffer(tracker, "rope::sin", n, MemCategory::Activations);
+  if (tracker.counting()) return;  // counted, not made (the planner's run)
   const std::vector<double> inv = rope_inv_freq(m);
   std::vector<float> c(static_cast<std::size_t>(n)), s(static_cast<std::size_t>(n));
   for (int t = 0; t < T; ++t)

@@ -12,6 +12,7 @@
 #include "fsdp/canonical_tree.hpp"
 #include "fsdp/part_layout.hpp"
 #include "model/architecture.hpp"
+#include "plan/counted_step.hpp"
 #include "plan/step_replay.hpp"
 
 namespace fsdp::plan {
@@ -59,6 +60,32 @@ std::int64_t activation_elements(const ModelConfig& s, int micro_batch, bool che
   return architecture_of(s).activation_elements(s, micro_batch, checkpointing);
 }
 
+namespace {
+// bf16 as it would run with bf16 kernels on a GPU (ElementBytes): the replay's allocations
+// (plan/step_replay.hpp), folded into peaks as MemoryTracker::on_alloc and on_free do. The engine
+// itself (count_step) allocates what it runs today, float activations and widened parameters.
+void replayed_peaks(const Setup& s, int micro, int rank,
+                    std::array<std::array<std::int64_t, kNumMemCategories>, 2>& peak_out,
+                    std::array<std::int64_t, 2>& total_out) {
+  std::array<std::array<double, kNumMemCategories>, 2> cur{}, peak{};
+  std::array<double, 2> total{}, total_peak{};
+  for (const StepEvent& e : replay_step(s, micro, rank)) {
+    if (e.kind != StepEvent::Alloc && e.kind != StepEvent::Free) continue;
+    const int sp = int(e.space), c = int(e.cat);
+    const double d = e.kind == StepEvent::Alloc ? e.bytes : -e.bytes;
+    cur[sp][c] += d;
+    total[sp] += d;
+    peak[sp][c] = std::max(peak[sp][c], cur[sp][c]);
+    total_peak[sp] = std::max(total_peak[sp], total[sp]);
+  }
+  for (int sp = 0; sp < 2; ++sp) {
+    for (int c = 0; c < kNumMemCategories; ++c)
+      peak_out[sp][c] = std::int64_t(std::llround(peak[sp][c]));
+    total_out[sp] = std::int64_t(std::llround(total_peak[sp]));
+  }
+}
+}  // namespace
+
 MemoryPlan plan_memory(const Setup& s) {
   MemoryPlan mp;
   mp.shard_group = s.shard_group();
@@ -95,23 +122,25 @@ MemoryPlan plan_memory(const Setup& s) {
     }
   }
   for (int r : ranks) {
-    std::array<std::array<double, kNumMemCategories>, 2> cur{}, peak{};
-    std::array<double, 2> total{}, total_peak{};
     // Micro-batches after the second repeat the second's allocations, except under
     // deterministic mode, whose summation tree deepens with their number.
-    for (const StepEvent& e : replay_step(s, s.deterministic ? 0 : 3, r)) {
-      if (e.kind != StepEvent::Alloc && e.kind != StepEvent::Free) continue;
-      const int sp = int(e.space), c = int(e.cat);
-      const double d = e.kind == StepEvent::Alloc ? e.bytes : -e.bytes;
-      cur[sp][c] += d;
-      total[sp] += d;
-      peak[sp][c] = std::max(peak[sp][c], cur[sp][c]);
-      total_peak[sp] = std::max(total_peak[sp], total[sp]);
+    const int micro = s.deterministic ? 0 : 3;
+    std::array<std::array<std::int64_t, kNumMemCategories>, 2> peak{};
+    std::array<std::int64_t, 2> total_peak{};
+    if (s.precision == Precision::BF16) {
+      replayed_peaks(s, micro, r, peak, total_peak);
+    } else {
+      const CountedStep c = count_step(s, r, micro);
+      for (int sp = 0; sp < 2; ++sp) {
+        for (int ci = 0; ci < kNumMemCategories; ++ci)
+          peak[sp][ci] = c.tracker.peak(MemCategory(ci), MemSpace(sp));
+        total_peak[sp] = c.tracker.peak_total(MemSpace(sp));
+      }
     }
     for (int sp = 0; sp < 2; ++sp) {
-      for (int c = 0; c < kNumMemCategories; ++c)
-        mp.peak[sp][c] = std::max(mp.peak[sp][c], std::int64_t(std::llround(peak[sp][c])));
-      mp.peak_total[sp] = std::max(mp.peak_total[sp], std::int64_t(std::llround(total_peak[sp])));
+      for (int ci = 0; ci < kNumMemCategories; ++ci)
+        mp.peak[sp][ci] = std::max(mp.peak[sp][ci], peak[sp][ci]);
+      mp.peak_total[sp] = std::max(mp.peak_total[sp], total_peak[sp]);
     }
   }
   return mp;

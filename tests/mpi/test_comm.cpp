@@ -281,6 +281,9 @@ TEST_CASE("device mesh groups hold the ranks their definition names", "[comm]") 
     if (m.expert > 1) extra.push_back(MeshGroup::expert_slice(m.expert));
     const DeviceMesh mesh(MPI_COMM_WORLD, m, extra, host_groups());
     CHECK(mesh.rank() == r);
+    // The planner's mesh of the same rank (groups that move nothing) has the same groups, sizes
+    // and positions as the one that moves data.
+    const DeviceMesh counted = DeviceMesh::without_transport(m, extra, r);
     std::vector<MeshGroup> all{MeshGroup::world(), MeshGroup::product({MeshDim::Shard})};
     for (MeshDim d : {MeshDim::Replicate, MeshDim::Shard, MeshDim::Context, MeshDim::Tensor,
                       MeshDim::Expert})
@@ -296,6 +299,10 @@ TEST_CASE("device mesh groups hold the ranks their definition names", "[comm]") 
       c.all_gather(cvec(me), vec(got));
       for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == float(want[i]));
       if (c.size() == 1) CHECK(std::string(c.backend()) == "single");
+      Communicator& nc = counted.group(g);
+      CHECK(nc.size() == c.size());
+      CHECK(nc.rank() == c.rank());
+      CHECK(!nc.moves_data());
     }
     // A dimension has its own communicator, named after it, even where it has the world's ranks.
     CHECK(mesh.group(MeshDim::Shard).name() == "shard");

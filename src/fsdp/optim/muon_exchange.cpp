@@ -10,7 +10,7 @@
 namespace fsdp {
 
 MuonExchange::MuonExchange(ShardedState& state, MemoryTracker& tracker, int ns_steps, bool bf16)
-    : state_(state), ns_steps_(ns_steps), bf16_(bf16) {
+    : state_(state), ns_steps_(ns_steps), bf16_(bf16), counted_(tracker.counting()) {
   const RunLayout& layout = state.layout();
   const MuonOwners owners = muon_owners(layout, ns_steps);
   std::vector<int> positions;
@@ -102,6 +102,8 @@ void MuonExchange::unpack(const Round& r, const Vec& send) {
 }
 
 void MuonExchange::orthogonalise() {
+  // Every buffer of the exchange was made with it: a counted run allocates nothing more here.
+  if (counted_) return;
   const int R = int(rounds_.size());
   std::vector<comm::Handle> gathers(2), returns(2);
   const auto post_gather = [&](int i) {

@@ -46,6 +46,7 @@ class MuonExchange {
   ShardedState& state_;
   int ns_steps_;
   bool bf16_;  // muon.ns_dtype = bf16
+  bool counted_;  // a counting tracker (the planner's run): the buffers above are all it needs
   double flops_ = 0.0;
   std::vector<Round> rounds_;
   TrackedBuffer send_[2], recv_[2], gathered_, work_;

@@ -32,13 +32,35 @@ std::int64_t stream_piece(const std::vector<ShardedUnit>& units) {
 
 ShardedOptimizer::ShardedOptimizer(ShardedState& state, const TrainConfig& train,
                                    MemoryTracker& tracker)
-    : state_(state), train_(train), tier_(make_state_tier(state, tracker)) {
+    : state_(state), train_(train), tier_(make_state_tier(state, tracker)),
+      counted_(tracker.counting()) {
   if (state.setup().optimizer == OptimizerKind::Muon)
     muon_ = std::make_unique<MuonExchange>(state, tracker, state.setup().muon.ns_steps,
                                            state.setup().muon.ns_dtype == "bf16");
 }
 
 ShardedOptimizer::~ShardedOptimizer() = default;
+
+namespace {
+// What a rule reads and writes, without its kernels (the planner's counted step).
+class CountedRule final : public UpdateRule {
+ public:
+  explicit CountedRule(const UpdateRule& r) : access_(r.access()) {}
+  StateAccess access() const override { return access_; }
+  void on_device(const UnitOptimizerLayout&, const StatePiece<Vec>&) override {}
+  void on_host(const UnitOptimizerLayout&, const StatePiece<PinnedVec>&) override {}
+
+ private:
+  StateAccess access_;
+};
+}  // namespace
+
+void ShardedOptimizer::sweep(UpdateRule& rule, bool zero_grads,
+                             const std::function<void(int)>& updated) {
+  if (!counted_) return tier_->sweep(rule, zero_grads, updated);
+  CountedRule counted(rule);
+  tier_->sweep(counted, zero_grads, updated);
+}
 
 std::vector<comm::Communicator*> ShardedOptimizer::placement_comms() {
   // Placement p's parts are held once by each of its shard groups: their sums go over that.
@@ -143,7 +165,7 @@ OptimizerResult ShardedOptimizer::step(int step, double norm2, double loss, bool
   s.grad_scale = (clip > 0.0 && r.grad_norm > clip) ? float(clip / (r.grad_norm + 1e-6)) : 1.f;
   if (!muon_) {
     AdamWRule adamw(s);
-    tier_->sweep(adamw, zero_full_grads, updated);
+    sweep(adamw, zero_full_grads, updated);
     return r;
   }
   // Muon: the momentum pass (AdamW's tensors done there), the exchange and Newton-Schulz, and
@@ -157,10 +179,10 @@ OptimizerResult ShardedOptimizer::step(int step, double norm2, double loss, bool
   m.lr = match ? s.lr : float(mc.lr * (r.lr / train_.lr));  // original: muon.lr on lr's schedule
   m.weight_decay = s.weight_decay;
   MuonMomentumRule momentum(s, m);
-  tier_->sweep(momentum, zero_full_grads, nullptr);
+  sweep(momentum, zero_full_grads, nullptr);
   muon_->orthogonalise();
   MuonApplyRule apply(m, match);
-  tier_->sweep(apply, zero_full_grads, updated);
+  sweep(apply, zero_full_grads, updated);
   return r;
 }
 

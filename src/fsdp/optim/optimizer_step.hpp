@@ -68,6 +68,9 @@ class ShardedOptimizer {
   const TrainConfig& train_;
   std::unique_ptr<StateTier> tier_;     // where the state lives (fsdp/optim/state_tier.hpp)
   std::unique_ptr<MuonExchange> muon_;  // train.optimizer = muon
+  bool counted_ = false;  // a counting tracker: the tiers move their buffers, no rule computes
+  // Runs rule over the tier, or (counted_) the tier's movements around a rule that computes nothing.
+  void sweep(UpdateRule& rule, bool zero_grads, const std::function<void(int)>& updated);
 };
 
 }  // namespace fsdp

@@ -109,8 +109,10 @@ void DecoderSkeleton::allocate(MemoryTracker& tracker) {
   auto buf = [&](const std::string& name, std::int64_t n, Dtype d = Dtype::F32) {
     return TrackedBuffer(tracker, name, n, MC::Activations, MemSpace::Device, d);
   };
-  inputs_ = TokenView(t + "::inputs", BT);
-  targets_ = TokenView(t + "::targets", BT);
+  if (!tracker.counting()) {  // untracked, and never read in the planner's run
+    inputs_ = TokenView(t + "::inputs", BT);
+    targets_ = TokenView(t + "::targets", BT);
+  }
   for (int l = 0; l <= cfg_.n_layer; ++l) residual_.push_back(buf(t + "::residual" + std::to_string(l), BTC));
   const int n_acts = checkpointing_ ? 1 : cfg_.n_layer;
   for (int l = 0; l < n_acts; ++l) {

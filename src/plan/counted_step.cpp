@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+#include "plan/counted_step.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "comm/device_mesh.hpp"
+#include "core/offload_file.hpp"
+#include "fsdp/engine.hpp"
+#include "fsdp/part_layout.hpp"
+#include "io/checkpoint_staging.hpp"
+#include "io/trace.hpp"
+
+namespace fsdp::plan {
+
+CountedStep count_step(const RunSetup& s, int rank, int max_micro_batches) {
+  CountedStep out;
+  comm::DeviceMesh mesh = comm::DeviceMesh::without_transport(s.mesh(), s.mesh_groups(), rank);
+  std::unique_ptr<OffloadFile> disk;
+  if (s.offload == Offload::Nvme) {
+    out.disk_bytes = ShardedState::offload_bytes(s, place_units(s, model_units(s.model)));
+    disk = OffloadFile::counting(out.disk_bytes);
+    out.disk_bytes = disk->size();
+  }
+  Trace trace;
+  Engine engine(s, mesh, out.tracker, trace, disk.get());
+  StagedState staged(out.tracker);  // train/trainer.cpp: made before the first step
+  if (s.checkpoint_staging) staged.allocate(engine.state());
+  const int micro = max_micro_batches > 0 ? std::min(max_micro_batches, s.micro_batches())
+                                          : s.micro_batches();
+  const Engine::LoadMicroBatch load = [](int, Decoder&) {};  // no tokens: nothing is computed
+  for (int step = 0; step < 2; ++step) {
+    engine.set_prefetch_next_step(s.prefetch_across_steps && s.prefetch > 0 && step == 0);
+    engine.train_step(step, micro, load);
+  }
+  return out;
+}
+
+}  // namespace fsdp::plan
