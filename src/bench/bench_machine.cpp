@@ -249,7 +249,7 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
     const double tok = double(cfg.train.micro_batch_size) * cfg.model.block_size;
     const Architecture& arch = architecture_of(s.model);
     double flops = arch.flops_per_token(s.model) * tok;
-    for (const UnitFlops& f : arch.unit_flops(s.model, s.micro_batch, s.activation_checkpointing))
+    for (const UnitFlops& f : arch.unit_flops(s.model, s.micro_batch, s.activation_checkpointing()))
       flops += f.recompute;
     const double t = median(rounds);
     m.gemm_efficiency = flops / (t * m.peak_flops_fp32);

@@ -39,7 +39,8 @@ std::vector<MeshGroup> DeviceMesh::wanted(const MeshShape& shape,
 }
 
 DeviceMesh DeviceMesh::without_transport(const MeshShape& shape,
-                                         const std::vector<MeshGroup>& extra, int rank) {
+                                         const std::vector<MeshGroup>& extra, int rank,
+                                         CollectiveLog* log) {
   if (const std::string why = shape.check(shape.world()); !why.empty())
     fatal("comm::DeviceMesh: " + why);
   if (rank < 0 || rank >= shape.world())
@@ -51,7 +52,8 @@ DeviceMesh DeviceMesh::without_transport(const MeshShape& shape,
   for (const MeshGroup& g : wanted(shape, extra)) {
     const std::vector<int> members = shape.members(rank, g);
     const int position = int(std::find(members.begin(), members.end(), rank) - members.begin());
-    m.made_.push_back({g, std::make_unique<NullCommunicator>(position, int(members.size()), g.name)});
+    m.made_.push_back(
+        {g, std::make_unique<NullCommunicator>(position, int(members.size()), g.name, log)});
   }
   return m;
 }

@@ -26,6 +26,8 @@ using GroupFactory =
 // Host communicators (make_communicator) named after their groups, logging nothing.
 GroupFactory host_groups(MpiOptions options = {});
 
+struct CollectiveRecord;  // comm/null_communicator.hpp
+
 class DeviceMesh {
  public:
   DeviceMesh() = default;
@@ -35,9 +37,10 @@ class DeviceMesh {
   DeviceMesh(MPI_Comm world, const MeshShape& shape, const std::vector<MeshGroup>& extra,
              const GroupFactory& make);
   // World rank `rank`'s mesh of the same groups, each a NullCommunicator (moves nothing): the
-  // planner's run of the engine for one rank of a job it does not have.
+  // planner's run of the engine for one rank of a job it does not have. log: where every group
+  // records the collectives it is handed (comm/null_communicator.hpp), or null.
   static DeviceMesh without_transport(const MeshShape& shape, const std::vector<MeshGroup>& extra,
-                                      int rank);
+                                      int rank, std::vector<CollectiveRecord>* log = nullptr);
   DeviceMesh(DeviceMesh&&) noexcept;
   DeviceMesh& operator=(DeviceMesh&&) noexcept;
   ~DeviceMesh();

@@ -266,7 +266,6 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   s.bf16_gemms = s.precision == Precision::BF16 &&
                  (g == "bf16" || (g == "auto" && bf16_gemm_hardware));
   s.bf16_gemms_asked = g == "bf16";
-  s.activation_checkpointing = cfg.model.checkpoints_blocks();
   s.accumulate_sharded = cfg.fsdp.accumulate == "sharded";
   s.micro_batch = cfg.train.micro_batch_size;
   s.batch_size = cfg.train.batch_size;

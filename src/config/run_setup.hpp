@@ -60,7 +60,9 @@ struct RunSetup {
   // activations and accumulate in fp32 (model/gemm/bf16_gemm.hpp).
   bool bf16_gemms = false;
   bool bf16_gemms_asked = false;  // fsdp.gemm_dtype = bf16 itself, for validate()
-  bool activation_checkpointing = false;
+  // model.activation_checkpointing = blocks, read where the model reads it: one decision, which
+  // the engine, its counted run (plan/counted_step.hpp) and the replay share.
+  bool activation_checkpointing() const { return model.checkpoints_blocks(); }
   bool accumulate_sharded = false;  // fsdp.accumulate = sharded
   int micro_batch = 1;              // sequences per forward+backward on one rank
   int batch_size = 0;               // global sequences per step; 0 = one micro-batch per rank

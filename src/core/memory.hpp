@@ -131,6 +131,10 @@ class TrackedBuffer {
     return held() ? Vec(view_.data() + off, n) : Vec();
   }
   ConstVec cvec() const { return ConstVec(view_.data(), view_.extent(0)); }
+  // The float buffer as a collective is handed it: vec(), except that on a counting tracker it
+  // keeps the buffer's size at no address (a group that moves nothing measures it). Never for
+  // a kernel.
+  Vec wire() const { return Vec(view_.data(), words_); }
 
  private:
   MemoryTracker* tracker_ = nullptr;

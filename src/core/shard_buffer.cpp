@@ -24,6 +24,12 @@ Vec ShardVec::device() const {
   return counted_ ? Vec() : Vec(p_, n_);
 }
 
+Vec ShardVec::wire() const {
+  if (!counted_) return device();
+  if (host_ || file_) fatal("a shard not on the device was asked for as device memory");
+  return Vec(nullptr, n_);
+}
+
 PinnedVec ShardVec::host() const {
   if (file_) fatal("a shard on disk (fsdp.offload = nvme) was asked for as host memory");
   if (!host_ && (p_ || counted_)) fatal("a device shard was asked for as host memory (fsdp.offload)");

@@ -39,6 +39,9 @@ class ShardVec {
   std::int64_t size() const { return n_; }
   const void* data() const { return p_; }
   Vec device() const;     // fatal unless the shard is on the device
+  // device() as a collective is handed it: a counted shard keeps its size at no address
+  // (TrackedBuffer::wire). Never for a kernel.
+  Vec wire() const;
   PinnedVec host() const;  // fatal unless it is in host memory
   ShardVec sub(std::int64_t off, std::int64_t n) const;
   // On disk: its file and byte offset there.

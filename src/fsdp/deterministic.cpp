@@ -138,7 +138,7 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
       got[u].emplace_back(tracker_, su.layout->name + "::tree_recv", su.padded,
                           MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
       FSDP_COMM_SITE("deterministic all_to_all " + su.layout->name);
-      world.all_to_all(send.cvec(), got[u].back().vec());
+      world.all_to_all(send.wire(), got[u].back().wire());
     }
   }
   for (std::size_t u = 0; u < units.size(); ++u) {

@@ -81,9 +81,10 @@ void ReducePipeline::all_reduce(int u) {
     // A bf16 all-reduce: this reduce-scatter, then finish_bf16_all_reduce when it lands.
     pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.padded / rep.size(),
                             MemCategory::CommBuffers);
-    pr.handles.push_back(rep.ireduce_scatter(pr.send.cbf16(), pr.recv.vec(), comm::ReduceOp::Avg));
+    pr.handles.push_back(rep.ireduce_scatter(ConstBf16Vec(pr.send.bf16().data(), pr.send.size()),
+                                             pr.recv.wire(), comm::ReduceOp::Avg));
   } else {
-    pr.handles.push_back(rep.iall_reduce(su.grad_full.vec(), comm::ReduceOp::Avg));
+    pr.handles.push_back(rep.iall_reduce(su.grad_full.wire(), comm::ReduceOp::Avg));
   }
   times_.exposed_s += now_s() - t0;
   times_.reduce_bytes += double(pr.handles.back().bytes());

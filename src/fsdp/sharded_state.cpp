@@ -246,7 +246,7 @@ void ShardedState::sync_full_params() {
     TrackedBuffer tmp(tracker_, su.layout->name + "::param_gather_send", su.shard,
                       MemCategory::CommBuffers);
     Kokkos::deep_copy(tmp.vec(), param_shard(u).device());
-    shard_.all_gather(tmp.cvec(), su.params.device());
+    shard_.all_gather(tmp.wire(), su.params.view().wire());
   }
 }
 

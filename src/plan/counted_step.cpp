@@ -15,7 +15,8 @@ namespace fsdp::plan {
 
 CountedStep count_step(const RunSetup& s, int rank, int max_micro_batches) {
   CountedStep out;
-  comm::DeviceMesh mesh = comm::DeviceMesh::without_transport(s.mesh(), s.mesh_groups(), rank);
+  comm::CollectiveLog log;
+  comm::DeviceMesh mesh = comm::DeviceMesh::without_transport(s.mesh(), s.mesh_groups(), rank, &log);
   std::unique_ptr<OffloadFile> disk;
   if (s.offload == Offload::Nvme) {
     out.disk_bytes = ShardedState::offload_bytes(s, place_units(s, model_units(s.model)));
@@ -29,9 +30,12 @@ CountedStep count_step(const RunSetup& s, int rank, int max_micro_batches) {
   const int micro = max_micro_batches > 0 ? std::min(max_micro_batches, s.micro_batches())
                                           : s.micro_batches();
   const Engine::LoadMicroBatch load = [](int, Decoder&) {};  // no tokens: nothing is computed
+  log.clear();  // construction's collectives (none today) are not a step's
   for (int step = 0; step < 2; ++step) {
     engine.set_prefetch_next_step(s.prefetch_across_steps && s.prefetch > 0 && step == 0);
     engine.train_step(step, micro, load);
+    out.collectives.push_back(std::move(log));
+    log.clear();
   }
   return out;
 }

@@ -250,7 +250,7 @@ void print_json(const Report& r) {
                   {"offload", to_string(base.offload)},
                   {"precision", to_string(base.precision)},
                   {"reduce_dtype", base.reduce_bf16 ? "bf16" : "fp32"},
-                  {"activation_checkpointing", base.activation_checkpointing},
+                  {"activation_checkpointing", base.activation_checkpointing()},
                   {"micro_batch", base.micro_batch},
                   {"micro_batches_per_rank", base.micro_batches()},
                   {"global_batch", base.global_batch()}};
@@ -303,7 +303,7 @@ void print_tables(const Report& r, const PlanOptions& o) {
               base.reduce_bf16 ? " (bf16 reduce)" : "",
               base.model.sublayer_units ? "sub-layer" : "block", base.prefetch,
               base.reshard_after_forward ? "" : ", no reshard after forward", base.micro_batches(),
-              base.micro_batch, base.activation_checkpointing ? "blocks" : "none",
+              base.micro_batch, base.activation_checkpointing() ? "blocks" : "none",
               to_string(base.offload));
   std::printf("  %-28s", "per-rank memory, device");
   for (const auto& c : cols)
@@ -336,7 +336,7 @@ void print_tables(const Report& r, const PlanOptions& o) {
   std::printf("\n  %-28s\n", "predicted step");
   row("  step time", cols, [](const Column& c) { return seconds(c.time.step_s); }, true);
   row("  compute", cols, [](const Column& c) { return seconds(c.time.compute_s); }, true);
-  if (base.activation_checkpointing)
+  if (base.activation_checkpointing())
     row("  recompute", cols, [](const Column& c) { return seconds(c.time.recompute_s); }, true);
   row("  exposed communication", cols, [](const Column& c) { return seconds(c.time.comm_exposed_s); }, true);
   row("  link busy", cols, [](const Column& c) { return seconds(c.time.comm_busy_s); }, true);

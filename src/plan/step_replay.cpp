@@ -49,7 +49,7 @@ class Replay {
         window_(padded_units(layout_), s.prefetch),
         head_unit_(architecture_of(s.model).head_unit(s.model)),
         flops_(architecture_of(s.model).unit_flops(s.model, s.micro_batch,
-                                                   s.activation_checkpointing)),
+                                                   s.activation_checkpointing())),
         head_flops_(architecture_of(s.model).head_flops(s.model, s.micro_batch)) {
     for (int u = 0; u < int(layout_.units.size()); ++u) {
       numel_.push_back(layout_.units[std::size_t(u)].numel);
@@ -171,7 +171,7 @@ class Replay {
   void construct() {
     allocate(C::Activations, kDev,
              double(b_.activation) *
-                 double(activation_elements(s_.model, s_.micro_batch, s_.activation_checkpointing)),
+                 double(activation_elements(s_.model, s_.micro_batch, s_.activation_checkpointing())),
              -1);
     // Decoder::use_bf16_gemms: the two bf16 casts of a GEMM's activation operands.
     if (s_.bf16_gemms) {
@@ -514,7 +514,7 @@ class Replay {
       const UnitFlops& f = st.head ? head_flops_ : flops_[std::size_t(u)];
       compute(f.backward, f.recompute, u);
       if (!st.head) {
-        expert_exchanges(u, s_.activation_checkpointing ? 4 : 2);
+        expert_exchanges(u, s_.activation_checkpointing() ? 4 : 2);
         if (grads_home_[std::size_t(u)] > 0) blocking(Coll::AllToAll, Group::Expert, grads_home_[std::size_t(u)], u);
       }
       release(i);

@@ -237,7 +237,7 @@ std::vector<std::string> time_assumptions(const Setup& s, const Machine& m) {
               fmt(m.gemm_efficiency, "") + ")");
   const Architecture& arch = architecture_of(s.model);
   a.push_back("model FLOPs per token " + arch.flops_formula +
-              (s.activation_checkpointing ? "; checkpointing recomputes " + arch.recompute_formula
+              (s.activation_checkpointing() ? "; checkpointing recomputes " + arch.recompute_formula
                                           : std::string()));
   const double slice = m.oversubscription(s.ranks_per_node());
   if (slice > 1.0)

@@ -8,12 +8,15 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
 
 #include "model/architecture.hpp"
 #include "model/decoder.hpp"
+#include "plan/counted_step.hpp"
 #include "plan/machine.hpp"
 #include "plan/memory_model.hpp"
 #include "plan/published_checks.hpp"
+#include "plan/step_replay.hpp"
 #include "plan/time_model.hpp"
 
 using namespace fsdp;
@@ -251,7 +254,7 @@ TEST_CASE("the step's compute is 6P + 12LTC per token at the achieved rate", "[p
   REQUIRE(t.mfu == Approx(m.gemm_efficiency * t.compute_s / t.step_s));
 
   // Checkpointing recomputes every block's forward: 2 P_block + 4TC per token and block.
-  s.activation_checkpointing = true;
+  s.model.activation_checkpointing = "blocks";
   const TimePlan c = plan_time(s, m);
   const double block = double(unit_numels(s.model)[1]);
   REQUIRE(c.hardware_flops_per_token - c.model_flops_per_token ==
@@ -422,7 +425,7 @@ TEST_CASE("the largest model that fits", "[plan]") {
   s.ranks = 8;
   s.micro_batch = 1;
   s.precision = Precision::BF16;
-  s.activation_checkpointing = true;
+  s.model.activation_checkpointing = "blocks";
   const std::int64_t budget = std::int64_t(80) << 30;
   std::int64_t previous = 0;
   for (Strategy st : {Strategy::DDP, Strategy::Zero1, Strategy::Zero2, Strategy::Zero3}) {
@@ -545,4 +548,103 @@ TEST_CASE("Llama family members keep the MLP ratio and the key/value group, and 
   for (const UnitFlops& f : a.unit_flops(untied, 1, false)) sum += f.forward + f.backward;
   const UnitFlops h = a.head_flops(untied, 1);
   CHECK((sum + h.forward + h.backward) / 2048 == Approx(a.flops_per_token(untied)));
+}
+
+namespace {
+
+// The collectives of one step, as (op, group kind) -> (count, bytes): the replay's Issue events
+// (plan/step_replay.hpp) and the engine's own counted run (plan/counted_step.hpp). The counted
+// run's two steps together are two steady steps: the gathers the first one's optimizer carries
+// over are the second's first gathers.
+using Tally = std::map<std::string, std::pair<int, double>>;
+
+std::string kind_of(const std::string& group) {
+  if (group == "world" || group == "shard" || group == "replicate" || group == "expert") return group;
+  return group.find("replicate") != std::string::npos ? "replicate" : "shard";
+}
+
+Tally replay_tally(const Setup& s) {
+  Tally t;
+  for (const StepEvent& e : replay_step(s)) {
+    if (e.kind != StepEvent::Issue) continue;
+    if (e.group == Group::Pcie || e.group == Group::Disk) continue;
+    const char* g = e.group == Group::Shard       ? "shard"
+                    : e.group == Group::Replicate ? "replicate"
+                    : e.group == Group::World     ? "world"
+                                                  : "expert";
+    const char* op = e.op == Coll::AllGather       ? "all_gather"
+                     : e.op == Coll::ReduceScatter ? "reduce_scatter"
+                     : e.op == Coll::AllReduce     ? "all_reduce"
+                                                   : "all_to_all";
+    auto& v = t[std::string(op) + " " + g];
+    v.first += 2;  // two steps' worth, as the counted run's
+    v.second += 2 * e.bytes;
+  }
+  return t;
+}
+
+Tally counted_tally(const Setup& s) {
+  Tally t;
+  const CountedStep c = count_step(s, 0);
+  for (const comm::CollectiveLog& step : c.collectives)
+    for (const comm::CollectiveRecord& r : step) {
+      std::string op = r.op == "scalars" ? "all_reduce" : r.op;
+      const std::string kind = kind_of(r.group);
+      // A bf16 all-reduce over replicas is two collectives in the engine, a reduce-scatter and an
+      // all-gather of the rounded result (fsdp/reduce_pipeline.cpp); the replay times it as one
+      // all-reduce of the same bytes.
+      if (s.reduce_bf16 && kind == "replicate") {
+        if (op == "all_gather") continue;
+        if (op == "reduce_scatter") op = "all_reduce";
+      }
+      auto& v = t[op + " " + kind];
+      ++v.first;
+      v.second += r.bytes;
+    }
+  return t;
+}
+
+}  // namespace
+
+// The timeline (plan_time) still reads the replay's events; the engine's counted run must issue
+// the same collectives, op by op and byte for byte per group, before the timeline can read them
+// from it: dense setups of every strategy, one and four ranks, with carried gathers,
+// deterministic mode, offload, sub-layer units with checkpointing, and bf16. (Experts' token
+// exchanges happen inside the model's compute, which a counted run does not run.)
+TEST_CASE("the engine counted without data issues the collectives the replay times", "[plan]") {
+  for (Strategy st : {Strategy::DDP, Strategy::Zero1, Strategy::Zero2, Strategy::Zero3, Strategy::Hybrid})
+    for (int ranks : {1, 4})
+      for (int variant = 0; variant < 6; ++variant) {
+        Setup s;
+        s.model = shape(3, 4, 128, 256, 64);
+        s.ranks = ranks;
+        s.strategy = st;
+        s.micro_batch = 2;
+        s.batch_size = 2 * 2 * ranks;
+        s.prefetch_across_steps = variant == 1;
+        if (variant == 2) s.deterministic = true;
+        if (variant == 3) s.offload = Offload::Optimizer;
+        if (variant == 4) {
+          s.model.activation_checkpointing = "blocks";
+          s.model.sublayer_units = true;
+        }
+        if (variant == 5) {
+          s.precision = Precision::BF16;
+          s.reduce_bf16 = true;
+        }
+        const Tally a = replay_tally(s), b = counted_tally(s);
+        INFO(strategy_name(st) << " on " << ranks << " variant " << variant);
+        for (const auto& [k, v] : a) {
+          INFO(k);
+          const auto it = b.find(k);
+          CHECK(it != b.end());
+          if (it == b.end()) continue;
+          CHECK(it->second.first == v.first);
+          CHECK(it->second.second == Approx(v.second));
+        }
+        for (const auto& [k, v] : b) {
+          INFO(k << " (counted only)");
+          CHECK(a.count(k) == 1);
+        }
+      }
 }
