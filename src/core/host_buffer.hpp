@@ -26,7 +26,7 @@ class HostBuffer {
   bool allocated() const { return tracker_ != nullptr; }
   std::int64_t size() const { return n_; }  // elements of dtype()
   std::int64_t bytes() const { return words_ * 4; }
-  // On a counting tracker (MemoryTracker::counting) the views are empty.
+  // On a counting tracker (MemoryTracker::counting_only) the views are empty.
   PinnedVec vec() const { return PinnedVec(view_.data(), held() ? n_ : 0); }
   PinnedVec vec(std::int64_t off, std::int64_t n) const {
     return held() ? PinnedVec(view_.data() + off, n) : PinnedVec();

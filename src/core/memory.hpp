@@ -41,7 +41,7 @@ class MemoryTracker {
  public:
   explicit MemoryTracker(std::int64_t device_budget = 0) : budget_(device_budget) {}
   // A tracker whose buffers are counted and never made (their views are empty): the planner
-  // runs the engine's own construction and step on one (plan/dry_step.hpp), so its peaks are
+  // runs the engine's own construction and step on one (plan/counted_step.hpp), so its peaks are
   // the tracker's by construction. Code that computes asks counting() and skips its kernels.
   static MemoryTracker counting_only() {
     MemoryTracker t;

@@ -18,11 +18,8 @@ CountedStep count_step(const RunSetup& s, int rank, int max_micro_batches) {
   comm::CollectiveLog log;
   comm::DeviceMesh mesh = comm::DeviceMesh::without_transport(s.mesh(), s.mesh_groups(), rank, &log);
   std::unique_ptr<OffloadFile> disk;
-  if (s.offload == Offload::Nvme) {
-    out.disk_bytes = ShardedState::offload_bytes(s, place_units(s, model_units(s.model)));
-    disk = OffloadFile::counting(out.disk_bytes);
-    out.disk_bytes = disk->size();
-  }
+  if (s.offload == Offload::Nvme)
+    disk = OffloadFile::counting(ShardedState::offload_bytes(s, place_units(s, model_units(s.model))));
   Trace trace;
   Engine engine(s, mesh, out.tracker, trace, disk.get());
   StagedState staged(out.tracker);  // train/trainer.cpp: made before the first step

@@ -17,7 +17,6 @@ namespace fsdp::plan {
 
 struct CountedStep {
   MemoryTracker tracker = MemoryTracker::counting_only();
-  std::int64_t disk_bytes = 0;  // fsdp.offload = nvme: the rank's offload file
   // The collectives each of the two steps issued, in order (the second's first gathers were
   // issued by the first one's optimizer where fsdp.prefetch_across_steps carries them).
   std::vector<comm::CollectiveLog> collectives;
