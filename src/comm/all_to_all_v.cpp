@@ -50,7 +50,7 @@ Handle Communicator::exchange(const void* send, std::size_t send_extent,
   }
   const char* s0 = static_cast<const char*>(send);
   const char* r0 = static_cast<const char*>(recv);
-  if (send_extent > 0 && recv_extent > 0 && s0 < r0 + recv_extent * elem_bytes &&
+  if (send_extent > 0 && recv_extent > 0 && moves_data() && s0 < r0 + recv_extent * elem_bytes &&
       r0 < s0 + send_extent * elem_bytes)
     fatal(ctx.where + ": send and recv overlap (an all-to-all-v is never in place)");
 

@@ -11,6 +11,7 @@
 #include "comm/peer_blocks.hpp"
 #include "comm/safety.hpp"
 #include "core/bf16.hpp"
+#include "core/step_log.hpp"
 #include "core/types.hpp"
 
 namespace fsdp::comm {
@@ -109,6 +110,14 @@ class Communicator {
   // memory a counting tracker never made, so their addresses are not compared.
   virtual bool moves_data() const { return true; }
   const LinkEmulation& link() const { return link_; }
+  // A blocking collective of `bytes` (what this rank sends) that code which computes nothing
+  // in the planner's counted run would have issued from inside its compute (the experts' token
+  // exchanges, in a model that is not run there): a group that moves nothing logs it
+  // (comm/null_communicator.hpp); a real one has nothing to do.
+  virtual void declare_blocking(Transfer op, double bytes) {
+    (void)op;
+    (void)bytes;
+  }
 
   // recv.extent(0) == size() * send.extent(0); rank q's block lands at q * send.extent(0).
   void all_gather(ConstVec send, Vec recv);

@@ -40,7 +40,7 @@ std::vector<MeshGroup> DeviceMesh::wanted(const MeshShape& shape,
 
 DeviceMesh DeviceMesh::without_transport(const MeshShape& shape,
                                          const std::vector<MeshGroup>& extra, int rank,
-                                         CollectiveLog* log) {
+                                         StepLog* log) {
   if (const std::string why = shape.check(shape.world()); !why.empty())
     fatal("comm::DeviceMesh: " + why);
   if (rank < 0 || rank >= shape.world())
@@ -52,8 +52,7 @@ DeviceMesh DeviceMesh::without_transport(const MeshShape& shape,
   for (const MeshGroup& g : wanted(shape, extra)) {
     const std::vector<int> members = shape.members(rank, g);
     const int position = int(std::find(members.begin(), members.end(), rank) - members.begin());
-    m.made_.push_back(
-        {g, std::make_unique<NullCommunicator>(position, int(members.size()), g.name, log)});
+    m.made_.push_back({g, std::make_unique<NullCommunicator>(position, members, g.name, log)});
   }
   return m;
 }

@@ -15,6 +15,7 @@
 #include "comm/communicator.hpp"
 #include "comm/mesh_shape.hpp"
 #include "comm/mpi_communicator.hpp"
+#include "core/step_log.hpp"
 
 namespace fsdp::comm {
 
@@ -26,8 +27,6 @@ using GroupFactory =
 // Host communicators (make_communicator) named after their groups, logging nothing.
 GroupFactory host_groups(MpiOptions options = {});
 
-struct CollectiveRecord;  // comm/null_communicator.hpp
-
 class DeviceMesh {
  public:
   DeviceMesh() = default;
@@ -38,9 +37,9 @@ class DeviceMesh {
              const GroupFactory& make);
   // World rank `rank`'s mesh of the same groups, each a NullCommunicator (moves nothing): the
   // planner's run of the engine for one rank of a job it does not have. log: where every group
-  // records the collectives it is handed (comm/null_communicator.hpp), or null.
+  // issues the collectives it is handed (core/step_log.hpp), or null.
   static DeviceMesh without_transport(const MeshShape& shape, const std::vector<MeshGroup>& extra,
-                                      int rank, std::vector<CollectiveRecord>* log = nullptr);
+                                      int rank, StepLog* log = nullptr);
   DeviceMesh(DeviceMesh&&) noexcept;
   DeviceMesh& operator=(DeviceMesh&&) noexcept;
   ~DeviceMesh();

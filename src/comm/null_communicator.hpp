@@ -9,47 +9,41 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "core/step_log.hpp"
 
 namespace fsdp::comm {
 
-// One collective a NullCommunicator was handed, in issue order: what the planner's timeline
-// reads from the engine's own step instead of a second description of it.
-struct CollectiveRecord {
-  std::string op;     // all_gather | reduce_scatter | all_reduce | all_to_all | all_to_all_v |
-                      // scalars (the small all-reduces of norms, losses and flags)
-  std::string group;  // the group's name ("shard", "replicate", "world", a part's group, ...)
-  int size = 1;       // ranks in the group
-  double bytes = 0;   // the full buffer, as nccl-tests' size (all-to-all-v: what this rank sends)
-};
-using CollectiveLog = std::vector<CollectiveRecord>;
-
 class NullCommunicator final : public Communicator {
  public:
-  // log: where each collective is recorded (none when null).
-  NullCommunicator(int rank, int size, std::string name, CollectiveLog* log = nullptr)
-      : Communicator(rank, size, std::move(name), {}), log_(log) {}
+  // members: the group's world ranks, ascending (rank is this rank's position among them).
+  // log: where each collective is issued and waited for (core/step_log.hpp), or null.
+  NullCommunicator(int rank, const std::vector<int>& members, std::string name,
+                   StepLog* log = nullptr);
 
   const char* backend() const override { return "none"; }
   bool moves_data() const override { return false; }
   void barrier() override {}
+  void declare_blocking(Transfer op, double bytes) override { note(op, bytes, true); }
 
  protected:
-  std::unique_ptr<detail::Pending> start_all_gather(ConstVec, Vec recv, bool) override {
-    return note("all_gather", 4.0 * double(recv.extent(0)));
+  std::unique_ptr<detail::Pending> start_all_gather(ConstVec, Vec recv, bool blocking) override {
+    return note(Transfer::AllGather, 4.0 * double(recv.extent(0)), blocking);
   }
   std::unique_ptr<detail::Pending> start_reduce_scatter(ConstVec send, Vec, ReduceOp,
-                                                        bool) override {
-    return note("reduce_scatter", 4.0 * double(send.extent(0)));
+                                                        bool blocking) override {
+    return note(Transfer::ReduceScatter, 4.0 * double(send.extent(0)), blocking);
   }
   std::unique_ptr<detail::Pending> start_reduce_scatter_bf16(ConstBf16Vec send, Vec, ReduceOp,
-                                                             bool) override {
-    return note("reduce_scatter", 2.0 * double(send.extent(0)));
+                                                             bool blocking) override {
+    return note(Transfer::ReduceScatter, 2.0 * double(send.extent(0)), blocking);
   }
-  std::unique_ptr<detail::Pending> start_all_reduce(Vec buf, ReduceOp, bool) override {
-    return note("all_reduce", 4.0 * double(buf.extent(0)));
+  std::unique_ptr<detail::Pending> start_all_reduce(Vec buf, ReduceOp, bool blocking) override {
+    return note(Transfer::AllReduce, 4.0 * double(buf.extent(0)), blocking);
   }
-  void do_broadcast(Vec buf, int) override { note("broadcast", 4.0 * double(buf.extent(0))); }
-  void do_all_to_all(ConstVec send, Vec) override { note("all_to_all", 4.0 * double(send.extent(0))); }
+  void do_broadcast(Vec, int) override {}  // not a step's (initial parameters, a resume)
+  void do_all_to_all(ConstVec send, Vec) override {
+    note(Transfer::AllToAll, 4.0 * double(send.extent(0)), true);
+  }
   std::unique_ptr<detail::Pending> start_all_to_all_v(ConstVec, const PeerBlocks& send_blocks, Vec,
                                                       const PeerBlocks&, bool) override;
   // Every rank's bytes are this rank's: agreements agree, sums are size() times the value.
@@ -58,8 +52,12 @@ class NullCommunicator final : public Communicator {
   void order_after_compute() override {}  // nothing was computed
 
  private:
-  std::unique_ptr<detail::Pending> note(const char* op, double bytes);
-  CollectiveLog* log_;
+  // Issues op on the log; a blocking call is waited for at once (the backend returns nullptr),
+  // a non-blocking one when the engine waits for its handle.
+  std::unique_ptr<detail::Pending> note(Transfer op, double bytes, bool blocking,
+                                        bool scalars = false);
+  StepLog* log_;
+  int group_ = -1;  // in log_
 };
 
 }  // namespace fsdp::comm

@@ -15,6 +15,8 @@
 
 namespace fsdp {
 
+class StepLog;  // core/step_log.hpp
+
 // WidenedParams: the float copies that bf16 parameters are widened into for float kernels.
 // CheckpointStaging: host copies of this rank's shards that an asynchronous checkpoint writes
 // while training goes on (io/async_checkpointer.hpp); host memory only.
@@ -43,12 +45,16 @@ class MemoryTracker {
   // A tracker whose buffers are counted and never made (their views are empty): the planner
   // runs the engine's own construction and step on one (plan/counted_step.hpp), so its peaks are
   // the tracker's by construction. Code that computes asks counting() and skips its kernels.
-  static MemoryTracker counting_only() {
+  // log: where that run records what the step did instead (core/step_log.hpp), or null.
+  static MemoryTracker counting_only(StepLog* log = nullptr) {
     MemoryTracker t;
     t.counting_ = true;
+    t.log_ = log;
     return t;
   }
   bool counting() const { return counting_; }
+  // The counted run's log of transfers, compute and optimizer passes; null on a real tracker.
+  StepLog* log() const { return log_; }
   void set_budget(std::int64_t bytes) { budget_ = bytes; }
   std::int64_t budget() const { return budget_; }
 
@@ -73,6 +79,7 @@ class MemoryTracker {
  private:
   std::int64_t budget_;
   bool counting_ = false;
+  StepLog* log_ = nullptr;
   std::array<std::array<std::int64_t, kNumMemCategories>, 2> cur_{}, peak_{};
   std::array<std::int64_t, 2> total_{}, total_peak_{};
   std::map<std::string, std::int64_t> live_;  // label -> bytes, for the OOM report

@@ -19,6 +19,7 @@
 #include "core/clock.hpp"
 #include "core/exit_codes.hpp"
 #include "core/faults.hpp"
+#include "core/step_log.hpp"
 
 namespace fsdp {
 namespace {
@@ -197,9 +198,10 @@ void OffloadFile::open(std::int64_t bytes) {
   });
 }
 
-std::unique_ptr<OffloadFile> OffloadFile::counting(std::int64_t bytes) {
+std::unique_ptr<OffloadFile> OffloadFile::counting(std::int64_t bytes, StepLog* log) {
   std::unique_ptr<OffloadFile> f(new OffloadFile());
   f->counting_ = true;
+  f->log_ = log;
   f->dir_ = "(counted)";
   f->size_ = io_round(bytes);
   return f;
@@ -237,7 +239,10 @@ std::int64_t OffloadFile::allocate(std::int64_t bytes) {
 }
 
 OffloadFile::Ticket OffloadFile::submit(bool write, std::int64_t off, std::int64_t bytes, void* buf) {
-  if (counting_) return ++counted_;
+  if (counting_) {
+    if (log_) logged_.push_back(log_->issue(write ? Transfer::DiskWrite : Transfer::DiskRead, -1, double(bytes)));
+    return ++counted_;
+  }
   if (!q_) fatal("offload file in " + dir_ + ": used before open()");
   if (off % kIoAlign || bytes % kIoAlign || reinterpret_cast<std::uintptr_t>(buf) % kIoAlign ||
       off + bytes > size_)
@@ -261,6 +266,8 @@ OffloadFile::Ticket OffloadFile::write(std::int64_t off, std::int64_t bytes, con
 }
 
 void OffloadFile::wait(Ticket t) {
+  // One queue in issue order: waiting for t is waiting for every request up to it.
+  for (; log_ && waited_ < t && waited_ < logged_.size(); ++waited_) log_->wait(logged_[waited_]);
   if (!q_) return;
   std::unique_lock<std::mutex> lock(q_->mu);
   if (q_->completed < t) {

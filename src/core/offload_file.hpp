@@ -87,8 +87,8 @@ class OffloadFile {
   void open(std::int64_t bytes);
   // A file of `bytes` that exists only as a layout: regions are allocated as in a real one,
   // requests complete at once and move nothing (the planner's run of the engine on a counting
-  // tracker, core/memory.hpp).
-  static std::unique_ptr<OffloadFile> counting(std::int64_t bytes);
+  // tracker, core/memory.hpp). log: where its requests are issued and waited for, or null.
+  static std::unique_ptr<OffloadFile> counting(std::int64_t bytes, StepLog* log = nullptr);
   bool counts_only() const { return counting_; }
   ~OffloadFile();  // finishes the queued requests; removes the lock file if it holds it
 
@@ -136,6 +136,9 @@ class OffloadFile {
   bool written_ = false;  // a write was issued since the file was opened or last zeroed
   bool counting_ = false;
   Ticket counted_ = 0;  // counting(): the requests issued
+  StepLog* log_ = nullptr;
+  std::vector<int> logged_;  // counting() with a log: each ticket's handle in it
+  std::size_t waited_ = 0;   // tickets up to this one are logged as waited for
   std::int64_t size_ = 0, next_ = 0;
   std::unique_ptr<Queue> q_;
 };

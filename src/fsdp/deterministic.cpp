@@ -20,6 +20,7 @@
 
 #include "core/bf16.hpp"
 #include "core/host_copy.hpp"
+#include "core/step_log.hpp"
 #include "fsdp/canonical_tree.hpp"
 #include "fsdp/engine.hpp"
 
@@ -193,6 +194,10 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
     if (dst.in_host_memory()) {
       host_copy::to_host(dst.host(), assembled.cvec());
       host_copy::wait_copies();
+      if (StepLog* log = tracker_.log()) {  // the counted run: what its empty views cannot show
+        log->copy(Transfer::DeviceToHost, 4.0 * double(dst.size()));
+        log->wait_copies();
+      }
     }
     got[u].clear();
     if (shards_grads(setup_.strategy)) su.grad_full.reset();

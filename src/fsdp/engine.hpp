@@ -16,6 +16,7 @@
 #include "fsdp/reduce_pipeline.hpp"
 #include "fsdp/schedule.hpp"
 #include "fsdp/sharded_state.hpp"
+#include "fsdp/stage_costs.hpp"
 #include "fsdp/strategy.hpp"
 #include "io/trace.hpp"
 #include "model/architecture.hpp"
@@ -110,6 +111,9 @@ class Engine {
   // last use.
   double micro_batch(int j, const LoadMicroBatch& load, float dloss, bool reduce_last);
   void trace_compute(const char* pass, int unit, double t0);  // pass: "forward " or "backward "
+  // The counted run (a counting tracker with a log): what stage s's compute would have cost,
+  // logged where the model would have run (fsdp/stage_costs.hpp).
+  void log_stage(const Stage& s, bool backward);
   void forward_backward(int n_micro, const LoadMicroBatch& load, double& loss_sum);
   void zero_grads();  // the step's full gradients start at zero (what the optimizer left)
   double optimizer_step(int step, StepResult& r);
@@ -137,6 +141,7 @@ class Engine {
   ParallelContext parallel_;  // what the model was built with
   MemoryTracker& tracker_;
   const bool counted_;  // a counting tracker: buffers are counted, nothing is computed
+  StageCosts costs_;    // with its log: what each stage's compute costs
   Trace& trace_;
   std::unique_ptr<Decoder> model_;
   std::unique_ptr<ShardedState> state_;

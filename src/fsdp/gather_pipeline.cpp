@@ -8,6 +8,7 @@
 
 #include "core/check.hpp"
 #include "core/host_copy.hpp"
+#include "core/step_log.hpp"
 
 namespace fsdp {
 
@@ -134,6 +135,10 @@ void GatherPipeline::issue(int u) {
       if (!tracker_.counting()) cast_to_bf16_on_host(host, su.upload.bf16());
     }
   }
+  // The counted run: the shard's upload, which the gathers (on the comm stream, ordered after
+  // the compute stream's copies) start behind.
+  StepLog* log = tracker_.log();
+  if (log && offloaded) log->order_after(log->copy(Transfer::HostToDevice, (bf16 ? 2.0 : 4.0) * double(su.shard)));
   for (PartShard& ps : su.parts) {
     const Bf16Vec own(su.gathered.bf16().data() + ps.gather_at(), bf16 ? ps.shard : 0);
     const Vec own_f32(su.gathered.data() + ps.gather_at(), bf16 ? 0 : ps.shard);
@@ -161,6 +166,7 @@ void GatherPipeline::issue(int u) {
     times_.exposed_s += now_s() - t0;
     times_.gather_bytes += double(ps.gather.bytes());
   }
+  if (log) log->order_after(-1);
   su.gather_in_flight = true;
 }
 

@@ -32,6 +32,7 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     const UnitParams p = gather_->all_gather(i);
     const double t0 = now_s();
     if (counted_) {
+      log_stage(s, false);
     } else if (s.head) {
       loss = m.head_forward(p);
       note_experts(m);
@@ -52,6 +53,7 @@ double Engine::micro_batch(int j, const LoadMicroBatch& load, float dloss, bool 
     const Vec grads = state_->units()[std::size_t(s.unit)].grad_full.vec();
     const double t0 = now_s();
     if (counted_) {
+      log_stage(s, true);
     } else if (s.head) {
       m.head_backward(p, grads, dloss);
     } else {
@@ -250,6 +252,21 @@ std::vector<double> Engine::evaluate(int n_micro, const LoadMicroBatch& load) {
     losses.insert(losses.end(), s.begin(), s.end());
   }
   return losses;
+}
+
+void Engine::log_stage(const Stage& s, bool backward) {
+  StepLog* log = tracker_.log();
+  if (!log) return;
+  const StageCost& c = s.head ? costs_.head : costs_.units[std::size_t(s.unit)];
+  if (backward) log->compute(c.flops.backward, c.flops.recompute);
+  else log->compute(c.flops.forward);
+  if (s.head || c.exchange <= 0) return;
+  // The sparse layers' dispatch and return, forward; backward, their gradients' (and, under
+  // checkpointing, the forward's again first).
+  comm::Communicator& experts = mesh_.group(comm::MeshDim::Expert);
+  const int n = backward && setup_.activation_checkpointing() ? 4 : 2;
+  for (int i = 0; i < n; ++i) experts.declare_blocking(Transfer::AllToAll, c.exchange);
+  if (backward && c.grads_home > 0) experts.declare_blocking(Transfer::AllToAll, c.grads_home);
 }
 
 void Engine::trace_compute(const char* pass, int unit, double t0) {

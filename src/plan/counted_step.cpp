@@ -15,11 +15,12 @@ namespace fsdp::plan {
 
 CountedStep count_step(const RunSetup& s, int rank, int max_micro_batches) {
   CountedStep out;
-  comm::CollectiveLog log;
-  comm::DeviceMesh mesh = comm::DeviceMesh::without_transport(s.mesh(), s.mesh_groups(), rank, &log);
+  StepLog* log = out.log.get();
+  comm::DeviceMesh mesh = comm::DeviceMesh::without_transport(s.mesh(), s.mesh_groups(), rank, log);
   std::unique_ptr<OffloadFile> disk;
   if (s.offload == Offload::Nvme)
-    disk = OffloadFile::counting(ShardedState::offload_bytes(s, place_units(s, model_units(s.model))));
+    disk = OffloadFile::counting(
+        ShardedState::offload_bytes(s, place_units(s, model_units(s.model))), log);
   Trace trace;
   Engine engine(s, mesh, out.tracker, trace, disk.get());
   StagedState staged(out.tracker);  // train/trainer.cpp: made before the first step
@@ -27,12 +28,10 @@ CountedStep count_step(const RunSetup& s, int rank, int max_micro_batches) {
   const int micro = max_micro_batches > 0 ? std::min(max_micro_batches, s.micro_batches())
                                           : s.micro_batches();
   const Engine::LoadMicroBatch load = [](int, Decoder&) {};  // no tokens: nothing is computed
-  log.clear();  // construction's collectives (none today) are not a step's
   for (int step = 0; step < 2; ++step) {
+    log->begin_step();
     engine.set_prefetch_next_step(s.prefetch_across_steps && s.prefetch > 0 && step == 0);
     engine.train_step(step, micro, load);
-    out.collectives.push_back(std::move(log));
-    log.clear();
   }
   return out;
 }

@@ -5,21 +5,19 @@
 // layout, no kernels run. What the tracker then holds is what that rank's tracker would
 // measure, by construction: the memory model reads its peaks (plan/memory_model.hpp).
 #pragma once
-#include <cstdint>
+#include <memory>
 
-#include <vector>
-
-#include "comm/null_communicator.hpp"
 #include "config/run_setup.hpp"
 #include "core/memory.hpp"
+#include "core/step_log.hpp"
 
 namespace fsdp::plan {
 
 struct CountedStep {
-  MemoryTracker tracker = MemoryTracker::counting_only();
-  // The collectives each of the two steps issued, in order (the second's first gathers were
-  // issued by the first one's optimizer where fsdp.prefetch_across_steps carries them).
-  std::vector<comm::CollectiveLog> collectives;
+  // What the two steps did, in order (core/step_log.hpp): the second's first gathers were issued
+  // by the first one's optimizer where fsdp.prefetch_across_steps carries them.
+  std::unique_ptr<StepLog> log = std::make_unique<StepLog>();
+  MemoryTracker tracker = MemoryTracker::counting_only(log.get());
 };
 
 // Rank `rank` of s.ranks builds its engine (and, with asynchronous checkpoints, the staging a

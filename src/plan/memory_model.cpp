@@ -13,7 +13,7 @@
 #include "fsdp/part_layout.hpp"
 #include "model/architecture.hpp"
 #include "plan/counted_step.hpp"
-#include "plan/step_replay.hpp"
+#include "plan/gpu_bf16_memory.hpp"
 
 namespace fsdp::plan {
 
@@ -60,31 +60,6 @@ std::int64_t activation_elements(const ModelConfig& s, int micro_batch, bool che
   return architecture_of(s).activation_elements(s, micro_batch, checkpointing);
 }
 
-namespace {
-// bf16 as it would run with bf16 kernels on a GPU (ElementBytes): the replay's allocations
-// (plan/step_replay.hpp), folded into peaks as MemoryTracker::on_alloc and on_free do. The engine
-// itself (count_step) allocates what it runs today, float activations and widened parameters.
-void replayed_peaks(const Setup& s, int micro, int rank,
-                    std::array<std::array<std::int64_t, kNumMemCategories>, 2>& peak_out,
-                    std::array<std::int64_t, 2>& total_out) {
-  std::array<std::array<double, kNumMemCategories>, 2> cur{}, peak{};
-  std::array<double, 2> total{}, total_peak{};
-  for (const StepEvent& e : replay_step(s, micro, rank)) {
-    if (e.kind != StepEvent::Alloc && e.kind != StepEvent::Free) continue;
-    const int sp = int(e.space), c = int(e.cat);
-    const double d = e.kind == StepEvent::Alloc ? e.bytes : -e.bytes;
-    cur[sp][c] += d;
-    total[sp] += d;
-    peak[sp][c] = std::max(peak[sp][c], cur[sp][c]);
-    total_peak[sp] = std::max(total_peak[sp], total[sp]);
-  }
-  for (int sp = 0; sp < 2; ++sp) {
-    for (int c = 0; c < kNumMemCategories; ++c)
-      peak_out[sp][c] = std::int64_t(std::llround(peak[sp][c]));
-    total_out[sp] = std::int64_t(std::llround(total_peak[sp]));
-  }
-}
-}  // namespace
 
 MemoryPlan plan_memory(const Setup& s) {
   MemoryPlan mp;
@@ -128,7 +103,9 @@ MemoryPlan plan_memory(const Setup& s) {
     std::array<std::array<std::int64_t, kNumMemCategories>, 2> peak{};
     std::array<std::int64_t, 2> total_peak{};
     if (s.precision == Precision::BF16) {
-      replayed_peaks(s, micro, r, peak, total_peak);
+      const TrackerPeaks p = gpu_bf16_peaks(s, micro, r);
+      peak = p.peak;
+      total_peak = p.total;
     } else {
       const CountedStep c = count_step(s, r, micro);
       for (int sp = 0; sp < 2; ++sp) {

@@ -3,7 +3,7 @@
 // space, for a model, a strategy, N ranks, prefetch depth, offload, precision, micro-batch
 // and activation checkpointing. In fp32 it runs the engine itself on a counting tracker
 // (plan/counted_step.hpp), so its peaks are the MemoryTracker's by construction; bf16 is modelled
-// as bf16 kernels on a GPU would run it, from the replayed step (plan/step_replay.hpp). Also the closed-form
+// as bf16 kernels on a GPU would run it (plan/gpu_bf16_memory.hpp). Also the closed-form
 // ZeRO model-state formulas (the paper's "mixed precision Adam, K = 12" mode) and the search for
 // the largest model that fits a device budget. No MPI.
 #pragma once
@@ -45,7 +45,8 @@ ModelConfig family_shape(int n_layer, const ModelConfig& like, double aspect = 1
 ModelConfig shape_for_params(double params, const ModelConfig& like, double aspect = 128.0,
                             int head_dim = 128);
 
-// Bytes per element of each kind of buffer in the replayed step (bf16 plans and the time model).
+// Bytes per element of each kind of buffer with bf16 kernels on a GPU (bf16 plans, and the
+// optimizer's memory traffic in the time model).
 // bf16 is modelled as it runs with bf16 kernels on a GPU: bf16 gathered parameters, working
 // copies and activations; the fp32 shard (zero3, hybrid) or a separate fp32 shard (ddp, zero1,
 // zero2: `master`) as AdamW's master weights; gradients in fsdp.reduce_dtype. (The CPU build's

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "plan/counted_step.hpp"
+
 namespace fsdp::plan {
 namespace {
 
@@ -46,6 +48,24 @@ GroupShape group_shape(const Setup& s, Group g, int placement) {
   return gs;
 }
 
+// A logged group's shape, from its members under block placement (ranks_per_node a node).
+GroupShape shape_of(const Setup& s, const LoggedGroup& g) {
+  const int rpn = s.ranks_per_node();
+  std::vector<int> per_node;
+  GroupShape gs;
+  gs.n = int(g.members.size());
+  gs.per_node = 0;
+  gs.nodes = 0;
+  for (std::size_t i = 0; i < g.members.size(); ++i) {
+    const int node = g.members[i] / rpn;
+    int on = 1;
+    for (std::size_t j = 0; j < i; ++j) on += g.members[j] / rpn == node ? 1 : 0;
+    if (on == 1) ++gs.nodes;
+    gs.per_node = std::max(gs.per_node, on);
+  }
+  return gs;
+}
+
 double bus_factor(Coll op, int n) {
   const double f = double(n - 1) / double(n);
   return op == Coll::AllReduce ? 2.0 * f : f;
@@ -61,10 +81,11 @@ double intra_busbw(const Machine& m, Coll op) {
   }
 }
 
-}  // namespace
 
-double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes,
-                          int placement) {
+// Seconds of one transfer over a group of shape gs (network collectives), or over PCIe or the
+// rank's share of the disk.
+double transfer_seconds(const Setup& s, const Machine& m, Coll op, const GroupShape& gs,
+                        double bytes) {
   if (op == Coll::HostToDevice || op == Coll::DeviceToHost)  // no PCIe: one shared memory
     return m.pcie_bandwidth > 0 ? bytes / m.pcie_bandwidth : 0.0;
   if (op == Coll::DiskRead || op == Coll::DiskWrite) {
@@ -76,7 +97,6 @@ double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, do
                                "_bandwidth: fsdp-bench machine --offload-path DIR measures it");
     return bytes * double(s.ranks_per_node()) / node;
   }
-  const GroupShape gs = group_shape(s, g, placement);
   if (gs.n == 1) {
     // SingleCommunicator: an all-gather or reduce-scatter is a local copy; an all-reduce is
     // nothing at all.
@@ -99,18 +119,73 @@ double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, do
   return latency + bus_factor(op, gs.n) * bytes / bw;
 }
 
-double emulated_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes,
-                        int placement) {
+double emulated_transfer(const Machine& m, Coll op, int n, double bytes) {
   if (!m.emulated() || op == Coll::HostToDevice || op == Coll::DeviceToHost ||
       op == Coll::DiskRead || op == Coll::DiskWrite)
     return 0.0;
-  const int n = group_shape(s, g, placement).n;
   const double bus = n == 1 ? bytes : bus_factor(op, n) * bytes;  // comm/communicator.cpp
   return m.emulate_latency_s + (m.emulate_busbw > 0 ? bus / m.emulate_busbw : 0.0);
 }
 
+// AdamW's memory traffic per element of the shard: the norm reads the gradients, the update
+// reads the fp32 parameters, gradients and both moments and writes parameters and moments
+// (plus the bf16 working copy).
+double optimizer_bytes_per_element(const Setup& s) {
+  const ElementBytes b = element_bytes(s);
+  double per_elem = 2 * double(b.grad) + 2 * 4.0 + 2 * double(b.optimizer);
+  if (s.precision == Precision::BF16) per_elem += b.param;
+  return per_elem;
+}
+
+// A logged event on the steady step's timeline; lead >= 0 for a gather the previous step's
+// optimizer issued (fsdp.prefetch_across_steps) with that fraction of its passes still to go.
+struct Timed {
+  const LoggedEvent* e;
+  double lead = -1.0;
+};
+
+// The log's second step, preceded by what the first one's optimizer issued for it: the
+// transfers issued in the first step that the second one waits for.
+std::vector<Timed> steady_step(const StepLog& log) {
+  const std::vector<LoggedEvent>& before = log.events(0);
+  const std::vector<LoggedEvent>& step = log.events(1);
+  std::unordered_map<int, bool> waited;  // handles the second step waits for
+  for (const LoggedEvent& e : step)
+    if (e.kind == LoggedEvent::Wait) waited[e.handle] = true;
+  double total = 0.0;
+  for (const LoggedEvent& e : before)
+    if (e.kind == LoggedEvent::Optimizer && e.moments) total += e.elements;
+  std::vector<Timed> out;
+  double done = 0.0;  // optimizer elements updated so far in the first step
+  for (const LoggedEvent& e : before) {
+    if (e.kind == LoggedEvent::Optimizer && e.moments) done += e.elements;
+    if (e.kind == LoggedEvent::Issue && waited.count(e.handle))
+      out.push_back({&e, total > 0 ? (total - done) / total : 0.0});
+  }
+  for (const LoggedEvent& e : step) out.push_back({&e, -1.0});
+  return out;
+}
+
+}  // namespace
+
+double collective_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes,
+                          int placement) {
+  return transfer_seconds(s, m, op, group_shape(s, g, placement), bytes);
+}
+
+double emulated_seconds(const Setup& s, const Machine& m, Coll op, Group g, double bytes,
+                        int placement) {
+  return emulated_transfer(m, op, group_shape(s, g, placement).n, bytes);
+}
+
 TimePlan plan_time(const Setup& s, const Machine& m) {
-  const std::vector<StepEvent> events = replay_step(s);
+  s.validate();
+  const CountedStep run = count_step(s, 0);
+  return plan_time(s, m, *run.log);
+}
+
+TimePlan plan_time(const Setup& s, const Machine& m, const StepLog& log) {
+  const std::vector<Timed> events = steady_step(log);
   const bool bf16 = s.bf16_gemms;  // the GEMMs run at the bf16 rate only when they are bf16
   TimePlan r;
   r.peak_flops = m.peak_flops(bf16);
@@ -119,16 +194,22 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
   if (s.offload != Offload::None && m.host_mem_bandwidth <= 0)
     throw std::runtime_error("machine " + m.name + " has no host_mem_bandwidth: offload cannot be predicted");
 
+  std::vector<GroupShape> shapes;
+  for (const LoggedGroup& g : log.groups()) shapes.push_back(shape_of(s, g));
   // Time-sliced ranks (more ranks than cores on a node) do their own work that much slower.
   const double slice = m.oversubscription(s.ranks_per_node());
-  auto optimizer_seconds = [&](const StepEvent& e) {
-    return slice * e.bytes / (e.on_host ? m.host_mem_bandwidth : m.mem_bandwidth);
+  const double per_element = optimizer_bytes_per_element(s);
+  // Passes that only apply what an earlier one computed (Muon's apply) are small beside the
+  // pass over the moments: not charged.
+  auto optimizer_seconds = [&](const LoggedEvent& e) {
+    if (!e.moments) return 0.0;
+    return slice * e.elements * per_element / (e.on_host ? m.host_mem_bandwidth : m.mem_bandwidth);
   };
-  // Steady state: a gather the previous step's optimizer issued (carried_lead >= 0) started
-  // that fraction of the optimizer before this step did.
+  // Steady state: a gather the previous step's optimizer issued (lead >= 0) started that
+  // fraction of the optimizer before this step did.
   double optimizer_s = 0.0;
-  for (const StepEvent& e : events)
-    if (e.kind == StepEvent::Optimizer) optimizer_s += optimizer_seconds(e);
+  for (const Timed& t : events)
+    if (t.lead < 0 && t.e->kind == LoggedEvent::Optimizer) optimizer_s += optimizer_seconds(*t.e);
   double t = 0.0;                       // the compute stream's clock
   // Network, PCIe, the disk's queue: when each is next idle. All are idle through the last
   // optimizer, where carried gathers start.
@@ -136,11 +217,10 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
   std::unordered_map<int, double> done;  // handle -> completion
   std::unordered_map<int, int> channel;  // handle -> 0 network, 1 PCIe, 2 disk
   double recompute_flops = 0.0;
-  for (const StepEvent& e : events) {
+  for (const Timed& te : events) {
+    const LoggedEvent& e = *te.e;
     switch (e.kind) {
-      case StepEvent::Alloc:
-      case StepEvent::Free: break;
-      case StepEvent::Compute: {
+      case LoggedEvent::Compute: {
         const double dt = slice * e.flops / r.achieved_flops;
         const double dr = slice * e.recompute_flops / r.achieved_flops;
         r.compute_s += dt;
@@ -149,20 +229,21 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
         t += dt + dr;
         break;
       }
-      case StepEvent::Issue: {
-        const bool disk = e.group == Group::Disk;
+      case LoggedEvent::Issue: {
+        const bool disk = e.op == Coll::DiskRead || e.op == Coll::DiskWrite;
         // PCIe copies and disk requests: queues of their own beside the network, one at a time.
-        const bool off_network = e.group == Group::Pcie || disk;
+        const bool off_network = e.group < 0;
         const int ch = disk ? 2 : off_network ? 1 : 0;
-        double real = collective_seconds(s, m, e.op, e.group, e.bytes, e.placement);
+        const GroupShape gs = off_network ? GroupShape{} : shapes[std::size_t(e.group)];
+        double real = transfer_seconds(s, m, e.op, gs, e.bytes);
         if (!m.comm_overlaps_compute) real *= slice;  // the copies run on the sliced cores
-        const double emu = emulated_seconds(s, m, e.op, e.group, e.bytes, e.placement);
-        const double lead = e.carried_lead >= 0 ? e.carried_lead * optimizer_s : 0.0;
+        const double emu = off_network ? 0.0 : emulated_transfer(m, e.op, gs.n, e.bytes);
+        const double lead = te.lead >= 0 ? te.lead * optimizer_s : 0.0;
         double end;
         if (!off_network && !m.comm_overlaps_compute) {
           // The data moves on this rank's core at issue; the emulated delay runs from issue.
           // A carried gather's copies ran inside the last optimizer instead: the same core
-          // time, counted here where the replay puts them.
+          // time, counted here where the step waits for them.
           const double issued = t - lead;
           t += real;
           r.comm_exposed_s += real;
@@ -190,8 +271,10 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
         }
         break;
       }
-      case StepEvent::Wait: {
-        const double end = done.at(e.handle);
+      case LoggedEvent::Wait: {
+        const auto it = done.find(e.handle);
+        if (it == done.end()) break;  // issued before the steady step and not carried into it
+        const double end = it->second;
         if (end > t) {
           const int ch = channel[e.handle];
           (ch == 2 ? r.disk_exposed_s : ch == 1 ? r.offload_exposed_s : r.comm_exposed_s) += end - t;
@@ -199,7 +282,7 @@ TimePlan plan_time(const Setup& s, const Machine& m) {
         }
         break;
       }
-      case StepEvent::Optimizer: {
+      case LoggedEvent::Optimizer: {
         const double dt = optimizer_seconds(e);
         r.optimizer_s += dt;
         t += dt;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The planner's time model: the engine's step (plan/step_replay.hpp) run on a timeline with
-// the machine's rates. Compute stages take their model FLOPs (6P + 12LTC per token, plus the
+// The planner's time model: the engine's own step, counted without data (plan/counted_step.hpp),
+// run on a timeline with the machine's rates: the collectives, copies, disk requests, compute
+// and optimizer passes its log holds (core/step_log.hpp), in the engine's order, each wait
+// where the engine waits. Compute stages take their model FLOPs (6P + 12LTC per token, plus the
 // forward recompute under activation checkpointing) at peak * gemm_efficiency; a collective
 // takes latency + busfactor * bytes / busbw on one link at a time and overlaps the compute
 // until the stage that needs it waits; AdamW takes its memory traffic / memory bandwidth.
@@ -10,10 +12,15 @@
 #include <vector>
 
 #include "plan/machine.hpp"
+#include "core/step_log.hpp"
 #include "plan/memory_model.hpp"
-#include "plan/step_replay.hpp"
 
 namespace fsdp::plan {
+
+using Coll = fsdp::Transfer;
+// The kinds of group the closed-form helpers below price (the timeline itself prices each
+// logged group from its members). Expert: fsdp.expert_parallel's P consecutive ranks.
+enum class Group { Shard, Replicate, World, Pcie, Disk, Expert };
 
 struct TimePlan {
   // Seconds per step on one rank.
@@ -53,6 +60,8 @@ struct TimePlan {
 // machine lacks a rate the setup needs (no inter-node bandwidth for a multi-node plan). A
 // machine without a PCIe rate moves offloaded data for free (a CPU build: one memory).
 TimePlan plan_time(const Setup& s, const Machine& m);
+// The same from steps the engine already logged (count_step's two; the second is timed).
+TimePlan plan_time(const Setup& s, const Machine& m, const StepLog& log);
 
 // Seconds one collective of `bytes` (the full buffer) takes on group g of setup s: latency plus
 // busfactor * bytes / busbw. A group spanning nodes runs at min(intra-node busbw, the node's

@@ -4,13 +4,15 @@
 #include <algorithm>
 
 #include "core/host_copy.hpp"
+#include "core/step_log.hpp"
 #include "fsdp/sharded_state.hpp"
 #include "fsdp/optim/newton_schulz.hpp"
 
 namespace fsdp {
 
 MuonExchange::MuonExchange(ShardedState& state, MemoryTracker& tracker, int ns_steps, bool bf16)
-    : state_(state), ns_steps_(ns_steps), bf16_(bf16), counted_(tracker.counting()) {
+    : state_(state), ns_steps_(ns_steps), bf16_(bf16), counted_(tracker.counting()),
+      log_(tracker.log()) {
   const RunLayout& layout = state.layout();
   const MuonOwners owners = muon_owners(layout, ns_steps);
   std::vector<int> positions;
@@ -102,19 +104,20 @@ void MuonExchange::unpack(const Round& r, const Vec& send) {
 }
 
 void MuonExchange::orthogonalise() {
-  // Every buffer of the exchange was made with it: a counted run allocates nothing more here.
-  if (counted_) return;
+  // The counted run (the planner's): the same rounds over buffers sized but never made, with
+  // nothing packed or computed; each round's Newton-Schulz FLOPs go in the step's log.
+  const auto wire = [&](const TrackedBuffer& b) { return counted_ ? b.wire() : b.vec(); };
   const int R = int(rounds_.size());
   std::vector<comm::Handle> gathers(2), returns(2);
   const auto post_gather = [&](int i) {
     const Round& r = rounds_[std::size_t(i)];
-    const Vec send = send_[i % 2].vec(), recv = recv_[i % 2].vec();
-    pack(r, send);
+    const Vec send = wire(send_[i % 2]), recv = wire(recv_[i % 2]);
+    if (!counted_) pack(r, send);
     gathers[std::size_t(i % 2)] = r.comm->iall_to_all_v(ConstVec(send), r.send, recv, r.recv);
   };
   const auto finish_return = [&](int i) {  // round i's slices of the result, into the shards
     returns[std::size_t(i % 2)].wait();
-    unpack(rounds_[std::size_t(i)], send_[i % 2].vec());
+    if (!counted_) unpack(rounds_[std::size_t(i)], send_[i % 2].vec());
   };
   if (R > 0) post_gather(0);
   for (int i = 0; i < R; ++i) {
@@ -124,21 +127,28 @@ void MuonExchange::orthogonalise() {
     if (i + 1 < R) post_gather(i + 1);
     const Round& r = rounds_[std::size_t(i)];
     gathers[std::size_t(i % 2)].wait();
-    const Vec recv = recv_[i % 2].vec(), mats = gathered_.vec();
-    for (const Piece& p : r.theirs)
-      Kokkos::deep_copy(ExecSpace(), Vec(mats.data() + p.shard_at, std::size_t(p.n)),
-                        ConstVec(recv.data() + p.buf_at, std::size_t(p.n)));
-    for (const Owned& m : r.owned)
-      optim::newton_schulz(Vec(mats.data() + m.at, std::size_t(m.rows * m.cols)), m.rows, m.cols,
-                           ns_steps_, work_.vec(), bf16_);
-    for (const Piece& p : r.theirs)
-      Kokkos::deep_copy(ExecSpace(), Vec(recv.data() + p.buf_at, std::size_t(p.n)),
-                        ConstVec(mats.data() + p.shard_at, std::size_t(p.n)));
-    ExecSpace().fence();
+    if (counted_) {
+      double f = 0.0;
+      for (const Owned& m : r.owned) f += optim::newton_schulz_flops(m.rows, m.cols, ns_steps_);
+      if (log_ && f > 0) log_->compute(f);
+    } else {
+      const Vec recv = recv_[i % 2].vec(), mats = gathered_.vec();
+      for (const Piece& p : r.theirs)
+        Kokkos::deep_copy(ExecSpace(), Vec(mats.data() + p.shard_at, std::size_t(p.n)),
+                          ConstVec(recv.data() + p.buf_at, std::size_t(p.n)));
+      for (const Owned& m : r.owned)
+        optim::newton_schulz(Vec(mats.data() + m.at, std::size_t(m.rows * m.cols)), m.rows, m.cols,
+                             ns_steps_, work_.vec(), bf16_);
+      for (const Piece& p : r.theirs)
+        Kokkos::deep_copy(ExecSpace(), Vec(recv.data() + p.buf_at, std::size_t(p.n)),
+                          ConstVec(mats.data() + p.shard_at, std::size_t(p.n)));
+      ExecSpace().fence();
+    }
     returns[std::size_t(i % 2)] =
-        r.comm->iall_to_all_v(ConstVec(recv), r.recv, send_[i % 2].vec(), r.send);
+        r.comm->iall_to_all_v(ConstVec(wire(recv_[i % 2])), r.recv, wire(send_[i % 2]), r.send);
   }
   if (R > 0) finish_return(R - 1);
+  if (counted_) return;
   host_copy::wait_copies();
   ExecSpace().fence();
 }

@@ -46,7 +46,8 @@ class MuonExchange {
   ShardedState& state_;
   int ns_steps_;
   bool bf16_;  // muon.ns_dtype = bf16
-  bool counted_;  // a counting tracker (the planner's run): the buffers above are all it needs
+  bool counted_;  // a counting tracker (the planner's run): the rounds run, nothing moves
+  StepLog* log_;  // its log: each round's Newton-Schulz FLOPs
   double flops_ = 0.0;
   std::vector<Round> rounds_;
   TrackedBuffer send_[2], recv_[2], gathered_, work_;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Which rank orthogonalises each Muon matrix, and the buffers that costs it: the engine
-// (fsdp/optim/muon_exchange.hpp) and the planner (plan/step_replay.cpp) read the same answer.
+// (fsdp/optim/muon_exchange.hpp) and the planner (plan/gpu_bf16_memory.cpp) read the same answer.
 // Owners are positions in the matrix's part's shard group (every replica group repeats the
 // same work on the same values), balanced by Newton-Schulz FLOPs, not by count: round by round
 // (a unit's part, as the exchange runs them), longest job first to the position with the least

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/faults.hpp"
+#include "core/step_log.hpp"
 #include "fsdp/optim/update_rules.hpp"
 #include "fsdp/optim/adamw.hpp"
 #include "fsdp/optim/lr_schedule.hpp"
@@ -33,7 +34,8 @@ std::int64_t stream_piece(const std::vector<ShardedUnit>& units) {
 ShardedOptimizer::ShardedOptimizer(ShardedState& state, const TrainConfig& train,
                                    MemoryTracker& tracker)
     : state_(state), train_(train), tier_(make_state_tier(state, tracker)),
-      counted_(tracker.counting()) {
+      counted_(tracker.counting()),
+      log_(tracker.log()) {
   if (state.setup().optimizer == OptimizerKind::Muon)
     muon_ = std::make_unique<MuonExchange>(state, tracker, state.setup().muon.ns_steps,
                                            state.setup().muon.ns_dtype == "bf16");
@@ -42,23 +44,29 @@ ShardedOptimizer::ShardedOptimizer(ShardedState& state, const TrainConfig& train
 ShardedOptimizer::~ShardedOptimizer() = default;
 
 namespace {
-// What a rule reads and writes, without its kernels (the planner's counted step).
+// What a rule reads and writes, without its kernels (the planner's counted step), and each
+// piece it would have updated, in the step's log.
 class CountedRule final : public UpdateRule {
  public:
-  explicit CountedRule(const UpdateRule& r) : access_(r.access()) {}
+  CountedRule(const UpdateRule& r, StepLog* log) : access_(r.access()), log_(log) {}
   StateAccess access() const override { return access_; }
-  void on_device(const UnitOptimizerLayout&, const StatePiece<Vec>&) override {}
-  void on_host(const UnitOptimizerLayout&, const StatePiece<PinnedVec>&) override {}
+  void on_device(const UnitOptimizerLayout&, const StatePiece<Vec>& s) override {
+    if (log_) log_->optimizer(double(s.n), false, access_.moments);
+  }
+  void on_host(const UnitOptimizerLayout&, const StatePiece<PinnedVec>& s) override {
+    if (log_) log_->optimizer(double(s.n), true, access_.moments);
+  }
 
  private:
   StateAccess access_;
+  StepLog* log_;
 };
 }  // namespace
 
 void ShardedOptimizer::sweep(UpdateRule& rule, bool zero_grads,
                              const std::function<void(int)>& updated) {
   if (!counted_) return tier_->sweep(rule, zero_grads, updated);
-  CountedRule counted(rule);
+  CountedRule counted(rule, log_);
   tier_->sweep(counted, zero_grads, updated);
 }
 

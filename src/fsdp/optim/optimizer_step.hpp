@@ -69,6 +69,7 @@ class ShardedOptimizer {
   std::unique_ptr<StateTier> tier_;     // where the state lives (fsdp/optim/state_tier.hpp)
   std::unique_ptr<MuonExchange> muon_;  // train.optimizer = muon
   bool counted_ = false;  // a counting tracker: the tiers move their buffers, no rule computes
+  StepLog* log_ = nullptr;  // its log, where each piece the rule would update is recorded
   // Runs rule over the tier, or (counted_) the tier's movements around a rule that computes nothing.
   void sweep(UpdateRule& rule, bool zero_grads, const std::function<void(int)>& updated);
 };

@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "core/host_copy.hpp"
+#include "core/step_log.hpp"
 #include "fsdp/optim/optimizer_step.hpp"
 #include "fsdp/sharded_state.hpp"
 #include "fsdp/optim/state_tier.hpp"
@@ -26,7 +27,7 @@ std::int64_t at(const ShardVec& v, std::int64_t lo) { return v.file_offset() + l
 
 class StreamedTier final : public StateTier {
  public:
-  StreamedTier(ShardedState& state, MemoryTracker& tracker) : state_(state) {
+  StreamedTier(ShardedState& state, MemoryTracker& tracker) : state_(state), log_(tracker.log()) {
     const std::int64_t n = stream_piece(state.units());
     const bool grads_on_device = !state.units().empty() && state.grad_shard(0).on_device();
     for (int k = 0; k < 3; ++k) {
@@ -73,6 +74,7 @@ class StreamedTier final : public StateTier {
       const ShardVec p = state_.param_shard(pc.unit), g = state_.grad_shard(pc.unit);
       if (a.params && !p.on_disk()) host_copy::to_host(io.p.vec(0, pc.n), p.sub(pc.lo, pc.n).device());
       if (g.on_device()) host_copy::to_host(io.g.vec(0, pc.n), g.sub(pc.lo, pc.n).device());
+      logged(Transfer::DeviceToHost, (a.params && !p.on_disk() ? 1 : 0) + (g.on_device() ? 1 : 0), pc.n);
     };
     if (P > 0) read(0);
     for (int i = 0; i < P; ++i) {
@@ -82,6 +84,7 @@ class StreamedTier final : public StateTier {
       // Piece i's copies down and piece i - 1's up (one stream, in issue order): a unit whose
       // last piece that was may start its next gathers.
       host_copy::wait_copies();
+      if (log_) log_->wait_copies();
       if (i > 0 && pieces_[std::size_t(i - 1)].unit != pc.unit && updated)
         updated(pieces_[std::size_t(i - 1)].unit);
       if (i + 1 < P) read(i + 1);
@@ -106,6 +109,8 @@ class StreamedTier final : public StateTier {
         f.write(at(state_.exp_avg_shard(pc.unit), pc.lo), bytes, io.m.data());
         io.write = f.write(at(state_.exp_avg_sq_shard(pc.unit), pc.lo), bytes, io.v.data());
       }
+      logged(Transfer::HostToDevice,
+             (a.params && !p.on_disk() ? 1 : 0) + (g.on_device() && a.writes_grads ? 1 : 0), pc.n);
       if (g.on_device()) {
         if (a.writes_grads)
           host_copy::to_device(g.sub(pc.lo, pc.n).device(), ConstPinnedVec(io.g.vec(0, pc.n)));
@@ -115,6 +120,7 @@ class StreamedTier final : public StateTier {
     }
     prefetched_ = 0;
     host_copy::wait_copies();
+    if (log_) log_->wait_copies();
     if (P > 0 && updated) updated(pieces_.back().unit);
   }
 
@@ -151,7 +157,12 @@ class StreamedTier final : public StateTier {
     prefetched_ = 0;
   }
 
+  // The counted run: n pieces of `elements` floats copied (its empty views show no bytes).
+  void logged(Transfer op, int n, std::int64_t elements) {
+    if (log_ && n > 0) log_->copy(op, 4.0 * double(n) * double(elements));
+  }
   ShardedState& state_;
+  StepLog* log_;
   std::vector<Piece> pieces_;
   int prefetched_ = 0;  // pieces [0, prefetched_) already read by prefetch()
   IoSet io_[3];

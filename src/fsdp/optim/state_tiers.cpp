@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/host_copy.hpp"
+#include "core/step_log.hpp"
 #include "fsdp/optim/optimizer_step.hpp"
 #include "fsdp/sharded_state.hpp"
 #include "fsdp/optim/state_tier.hpp"
@@ -53,7 +54,7 @@ class InPlaceTier final : public StateTier {
 // (u + 1) % 2 for unit u + 1 and lets unit u - 1's next gathers start.
 class StagedTier final : public StateTier {
  public:
-  StagedTier(ShardedState& s, MemoryTracker& tracker) : state_(s) {
+  StagedTier(ShardedState& s, MemoryTracker& tracker) : state_(s), log_(tracker.log()) {
     const std::int64_t n = largest_shard(s.units());
     for (Staging& st : staging_) {
       st.params = HostBuffer(tracker, "optimizer_staging::params", n, MemCategory::CommBuffers);
@@ -68,10 +69,12 @@ class StagedTier final : public StateTier {
       const Staging& st = staging_[std::size_t(u % 2)];
       if (a.params) host_copy::to_host(st.params.vec(0, su.shard), state_.param_shard(u).device());
       host_copy::to_host(st.grads.vec(0, su.shard), state_.grad_shard(u).device());
+      logged(Transfer::DeviceToHost, a.params ? 2 : 1, su.shard);
     };
     if (U > 0) down(0);
     for (int u = 0; u < U; ++u) {
       host_copy::wait_copies();
+      if (log_) log_->wait_copies();
       if (u > 0 && updated) updated(u - 1);
       if (u + 1 < U) down(u + 1);
       const ShardedUnit& su = state_.units()[std::size_t(u)];
@@ -88,10 +91,12 @@ class StagedTier final : public StateTier {
         host_copy::to_device(state_.param_shard(u).device(), ConstPinnedVec(s.p));
       if (a.writes_grads)
         host_copy::to_device(state_.grad_shard(u).device(), ConstPinnedVec(s.g));
+      logged(Transfer::HostToDevice, (a.params ? 1 : 0) + (a.writes_grads ? 1 : 0), su.shard);
       if (zero_grads && a.last_grad_read)
         Kokkos::deep_copy(ExecSpace(), state_.grad_shard(u).device(), 0.f);
     }
     host_copy::wait_copies();
+    if (log_) log_->wait_copies();
     if (U > 0 && updated) updated(U - 1);
   }
 
@@ -99,7 +104,12 @@ class StagedTier final : public StateTier {
   struct Staging {
     HostBuffer params, grads;  // the largest unit's shard each
   };
+  // The counted run: n shards of `elements` floats copied (its empty views show no bytes).
+  void logged(Transfer op, int n, std::int64_t elements) {
+    if (log_ && n > 0) log_->copy(op, 4.0 * double(n) * double(elements));
+  }
   ShardedState& state_;
+  StepLog* log_;
   Staging staging_[2];
 };
 
