@@ -6,6 +6,7 @@
 // still be read by a queued kernel when it is handed out again; a second stream would race it.
 // The host waits only where it reads what came down: `wait_copies`. On a CPU they are memcpy.
 #pragma once
+#include "core/memory.hpp"
 #include "core/types.hpp"
 
 namespace fsdp::host_copy {
@@ -15,6 +16,9 @@ void to_device(const Bf16Vec& dst, const ConstPinnedBf16Vec& src);
 // The source's producer must be issued already; dst is not to be read before wait_copies().
 void to_host(const PinnedVec& dst, const ConstVec& src);
 void wait_copies();
+// The same where the engine may run on a counting tracker (the planner's run): there nothing
+// was copied and no device may exist, so the wait is only logged (core/step_log.hpp).
+void wait_copies(const MemoryTracker& tracker);
 // Bytes copied either way since the last call.
 double take_bytes_moved();
 

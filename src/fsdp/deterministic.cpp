@@ -84,7 +84,8 @@ Engine::GradSet Engine::tree_accumulate(int lo, int hi, const LoadMicroBatch& lo
   const int mid = lo + (hi - lo) / 2;
   GradSet left = tree_accumulate(lo, mid, load, losses);
   GradSet right = tree_accumulate(mid, hi, load, losses);
-  for (std::size_t u = 0; u < left.size(); ++u) add_into(left[u].vec(), right[u].cvec());
+  if (!counted_)  // the planner's run: buffers counted, nothing summed
+    for (std::size_t u = 0; u < left.size(); ++u) add_into(left[u].vec(), right[u].cvec());
   return left;
 }
 
@@ -125,7 +126,7 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
                          MemCategory::CommBuffers, MemSpace::Device, Dtype::F32,
                          real ? Fill::None : Fill::Zero);  // a round this rank has no node for
       if (real) {
-        for (int q = 0; q < N; ++q) {
+        for (int q = 0; q < N && !counted_; ++q) {  // the planner's run copies nothing
           std::int64_t at = std::int64_t(q) * slice;
           for (const PartShard& ps : su.parts) {
             const std::int64_t part_slice = ps.part.padded / N;
@@ -159,8 +160,9 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
       return nullptr;
     };
     views.reserve(std::size_t(N) * std::size_t(rounds));
-    const Vec* sum = tree_combine<Vec>(0, G, block, [](Vec* x, Vec* y) {
-      add_into(*x, *y);
+    const bool counted = counted_;
+    const Vec* sum = tree_combine<Vec>(0, G, block, [counted](Vec* x, Vec* y) {
+      if (!counted) add_into(*x, *y);
       return x;
     });
     if (!shards_grads(setup_.strategy) && !su.grad_full.allocated())
@@ -193,16 +195,14 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
     }
     if (dst.in_host_memory()) {
       host_copy::to_host(dst.host(), assembled.cvec());
-      host_copy::wait_copies();
-      if (StepLog* log = tracker_.log()) {  // the counted run: what its empty views cannot show
-        log->copy(Transfer::DeviceToHost, 4.0 * double(dst.size()));
-        log->wait_copies();
-      }
+      // The counted run: the copy its empty views cannot show.
+      if (StepLog* log = tracker_.log()) log->copy(Transfer::DeviceToHost, 4.0 * double(dst.size()));
+      host_copy::wait_copies(tracker_);
     }
     got[u].clear();
     if (shards_grads(setup_.strategy)) su.grad_full.reset();
   }
-  ExecSpace().fence();
+  if (!counted_) ExecSpace().fence();
 }
 
 double Engine::deterministic_norm2() {

@@ -62,8 +62,10 @@ ReducePipeline::Pending ReducePipeline::cast_for_send(int u) {
   if (bf16_) {
     pr.send = TrackedBuffer(tracker_, su.layout->name + "::reduce_send_bf16", su.padded,
                             MemCategory::CommBuffers, MemSpace::Device, Dtype::BF16, Fill::None);
-    cast_to_bf16(su.grad_full.cvec(), pr.send.bf16());
-    ExecSpace().fence();
+    if (!tracker_.counting()) {  // the planner's run: no kernel
+      cast_to_bf16(su.grad_full.cvec(), pr.send.bf16());
+      ExecSpace().fence();
+    }
     // Sharded gradients need only the cast from here on.
     if (shards_grads(state_.strategy())) su.grad_full.reset();
   }
@@ -176,6 +178,7 @@ void ReducePipeline::land(Pending& pr) {
   const ConstVec src = pr.recv.cvec();
   if (dst.in_host_memory()) {
     land_on_host(pr, dst.host());
+  } else if (tracker_.counting()) {  // the planner's run: nothing lands
   } else if (shards_grads(state_.strategy())) {
     accumulate_into(dst.device(), src);
   } else {
@@ -197,9 +200,8 @@ void ReducePipeline::land_on_host(Pending& pr, const PinnedVec& dst) {
   HostBuffer down(tracker_, su.layout->name + "::grad_download", su.shard,
                   MemCategory::CommBuffers, Dtype::F32, Fill::None);
   host_copy::to_host(down.vec(), pr.recv.cvec());
-  host_copy::wait_copies();
-  if (log) log->wait_copies();
-  accumulate_on_host(dst, down.cvec());
+  host_copy::wait_copies(tracker_);
+  if (!tracker_.counting()) accumulate_on_host(dst, down.cvec());
 }
 
 void ReducePipeline::finish_step() {
@@ -208,8 +210,7 @@ void ReducePipeline::finish_step() {
     if (shards_grads(state_.strategy()) && fresh_[u]) units_[u].grad_shard.view().fill(0.f);
   // The optimizer reads offloaded gradient shards on the host; without offload nothing waits.
   if (!units_.empty() && units_.front().grad_shard.in_host_memory()) {
-    host_copy::wait_copies();
-    if (StepLog* log = tracker_.log()) log->wait_copies();
+    host_copy::wait_copies(tracker_);
   }
 }
 

@@ -245,7 +245,7 @@ void ShardedState::sync_full_params() {
     }
     TrackedBuffer tmp(tracker_, su.layout->name + "::param_gather_send", su.shard,
                       MemCategory::CommBuffers);
-    Kokkos::deep_copy(tmp.vec(), param_shard(u).device());
+    if (!tracker_.counting()) Kokkos::deep_copy(tmp.vec(), param_shard(u).device());
     shard_.all_gather(tmp.wire(), su.params.view().wire());
   }
 }

@@ -88,11 +88,11 @@ double ShardedOptimizer::norm2() {
     const ShardedUnit& su = state_.units()[std::size_t(u)];
     const ShardVec g = state_.grad_shard(u);
     if (su.parts.size() == 1) {
-      n2[std::size_t(su.parts[0].part.placement)] += shard_sum_squares(g);
+      if (!counted_) n2[std::size_t(su.parts[0].part.placement)] += shard_sum_squares(g);
       continue;
     }
     for (const PartShard& ps : su.parts)
-      n2[std::size_t(ps.part.placement)] += shard_sum_squares(g.sub(ps.shard_offset, ps.shard));
+      if (!counted_) n2[std::size_t(ps.part.placement)] += shard_sum_squares(g.sub(ps.shard_offset, ps.shard));
   }
   double total = 0.0;
   for (std::size_t p = 0; p < comms.size(); ++p)

@@ -54,7 +54,8 @@ class InPlaceTier final : public StateTier {
 // (u + 1) % 2 for unit u + 1 and lets unit u - 1's next gathers start.
 class StagedTier final : public StateTier {
  public:
-  StagedTier(ShardedState& s, MemoryTracker& tracker) : state_(s), log_(tracker.log()) {
+  StagedTier(ShardedState& s, MemoryTracker& tracker)
+      : state_(s), counted_(tracker.counting()), log_(tracker.log()) {
     const std::int64_t n = largest_shard(s.units());
     for (Staging& st : staging_) {
       st.params = HostBuffer(tracker, "optimizer_staging::params", n, MemCategory::CommBuffers);
@@ -73,8 +74,7 @@ class StagedTier final : public StateTier {
     };
     if (U > 0) down(0);
     for (int u = 0; u < U; ++u) {
-      host_copy::wait_copies();
-      if (log_) log_->wait_copies();
+      wait_copies();
       if (u > 0 && updated) updated(u - 1);
       if (u + 1 < U) down(u + 1);
       const ShardedUnit& su = state_.units()[std::size_t(u)];
@@ -92,11 +92,10 @@ class StagedTier final : public StateTier {
       if (a.writes_grads)
         host_copy::to_device(state_.grad_shard(u).device(), ConstPinnedVec(s.g));
       logged(Transfer::HostToDevice, (a.params ? 1 : 0) + (a.writes_grads ? 1 : 0), su.shard);
-      if (zero_grads && a.last_grad_read)
+      if (zero_grads && a.last_grad_read && !counted_)
         Kokkos::deep_copy(ExecSpace(), state_.grad_shard(u).device(), 0.f);
     }
-    host_copy::wait_copies();
-    if (log_) log_->wait_copies();
+    wait_copies();
     if (U > 0 && updated) updated(U - 1);
   }
 
@@ -104,11 +103,17 @@ class StagedTier final : public StateTier {
   struct Staging {
     HostBuffer params, grads;  // the largest unit's shard each
   };
+  // host_copy::wait_copies, or in the counted run its log's (no device may exist there).
+  void wait_copies() {
+    if (!counted_) host_copy::wait_copies();
+    else if (log_) log_->wait_copies();
+  }
   // The counted run: n shards of `elements` floats copied (its empty views show no bytes).
   void logged(Transfer op, int n, std::int64_t elements) {
     if (log_ && n > 0) log_->copy(op, 4.0 * double(n) * double(elements));
   }
   ShardedState& state_;
+  bool counted_;  // a counting tracker: no kernel runs
   StepLog* log_;
   Staging staging_[2];
 };
