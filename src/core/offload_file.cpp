@@ -240,7 +240,8 @@ std::int64_t OffloadFile::allocate(std::int64_t bytes) {
 
 OffloadFile::Ticket OffloadFile::submit(bool write, std::int64_t off, std::int64_t bytes, void* buf) {
   if (counting_) {
-    if (log_) logged_.push_back(log_->issue(write ? Transfer::DiskWrite : Transfer::DiskRead, -1, double(bytes)));
+    const Transfer op = write ? Transfer::DiskWrite : Transfer::DiskRead;
+    if (log_) logged_.push_back(log_->issue(op, -1, double(bytes)));
     return ++counted_;
   }
   if (!q_) fatal("offload file in " + dir_ + ": used before open()");

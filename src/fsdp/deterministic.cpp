@@ -196,7 +196,8 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
     if (dst.in_host_memory()) {
       host_copy::to_host(dst.host(), assembled.cvec());
       // The counted run: the copy its empty views cannot show.
-      if (StepLog* log = tracker_.log()) log->copy(Transfer::DeviceToHost, 4.0 * double(dst.size()));
+      if (StepLog* log = tracker_.log())
+        log->copy(Transfer::DeviceToHost, 4.0 * double(dst.size()));
       host_copy::wait_copies(tracker_);
     }
     got[u].clear();

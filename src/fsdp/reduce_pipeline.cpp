@@ -80,6 +80,12 @@ void ReducePipeline::all_reduce(int u) {
   FSDP_COMM_SITE("reduce " + su.layout->name);
   Pending pr = cast_for_send(u);
   comm::Communicator& rep = state_.replicate_comm();
+  if (bf16_ && rep.size() == 1) {
+    // One replica: the bf16 all-reduce is its rounding alone. A reduce-scatter and an all-gather
+    // over one rank would copy the same bits there and back (the result is identical).
+    if (!tracker_.counting()) widen_bf16(pr.send.cbf16(), su.grad_full.vec());
+    return;
+  }
   if (bf16_) {
     // A bf16 all-reduce: this reduce-scatter, then finish_bf16_all_reduce when it lands.
     pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.padded / rep.size(),
