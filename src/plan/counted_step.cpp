@@ -33,6 +33,10 @@ CountedStep count_step(const RunSetup& s, int rank, int max_micro_batches) {
     engine.set_prefetch_next_step(s.prefetch_across_steps && s.prefetch > 0 && step == 0);
     engine.train_step(step, micro, load);
   }
+  // What the engine waits for as it is destroyed (the last disk writes) is no step's: in steady
+  // state the next step's requests queue behind them, which the timeline models from the
+  // first step's (plan/time_model.cpp).
+  log->begin_step();
   return out;
 }
 

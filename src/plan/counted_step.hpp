@@ -15,7 +15,8 @@ namespace fsdp::plan {
 
 struct CountedStep {
   // What the two steps did, in order (core/step_log.hpp): the second's first gathers were issued
-  // by the first one's optimizer where fsdp.prefetch_across_steps carries them.
+  // by the first one's optimizer where fsdp.prefetch_across_steps carries them. A third list
+  // holds what the engine waited for as it was destroyed.
   std::unique_ptr<StepLog> log = std::make_unique<StepLog>();
   MemoryTracker tracker = MemoryTracker::counting_only(log.get());
 };

@@ -137,11 +137,15 @@ double optimizer_bytes_per_element(const Setup& s) {
   return per_elem;
 }
 
-// A logged event on the steady step's timeline; lead >= 0 for a gather the previous step's
-// optimizer issued (fsdp.prefetch_across_steps) with that fraction of its passes still to go.
+// A logged event on the steady step's timeline; lead >= 0 for a transfer the previous step
+// issued that this one waits for, with that fraction of the previous optimizer's passes still
+// to go: the gathers its optimizer issued for this step (fsdp.prefetch_across_steps), which are
+// this step's, and its last disk writes, which are still queued and are the previous step's
+// (`own` false: they take the queue's time, not this step's bytes).
 struct Timed {
   const LoggedEvent* e;
   double lead = -1.0;
+  bool own = true;
 };
 
 // The log's second step, preceded by what the first one's optimizer issued for it: the
@@ -160,9 +164,9 @@ std::vector<Timed> steady_step(const StepLog& log) {
   for (const LoggedEvent& e : before) {
     if (e.kind == LoggedEvent::Optimizer && e.moments) done += e.elements;
     if (e.kind == LoggedEvent::Issue && waited.count(e.handle))
-      out.push_back({&e, total > 0 ? (total - done) / total : 0.0});
+      out.push_back({&e, total > 0 ? (total - done) / total : 0.0, e.group >= 0});
   }
-  for (const LoggedEvent& e : step) out.push_back({&e, -1.0});
+  for (const LoggedEvent& e : step) out.push_back({&e, -1.0, true});
   return out;
 }
 
@@ -258,6 +262,7 @@ TimePlan plan_time(const Setup& s, const Machine& m, const StepLog& log) {
         }
         done[e.handle] = end;
         channel[e.handle] = ch;
+        if (!te.own) break;
         if (disk) {
           r.disk_busy_s += real;
           (e.op == Coll::DiskRead ? r.disk_read_bytes : r.disk_write_bytes) += e.bytes;
