@@ -15,7 +15,7 @@ set_tests_properties(nvcc_rules nvcc_rules_self_test PROPERTIES TIMEOUT 60 LABEL
 # Two compiles at a time: it takes both slots of the suite's -j2 while it runs.
 if(NOT FSDP_ENABLE_CUDA)  # a GPU build is this check's product, not its runner
   add_test(NAME gpu_build_compiles COMMAND bash ${PROJECT_SOURCE_DIR}/tests/gpu_build.sh
-    ${PROJECT_SOURCE_DIR})
+    ${PROJECT_SOURCE_DIR} ${CMAKE_BINARY_DIR})
   set_tests_properties(gpu_build_compiles PROPERTIES TIMEOUT 3600 PROCESSORS 2
     RESOURCE_LOCK fsdp_gpu_build SKIP_REGULAR_EXPRESSION "SKIPPED: " LABELS gpu-build)
 endif()

@@ -3,7 +3,7 @@
 # The GPU build compiles: the whole project (library, apps, tests) against the CUDA Kokkos of
 # scripts/cuda_kokkos.sh, with -DFSDP_ENABLE_CUDA=ON and nvcc_wrapper, with 0 errors and 0
 # warnings. nvcc refuses things g++ accepts (docs/gpu.md), so only this sees them; no GPU needed.
-#   tests/gpu_build.sh SOURCE_DIR
+#   tests/gpu_build.sh SOURCE_DIR [CPU_BUILD_DIR]
 # Incremental across clones: the sources are mirrored into a persistent folder outside the clone
 # ($FSDP_GPU_BUILD_DIR, default ~/.cache/fsdp/gpu-build), copying only files whose bytes differ,
 # so an unchanged file keeps its old time stamp and make rebuilds only what a change touches.
@@ -107,3 +107,40 @@ if [ $rc != 0 ] || [ -n "$diags" ]; then
   exit 1
 fi
 echo "gpu_build: the GPU build compiles and links with 0 errors and 0 warnings"
+
+# The GPU build's planner runs where there is no device (a login node): fsdp-plan builds the
+# engine on a counting tracker and runs its steps without a kernel, a fence or an execution-space
+# instance (plan/counted_step.hpp). Here there is no driver either: the toolkit's stub libcuda
+# stands in for it (every CUDA call fails, so any device use aborts), and its tables must be the
+# CPU build's, byte for byte ($2: the CPU build folder, when given).
+stub=$CUDA_HOME/lib64/stubs/libcuda.so
+if [ ! -f "$stub" ]; then
+  echo "gpu_build: no stub libcuda ($stub): the GPU build's planner is not run"
+  exit 0
+fi
+mkdir -p "$DIR/stub" && ln -sf "$stub" "$DIR/stub/libcuda.so.1"
+# Two decks: a dense one in bf16 with offload, and a mixture of experts with expert parallelism,
+# NVMe offload and Muon (every strategy each).
+plans=("--config $SRC/inputs/gpt2_124m.toml --ranks 8 --machine h100 --set fsdp.mixed_precision=bf16 --set fsdp.offload=optimizer --set model.attention=fused"
+  "--config $SRC/inputs/qwen3_moe_tiny.toml --ranks 8 --machine h100 --set fsdp.expert_parallel=2 --set fsdp.offload=nvme --set offload.path=/tmp --set train.optimizer=muon --set train.batch_size=64 --set model.attention=fused")
+for args in "${plans[@]}"; do
+  # shellcheck disable=SC2086
+  if ! gpu_plan=$(cd "$SRC" && LD_LIBRARY_PATH="$DIR/stub" timeout 120 "$B/fsdp-plan" $args 2>&1); then
+    echo "FAILED: the GPU build's fsdp-plan does not run without a device (fsdp-plan $args):"
+    tail -5 <<<"$gpu_plan"
+    exit 1
+  fi
+  [ -n "${2:-}" ] && [ -x "$2/fsdp-plan" ] || continue
+  # shellcheck disable=SC2086
+  cpu_plan=$(cd "$SRC" && "$2/fsdp-plan" $args 2>&1)
+  if [ "$gpu_plan" != "$cpu_plan" ]; then
+    echo "FAILED: the GPU build's fsdp-plan differs from the CPU build's (fsdp-plan $args):"
+    diff <(echo "$cpu_plan") <(echo "$gpu_plan") | head -20
+    exit 1
+  fi
+done
+if [ -n "${2:-}" ] && [ -x "$2/fsdp-plan" ]; then
+  echo "gpu_build: the GPU build's fsdp-plan runs without a device and prints the CPU build's tables"
+else
+  echo "gpu_build: the GPU build's fsdp-plan runs without a device"
+fi

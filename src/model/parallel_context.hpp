@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // What a model is given beyond its parameters when it is built (Architecture::build): the run's
 // device mesh, so that it can issue collectives of its own (an expert token exchange, a
-// tensor-parallel sum) ordered like the engine's; its units as the run placed them (each part's
-// tensors together, every part padded: fsdp/part_layout.hpp), whose offsets its kernels must
-// read; and the execution-space instance its kernels run on.
+// tensor-parallel sum) ordered like the engine's; and its units as the run placed them (each
+// part's tensors together, every part padded: fsdp/part_layout.hpp), whose offsets its kernels
+// must read. No execution-space instance: making one needs an initialised device, and the
+// planner builds the model where there is none (plan/counted_step.hpp).
 #pragma once
 #include <vector>
 
@@ -23,7 +24,6 @@ struct ParallelContext {
   comm::DeviceMesh* mesh = nullptr;                // null: a model on its own (tests, benches)
   comm::Communicator* experts = nullptr;           // fsdp.expert_parallel > 1: the expert group
   const std::vector<UnitLayout>* units = nullptr;  // null: the architecture's own layout
-  ExecSpace exec{};
 };
 
 }  // namespace fsdp

@@ -14,6 +14,7 @@
 namespace fsdp::plan {
 
 CountedStep count_step(const RunSetup& s, int rank, int max_micro_batches) {
+  s.validate();  // a setup the trainer refuses throws its reason here, before a mesh is cut
   CountedStep out;
   StepLog* log = out.log.get();
   comm::DeviceMesh mesh = comm::DeviceMesh::without_transport(s.mesh(), s.mesh_groups(), rank, log);

@@ -24,7 +24,8 @@ struct CountedStep {
 // Rank `rank` of s.ranks builds its engine (and, with asynchronous checkpoints, the staging a
 // save keeps) and runs two training steps as fsdp-train's first two: the first one's optimizer
 // issues the next step's gathers where s.prefetch_across_steps asks. Each step runs
-// s.micro_batches() micro-batches, or at most max_micro_batches > 0 of them.
+// s.micro_batches() micro-batches, or at most max_micro_batches > 0 of them. A setup the trainer
+// refuses throws std::invalid_argument with its reason (RunSetup::validate).
 CountedStep count_step(const RunSetup& s, int rank, int max_micro_batches = 0);
 
 }  // namespace fsdp::plan

@@ -89,7 +89,9 @@ DecoderSkeleton::DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec,
       checkpointing_(cfg.checkpoints_blocks()),
       attention_(attention),
       qkv_bf16_(bf16_attention && attention == AttentionPath::Fused),
-      flash_(k::flash_plan(spec.D)) {
+      // The planner's counted run computes nothing, and the GPU plan asks the device for its
+      // shared memory: no plan there (it sizes no buffer).
+      flash_(tracker.counting() ? k::FlashPlan{} : k::flash_plan(spec.D)) {
   const UnitLayout& emb = units_.front();
   const UnitLayout& fin = units_.back();
   emb_w_ = at(emb, s_.embedding);
