@@ -51,18 +51,13 @@ GroupShape group_shape(const Setup& s, Group g, int placement) {
 // A logged group's shape, from its members under block placement (ranks_per_node a node).
 GroupShape shape_of(const Setup& s, const LoggedGroup& g) {
   const int rpn = s.ranks_per_node();
-  std::vector<int> per_node;
+  std::unordered_map<int, int> on_node;  // node -> members there
+  for (int r : g.members) ++on_node[r / rpn];
   GroupShape gs;
   gs.n = int(g.members.size());
+  gs.nodes = int(on_node.size());
   gs.per_node = 0;
-  gs.nodes = 0;
-  for (std::size_t i = 0; i < g.members.size(); ++i) {
-    const int node = g.members[i] / rpn;
-    int on = 1;
-    for (std::size_t j = 0; j < i; ++j) on += g.members[j] / rpn == node ? 1 : 0;
-    if (on == 1) ++gs.nodes;
-    gs.per_node = std::max(gs.per_node, on);
-  }
+  for (const auto& kv : on_node) gs.per_node = std::max(gs.per_node, kv.second);
   return gs;
 }
 
@@ -80,7 +75,6 @@ double intra_busbw(const Machine& m, Coll op) {
     default: return m.intra_allreduce_busbw;
   }
 }
-
 
 // Seconds of one transfer over a group of shape gs (network collectives), or over PCIe or the
 // rank's share of the disk.

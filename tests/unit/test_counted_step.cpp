@@ -56,7 +56,10 @@ TEST_CASE("the planner's counted step launches no kernel and copies nothing", "[
       if (variant == 2) sets.push_back("train.deterministic=true");
       if (variant == 3) sets.push_back("fsdp.offload=optimizer");
       if (variant == 4) sets.push_back("fsdp.offload=params");
-      if (variant == 5) sets.push_back("fsdp.offload=nvme");
+      if (variant == 5) {
+        sets.push_back("fsdp.offload=nvme");
+        sets.push_back("offload.path=/nonexistent");  // the counted run opens no file
+      }
       if (variant == 6) {
         sets.push_back("fsdp.mixed_precision=bf16");
         sets.push_back("fsdp.reduce_dtype=bf16");
@@ -80,6 +83,7 @@ TEST_CASE("the planner's counted step launches no kernel and copies nothing", "[
       CHECK(g_launched.size() == 0);
     }
   Kokkos::Tools::Experimental::set_begin_deep_copy_callback(nullptr);
-  // Refused: offload with ddp, zero1 and zero2 (three tiers each), nothing else.
-  CHECK(planned == 40 - 9);
+  // Refused, and only these: offload = params with ddp, zero1 and zero2 (they keep full
+  // parameters on the device), and expert parallelism with ddp (a shard dimension of 1).
+  CHECK(planned == 40 - 4);
 }
