@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/host_copy.hpp"
 
-#include "core/step_log.hpp"
-
 namespace fsdp::host_copy {
 namespace {
 
@@ -26,6 +24,11 @@ void wait_copies() { ExecSpace().fence(); }
 void wait_copies(const MemoryTracker& tracker) {
   if (!tracker.counting()) return wait_copies();
   if (StepLog* log = tracker.log()) log->wait_copies();
+}
+
+int count_copy(const MemoryTracker& tracker, Transfer op, double bytes) {
+  StepLog* log = tracker.log();
+  return log ? log->copy(op, bytes) : -1;
 }
 
 double take_bytes_moved() {

@@ -7,6 +7,7 @@
 // The host waits only where it reads what came down: `wait_copies`. On a CPU they are memcpy.
 #pragma once
 #include "core/memory.hpp"
+#include "core/step_log.hpp"
 #include "core/types.hpp"
 
 namespace fsdp::host_copy {
@@ -19,6 +20,10 @@ void wait_copies();
 // The same where the engine may run on a counting tracker (the planner's run): there nothing
 // was copied and no device may exist, so the wait is only logged (core/step_log.hpp).
 void wait_copies(const MemoryTracker& tracker);
+// The counted run (a counting tracker with a log): a copy of `bytes` that its empty views cannot
+// show, logged for the timeline (to be waited for by wait_copies(tracker)); its handle in the
+// log, or -1 on any other tracker.
+int count_copy(const MemoryTracker& tracker, Transfer op, double bytes);
 // Bytes copied either way since the last call.
 double take_bytes_moved();
 

@@ -20,7 +20,6 @@
 
 #include "core/bf16.hpp"
 #include "core/host_copy.hpp"
-#include "core/step_log.hpp"
 #include "fsdp/canonical_tree.hpp"
 #include "fsdp/engine.hpp"
 
@@ -195,9 +194,7 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
     }
     if (dst.in_host_memory()) {
       host_copy::to_host(dst.host(), assembled.cvec());
-      // The counted run: the copy its empty views cannot show.
-      if (StepLog* log = tracker_.log())
-        log->copy(Transfer::DeviceToHost, 4.0 * double(dst.size()));
+      host_copy::count_copy(tracker_, Transfer::DeviceToHost, 4.0 * double(dst.size()));
       host_copy::wait_copies(tracker_);
     }
     got[u].clear();

@@ -8,7 +8,6 @@
 
 #include "core/check.hpp"
 #include "core/host_copy.hpp"
-#include "core/step_log.hpp"
 
 namespace fsdp {
 
@@ -139,7 +138,8 @@ void GatherPipeline::issue(int u) {
   // the compute stream's copies) start behind.
   StepLog* log = tracker_.log();
   if (log && offloaded)
-    log->order_after(log->copy(Transfer::HostToDevice, (bf16 ? 2.0 : 4.0) * double(su.shard)));
+    log->order_after(host_copy::count_copy(tracker_, Transfer::HostToDevice,
+                                           (bf16 ? 2.0 : 4.0) * double(su.shard)));
   for (PartShard& ps : su.parts) {
     const Bf16Vec own(su.gathered.bf16().data() + ps.gather_at(), bf16 ? ps.shard : 0);
     const Vec own_f32(su.gathered.data() + ps.gather_at(), bf16 ? 0 : ps.shard);

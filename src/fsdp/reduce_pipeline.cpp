@@ -6,7 +6,6 @@
 #include "comm/safety.hpp"
 #include "core/bf16.hpp"
 #include "core/host_copy.hpp"
-#include "core/step_log.hpp"
 
 namespace fsdp {
 namespace {
@@ -197,8 +196,7 @@ void ReducePipeline::land_on_host(Pending& pr, const PinnedVec& dst) {
   ShardedUnit& su = units_[std::size_t(pr.unit)];
   // The step's first reduction goes down into the shard as it is; later ones (sharded
   // accumulation) through a staging buffer, added on the host in the order the device would.
-  StepLog* log = tracker_.log();  // the counted run: the copies its empty views cannot show
-  if (log) log->copy(Transfer::DeviceToHost, 4.0 * double(su.shard));
+  host_copy::count_copy(tracker_, Transfer::DeviceToHost, 4.0 * double(su.shard));
   if (pr.first) {
     host_copy::to_host(dst, pr.recv.cvec());
     return;
@@ -215,9 +213,8 @@ void ReducePipeline::finish_step() {
   for (std::size_t u = 0; u < units_.size(); ++u)  // a unit no reduction reached (none today)
     if (shards_grads(state_.strategy()) && fresh_[u]) units_[u].grad_shard.view().fill(0.f);
   // The optimizer reads offloaded gradient shards on the host; without offload nothing waits.
-  if (!units_.empty() && units_.front().grad_shard.in_host_memory()) {
+  if (!units_.empty() && units_.front().grad_shard.in_host_memory())
     host_copy::wait_copies(tracker_);
-  }
 }
 
 void ReducePipeline::finish_bf16_all_reduce(comm::Communicator& c, TrackedBuffer& send,

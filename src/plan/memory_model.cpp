@@ -60,7 +60,6 @@ std::int64_t activation_elements(const ModelConfig& s, int micro_batch, bool che
   return architecture_of(s).activation_elements(s, micro_batch, checkpointing);
 }
 
-
 MemoryPlan plan_memory(const Setup& s) {
   MemoryPlan mp;
   mp.shard_group = s.shard_group();

@@ -177,7 +177,6 @@ double emulated_seconds(const Setup& s, const Machine& m, Coll op, Group g, doub
 }
 
 TimePlan plan_time(const Setup& s, const Machine& m) {
-  s.validate();
   const CountedStep run = count_step(s, 0);
   return plan_time(s, m, *run.log);
 }

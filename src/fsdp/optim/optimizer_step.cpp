@@ -84,15 +84,16 @@ std::vector<comm::Communicator*> ShardedOptimizer::placement_comms() {
 double ShardedOptimizer::norm2() {
   const std::vector<comm::Communicator*> comms = placement_comms();
   std::vector<double> n2(comms.size(), 0.0);
-  for (int u = 0; u < int(state_.units().size()); ++u) {
+  // The counted run sums nothing (no kernel may run); its all-reduces below still happen.
+  for (int u = 0; u < int(state_.units().size()) && !counted_; ++u) {
     const ShardedUnit& su = state_.units()[std::size_t(u)];
     const ShardVec g = state_.grad_shard(u);
     if (su.parts.size() == 1) {
-      if (!counted_) n2[std::size_t(su.parts[0].part.placement)] += shard_sum_squares(g);
+      n2[std::size_t(su.parts[0].part.placement)] += shard_sum_squares(g);
       continue;
     }
     for (const PartShard& ps : su.parts)
-      if (!counted_) n2[std::size_t(ps.part.placement)] += shard_sum_squares(g.sub(ps.shard_offset, ps.shard));
+      n2[std::size_t(ps.part.placement)] += shard_sum_squares(g.sub(ps.shard_offset, ps.shard));
   }
   double total = 0.0;
   for (std::size_t p = 0; p < comms.size(); ++p)

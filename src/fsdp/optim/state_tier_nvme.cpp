@@ -12,7 +12,6 @@
 #include <algorithm>
 
 #include "core/host_copy.hpp"
-#include "core/step_log.hpp"
 #include "fsdp/optim/optimizer_step.hpp"
 #include "fsdp/sharded_state.hpp"
 #include "fsdp/optim/state_tier.hpp"
@@ -28,7 +27,7 @@ std::int64_t at(const ShardVec& v, std::int64_t lo) { return v.file_offset() + l
 class StreamedTier final : public StateTier {
  public:
   StreamedTier(ShardedState& state, MemoryTracker& tracker)
-      : state_(state), counted_(tracker.counting()), log_(tracker.log()) {
+      : state_(state), tracker_(tracker) {
     const std::int64_t n = stream_piece(state.units());
     const bool grads_on_device = !state.units().empty() && state.grad_shard(0).on_device();
     for (int k = 0; k < 3; ++k) {
@@ -84,7 +83,7 @@ class StreamedTier final : public StateTier {
       f.wait(io.read);
       // Piece i's copies down and piece i - 1's up (one stream, in issue order): a unit whose
       // last piece that was may start its next gathers.
-      wait_copies();
+      host_copy::wait_copies(tracker_);
       if (i > 0 && pieces_[std::size_t(i - 1)].unit != pc.unit && updated)
         updated(pieces_[std::size_t(i - 1)].unit);
       if (i + 1 < P) read(i + 1);
@@ -114,12 +113,12 @@ class StreamedTier final : public StateTier {
       if (g.on_device()) {
         if (a.writes_grads)
           host_copy::to_device(g.sub(pc.lo, pc.n).device(), ConstPinnedVec(io.g.vec(0, pc.n)));
-        if (zero_grads && a.last_grad_read && !counted_)
+        if (zero_grads && a.last_grad_read && !tracker_.counting())
           Kokkos::deep_copy(ExecSpace(), g.sub(pc.lo, pc.n).device(), 0.f);
       }
     }
     prefetched_ = 0;
-    wait_copies();
+    host_copy::wait_copies(tracker_);
     if (P > 0 && updated) updated(pieces_.back().unit);
   }
 
@@ -156,18 +155,12 @@ class StreamedTier final : public StateTier {
     prefetched_ = 0;
   }
 
-  // host_copy::wait_copies, or in the counted run its log's (no device may exist there).
-  void wait_copies() {
-    if (!counted_) host_copy::wait_copies();
-    else if (log_) log_->wait_copies();
-  }
   // The counted run: n pieces of `elements` floats copied (its empty views show no bytes).
   void logged(Transfer op, int n, std::int64_t elements) {
-    if (log_ && n > 0) log_->copy(op, 4.0 * double(n) * double(elements));
+    if (n > 0) host_copy::count_copy(tracker_, op, 4.0 * double(n) * double(elements));
   }
   ShardedState& state_;
-  bool counted_;  // a counting tracker: no kernel runs
-  StepLog* log_;
+  const MemoryTracker& tracker_;  // a counting one: no kernel runs, the copies are logged
   std::vector<Piece> pieces_;
   int prefetched_ = 0;  // pieces [0, prefetched_) already read by prefetch()
   IoSet io_[3];

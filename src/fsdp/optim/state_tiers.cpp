@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "core/host_copy.hpp"
-#include "core/step_log.hpp"
 #include "fsdp/optim/optimizer_step.hpp"
 #include "fsdp/sharded_state.hpp"
 #include "fsdp/optim/state_tier.hpp"
@@ -55,7 +54,7 @@ class InPlaceTier final : public StateTier {
 class StagedTier final : public StateTier {
  public:
   StagedTier(ShardedState& s, MemoryTracker& tracker)
-      : state_(s), counted_(tracker.counting()), log_(tracker.log()) {
+      : state_(s), tracker_(tracker) {
     const std::int64_t n = largest_shard(s.units());
     for (Staging& st : staging_) {
       st.params = HostBuffer(tracker, "optimizer_staging::params", n, MemCategory::CommBuffers);
@@ -74,7 +73,7 @@ class StagedTier final : public StateTier {
     };
     if (U > 0) down(0);
     for (int u = 0; u < U; ++u) {
-      wait_copies();
+      host_copy::wait_copies(tracker_);
       if (u > 0 && updated) updated(u - 1);
       if (u + 1 < U) down(u + 1);
       const ShardedUnit& su = state_.units()[std::size_t(u)];
@@ -92,10 +91,10 @@ class StagedTier final : public StateTier {
       if (a.writes_grads)
         host_copy::to_device(state_.grad_shard(u).device(), ConstPinnedVec(s.g));
       logged(Transfer::HostToDevice, (a.params ? 1 : 0) + (a.writes_grads ? 1 : 0), su.shard);
-      if (zero_grads && a.last_grad_read && !counted_)
+      if (zero_grads && a.last_grad_read && !tracker_.counting())
         Kokkos::deep_copy(ExecSpace(), state_.grad_shard(u).device(), 0.f);
     }
-    wait_copies();
+    host_copy::wait_copies(tracker_);
     if (U > 0 && updated) updated(U - 1);
   }
 
@@ -103,18 +102,12 @@ class StagedTier final : public StateTier {
   struct Staging {
     HostBuffer params, grads;  // the largest unit's shard each
   };
-  // host_copy::wait_copies, or in the counted run its log's (no device may exist there).
-  void wait_copies() {
-    if (!counted_) host_copy::wait_copies();
-    else if (log_) log_->wait_copies();
-  }
   // The counted run: n shards of `elements` floats copied (its empty views show no bytes).
   void logged(Transfer op, int n, std::int64_t elements) {
-    if (log_ && n > 0) log_->copy(op, 4.0 * double(n) * double(elements));
+    if (n > 0) host_copy::count_copy(tracker_, op, 4.0 * double(n) * double(elements));
   }
   ShardedState& state_;
-  bool counted_;  // a counting tracker: no kernel runs
-  StepLog* log_;
+  const MemoryTracker& tracker_;  // a counting one: no kernel runs, the copies are logged
   Staging staging_[2];
 };
 
