@@ -106,6 +106,12 @@ class DeckPass {
   double seconds(int iters, comm::Communicator& c) {
     return time_median(iters, c, [&] { pass(); });
   }
+  // What the pass recomputes under activation checkpointing, as its layers declare it.
+  double recompute_flops() const {
+    double f = 0.0;
+    for (const UnitFlops& u : model_->unit_flops()) f += u.recompute;
+    return f;
+  }
 
  private:
   void pass() {
@@ -247,10 +253,7 @@ int run_machine_bench(MPI_Comm world, const MachineBenchOptions& o) {
     const RunConfig& cfg = deck_cfg;
     const plan::Setup s = plan::setup_from_config(cfg, 1, 1, kernels::gemm_bf16_computes());
     const double tok = double(cfg.train.micro_batch_size) * cfg.model.block_size;
-    const Architecture& arch = architecture_of(s.model);
-    double flops = arch.flops_per_token(s.model) * tok;
-    for (const UnitFlops& f : arch.unit_flops(s.model, s.micro_batch, s.activation_checkpointing()))
-      flops += f.recompute;
+    const double flops = architecture_of(s.model).flops_per_token(s.model) * tok + deck->recompute_flops();
     const double t = median(rounds);
     m.gemm_efficiency = flops / (t * m.peak_flops_fp32);
     calibration = o.calibrate;

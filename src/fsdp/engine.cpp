@@ -40,7 +40,7 @@ Engine::Engine(const RunSetup& setup, comm::DeviceMesh& mesh, MemoryTracker& tra
   reduce_after_ = last_uses(backward);
   stages_.insert(stages_.end(), backward.begin(), backward.end());
   stage_units_ = stage_units(stages_);
-  if (tracker_.log()) costs_ = stage_costs(setup_, layout_);
+  if (tracker_.log()) costs_ = stage_costs(setup_, layout_, *model_);
 }
 
 Engine::~Engine() = default;

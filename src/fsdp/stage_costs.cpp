@@ -5,12 +5,11 @@
 
 namespace fsdp {
 
-StageCosts stage_costs(const RunSetup& s, const RunLayout& layout) {
+StageCosts stage_costs(const RunSetup& s, const RunLayout& layout, const Decoder& model) {
   const ModelConfig& m = s.model;
-  const Architecture& arch = architecture_of(m);
   StageCosts c;
-  const std::vector<UnitFlops> flops = arch.unit_flops(m, s.micro_batch, s.activation_checkpointing());
-  c.head.flops = arch.head_flops(m, s.micro_batch);
+  const std::vector<UnitFlops> flops = model.unit_flops();
+  c.head.flops = model.head_flops();
   const int P = m.expert_slices();
   const double share = double(P - 1) / P;
   const double bytes = s.bf16_gemms && kernels::bf16_dispatch(P, m.n_embd) ? 3.0 : 4.0;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What each stage of the step costs beyond its gathers and reductions, for the planner's
 // counted run of the engine (plan/counted_step.hpp), where the model computes nothing: the
-// architecture's model FLOPs per pass, and the experts' token exchanges the model would issue
+// model FLOPs its layers declare per pass, and the experts' token exchanges the model would issue
 // from inside its compute. The engine logs them where it would have run the model.
 #pragma once
 #include <vector>
@@ -26,6 +26,7 @@ struct StageCosts {
   StageCost head;                // the LM head's stage
 };
 
-StageCosts stage_costs(const RunSetup& s, const RunLayout& layout);
+// model: the run's, built for its micro-batch (its layers declare their FLOPs).
+StageCosts stage_costs(const RunSetup& s, const RunLayout& layout, const Decoder& model);
 
 }  // namespace fsdp

@@ -23,13 +23,6 @@
 
 namespace fsdp {
 
-// Model FLOPs of one stage for one micro-batch.
-struct UnitFlops {
-  double forward = 0.0;
-  double backward = 0.0;
-  double recompute = 0.0;  // activation checkpointing's forward again, inside backward
-};
-
 struct DecoderOptions {
   int micro_batch = 1;
   // fsdp.mixed_precision = bf16: attention may take bf16 inputs (an architecture may ignore it).
@@ -120,10 +113,6 @@ struct Architecture {
       activation_elements;
   // Elements of each of the two bf16 casts Decoder::use_bf16_gemms allocates.
   std::function<std::int64_t(const ModelConfig& m, int B)> bf16_scratch_elements;
-  // Model FLOPs per unit's stage and the head's, for micro-batch B.
-  std::function<std::vector<UnitFlops>(const ModelConfig& m, int B, bool checkpointing)>
-      unit_flops;
-  std::function<UnitFlops(const ModelConfig& m, int B)> head_flops;
   // Parameters one token computes with (mixtures of experts: all but the idle experts); null:
   // all of them.
   std::function<std::int64_t(const ModelConfig& m)> active_params;

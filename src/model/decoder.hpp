@@ -32,6 +32,13 @@ struct TokenLayout {
   double loss_scale = 0.0;
 };
 
+// Model FLOPs of one stage for one micro-batch.
+struct UnitFlops {
+  double forward = 0.0;
+  double backward = 0.0;
+  double recompute = 0.0;  // activation checkpointing's forward again, inside backward
+};
+
 class Decoder {
  public:
   virtual ~Decoder() = default;
@@ -52,6 +59,11 @@ class Decoder {
       throw std::invalid_argument("this architecture does not train on packed documents or masks");
     set_batch(inputs, targets);
   }
+
+  // Model FLOPs of each unit's stage and of the head's, for one micro-batch, as the model's layers
+  // declare them: what the planner's timeline charges each stage.
+  virtual std::vector<UnitFlops> unit_flops() const = 0;
+  virtual UnitFlops head_flops() const = 0;
 
   virtual void forward_unit(int u, const UnitParams& p) = 0;
   // The LM head and the loss: returns the micro-batch's mean loss. p: the head unit's

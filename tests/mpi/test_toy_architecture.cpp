@@ -93,6 +93,18 @@ class ToyModel final : public Decoder {
   const std::vector<UnitLayout>& units() const override { return units_; }
   int micro_batch() const override { return B_; }
   const ParallelContext* parallel() const { return parallel_; }
+  // Each mix unit's one or two [C, C] products; the head's [C, V].
+  std::vector<UnitFlops> unit_flops() const override {
+    const double tok = double(B_) * T_, C = C_;
+    std::vector<UnitFlops> f(std::size_t(L_) + 2);
+    const double k = parts_ ? 2 : 1;  // matrices per mix unit
+    for (int l = 1; l <= L_; ++l) f[std::size_t(l)] = {k * 2 * C * C * tok, k * 4 * C * C * tok, 0};
+    return f;
+  }
+  UnitFlops head_flops() const override {
+    const double x = 2.0 * C_ * V_ * double(B_) * T_;
+    return UnitFlops{x, 2 * x, 0};
+  }
 
   // The layout overload stays the base's (which refuses packed documents); named here so that
   // overriding one overload does not hide the other (nvcc warning #611-D).
@@ -237,18 +249,6 @@ Architecture toy_architecture(bool parts = false) {
   };
   a.activation_elements = toy_activations;
   a.bf16_scratch_elements = [](const ModelConfig&, int) { return std::int64_t(0); };
-  a.unit_flops = [parts](const ModelConfig& m, int B, bool) {
-    const double tok = double(B) * m.block_size, C = m.n_embd;
-    std::vector<UnitFlops> f(std::size_t(m.n_layer) + 2);
-    const double k = parts ? 2 : 1;  // matrices per mix unit
-    for (int l = 1; l <= m.n_layer; ++l)
-      f[std::size_t(l)] = {k * 2 * C * C * tok, k * 4 * C * C * tok, 0};
-    return f;
-  };
-  a.head_flops = [](const ModelConfig& m, int B) {
-    const double x = 2.0 * m.n_embd * m.vocab_size * double(B) * m.block_size;
-    return UnitFlops{x, 2 * x, 0};
-  };
   a.flops_per_token = [parts](const ModelConfig& m) {
     return 6.0 * ((parts ? 2.0 : 1.0) * m.n_layer * m.n_embd * m.n_embd +
                   double(m.n_embd) * m.vocab_size);

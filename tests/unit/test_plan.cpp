@@ -552,11 +552,36 @@ TEST_CASE("Llama family members keep the MLP ratio and the key/value group, and 
   ModelConfig untied = like;
   untied.tie_embeddings = false;
   CHECK(a.flops_per_token(untied) == Approx(6.0 * (double(num_params(untied)) - 128256.0 * 2048) + ltc));
-  // The per-stage counts the replay charges sum to the same per-token figure.
-  double sum = 0;
-  for (const UnitFlops& f : a.unit_flops(untied, 1, false)) sum += f.forward + f.backward;
-  const UnitFlops h = a.head_flops(untied, 1);
-  CHECK((sum + h.forward + h.backward) / 2048 == Approx(a.flops_per_token(untied)));
+  // What the model's layers declare stage by stage (what the planner's timeline charges) sums
+  // to the same per-token figure, for each architecture's layers (GPT-2's learned positions
+  // counted with the head, a mixture's K experts, sub-layer units, checkpointing's recompute).
+  const auto per_token = [](const ModelConfig& m, bool checkpointing) {
+    MemoryTracker counted = MemoryTracker::counting_only();
+    DecoderOptions o;
+    const std::unique_ptr<Decoder> d = architecture_of(m).build(m, o, counted);
+    double sum = 0, recompute = 0;
+    for (const UnitFlops& f : d->unit_flops()) {
+      sum += f.forward + f.backward;
+      recompute += f.recompute;
+    }
+    const UnitFlops h = d->head_flops();
+    CHECK((recompute > 0) == checkpointing);
+    return (sum + h.forward + h.backward) / double(m.block_size);
+  };
+  CHECK(per_token(untied, false) == Approx(a.flops_per_token(untied)).epsilon(1e-12));
+  ModelConfig gpt2 = shape(3, 4, 128, 256, 64);
+  gpt2.sublayer_units = true;
+  CHECK(per_token(gpt2, false) == Approx(architecture_of(gpt2).flops_per_token(gpt2)).epsilon(1e-12));
+  ModelConfig moe = untied;
+  moe.arch = "qwen3_moe";
+  moe.n_layer = 2;
+  moe.n_experts = 8;
+  moe.experts_per_token = 2;
+  moe.moe_ffn_hidden = 512;
+  moe.mlp_only_layers = "1";
+  moe.block_size = 64;
+  moe.activation_checkpointing = "blocks";
+  CHECK(per_token(moe, true) == Approx(architecture_of(moe).flops_per_token(moe)).epsilon(1e-12));
 }
 
 // The log the timeline reads is the engine's own schedule: every transfer the counted run's two

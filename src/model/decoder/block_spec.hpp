@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/attention_path.hpp"
+#include "model/layers/norm_layer.hpp"
 #include "model/model_config.hpp"
 #include "model/unit_layout.hpp"
 
@@ -23,7 +24,6 @@ namespace fsdp {
 // the attention, Mlp the second norm and the MLP. Final: the last norm (and an untied head).
 enum UnitKind : int { kEmbeddingUnit, kBlockUnit, kAttnUnit, kMlpUnit, kFinalUnit };
 
-enum class NormKind { LayerNorm, RMSNorm };  // LayerNorm: weight and bias, eps fixed at 1e-5
 enum class MlpKind { Gelu, SwiGlu };         // GELU: up, gelu, down; SwiGLU: gate|up, silu*, down
 enum class Positions { Learned, Rotary };    // a position table in the embedding, or rotary q, k
 

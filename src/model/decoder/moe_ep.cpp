@@ -136,7 +136,7 @@ void DecoderSkeleton::finish_dispatch(const char* what, comm::Handle& h, double 
   }
 }
 
-void DecoderSkeleton::experts_forward_ep(const UnitParams& p, const LayerOffsets& o, MoeActivations& e) {
+void DecoderSkeleton::experts_forward_ep(const UnitParams& p, const ExpertOffsets& o, MoeActivations& e) {
   const ExpertSpec& x = s_.moe;
   if (!ep_)
     throw std::logic_error("fsdp.expert_parallel = " + std::to_string(x.P) +
@@ -193,7 +193,7 @@ void DecoderSkeleton::experts_forward_ep(const UnitParams& p, const LayerOffsets
            Vec(e.ye.data(), std::size_t(rows * C)), e.send);
 }
 
-void DecoderSkeleton::experts_backward_ep(const UnitParams& p, const LayerOffsets& o, MoeActivations& e,
+void DecoderSkeleton::experts_backward_ep(const UnitParams& p, const ExpertOffsets& o, MoeActivations& e,
                                           Vec g) {
   const ExpertSpec& x = s_.moe;
   const int P = x.P, El = x.E / P, j = ep_->rank(), C = C_, F = x.F;
@@ -210,15 +210,15 @@ void DecoderSkeleton::experts_backward_ep(const UnitParams& p, const LayerOffset
     const TrackedBuffer& dy = s == j ? moe_dye_ : moe_yr_;
     const TrackedBuffer& xin = s == j ? e.xe : e.xr;
     k::ExpertLinear lin;
-    LayerOffsets home;  // lin keeps a pointer to it
+    ExpertOffsets home;  // lin keeps a pointer to it
     if (!x.grads_home) {
       lin = on_local(expert_linear(p, o, g), j * El, El);
     } else {
-      home.expert_gu.assign(std::size_t(x.E), -1);
-      home.expert_down.assign(std::size_t(x.E), -1);
+      home.gate_up.assign(std::size_t(x.E), -1);
+      home.down.assign(std::size_t(x.E), -1);
       for (int i = 0; i < El; ++i) {
-        home.expert_gu[std::size_t(j * El + i)] = (std::int64_t(s) * El + i) * X;
-        home.expert_down[std::size_t(j * El + i)] = (std::int64_t(s) * El + i) * X + 2 * std::int64_t(F) * C;
+        home.gate_up[std::size_t(j * El + i)] = (std::int64_t(s) * El + i) * X;
+        home.down[std::size_t(j * El + i)] = (std::int64_t(s) * El + i) * X + 2 * std::int64_t(F) * C;
       }
       lin = on_local(expert_linear(p, o, moe_gsend_.vec(), &home), j * El, El);
     }
@@ -247,8 +247,8 @@ void DecoderSkeleton::experts_backward_ep(const UnitParams& p, const LayerOffset
         const std::int64_t at = (std::int64_t(d) * El + i) * X;
         const ConstVec gu(moe_grecv_.data() + at, std::size_t(2 * F * C));
         const ConstVec down(moe_grecv_.data() + at + 2 * std::int64_t(F) * C, std::size_t(F * C));
-        const Vec gg = gv(g, o.expert_gu[std::size_t(ex)], 2 * std::int64_t(F) * C);
-        const Vec gd = gv(g, o.expert_down[std::size_t(ex)], std::int64_t(F) * C);
+        const Vec gg = gv(g, o.gate_up[std::size_t(ex)], 2 * std::int64_t(F) * C);
+        const Vec gd = gv(g, o.down[std::size_t(ex)], std::int64_t(F) * C);
         add_into(gg, gu);
         add_into(gd, down);
       }

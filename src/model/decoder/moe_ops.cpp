@@ -96,16 +96,16 @@ void DecoderSkeleton::allocate_bf16_dispatch(MemoryTracker& tracker) {
   moe_recv_bf16_ = buf(s_.tag + "::moe_recv_bf16", Rx * C_);
 }
 
-k::ExpertLinear DecoderSkeleton::expert_linear(const UnitParams& p, const LayerOffsets& o, Vec g,
-                                               const LayerOffsets* grads_at) const {
+k::ExpertLinear DecoderSkeleton::expert_linear(const UnitParams& p, const ExpertOffsets& o, Vec g,
+                                               const ExpertOffsets* grads_at) const {
   const int C = C_, F = s_.moe.F;
-  const LayerOffsets& go = grads_at ? *grads_at : o;
+  const ExpertOffsets& go = grads_at ? *grads_at : o;
   // Expert e's weight `which` (0: gate|up [2F, C], 1: down [C, F]): offset, rows, columns.
   struct Shape {
     std::int64_t off, out, in;
   };
   const auto at = [&o, C, F](int e, int which) {
-    return which == 0 ? Shape{o.expert_gu[std::size_t(e)], 2 * F, C} : Shape{o.expert_down[std::size_t(e)], C, F};
+    return which == 0 ? Shape{o.gate_up[std::size_t(e)], 2 * F, C} : Shape{o.down[std::size_t(e)], C, F};
   };
   k::Bf16Gemms* bf16 = bf16_.get();
   constexpr k::GemmRows ragged = k::GemmRows::Ragged;  // an expert's rows: its tokens this step
@@ -117,7 +117,7 @@ k::ExpertLinear DecoderSkeleton::expert_linear(const UnitParams& p, const LayerO
   };
   lin.backward = [&p, &go, at, bf16, g](int e, int which, const Mat& dx, const ConstMat& dy, const ConstMat& x) {
     const Shape s = at(e, which);
-    const Mat dw = gm(g, which == 0 ? go.expert_gu[std::size_t(e)] : go.expert_down[std::size_t(e)], s.out, s.in);
+    const Mat dw = gm(g, which == 0 ? go.gate_up[std::size_t(e)] : go.down[std::size_t(e)], s.out, s.in);
     if (bf16) return bf16->head_backward(dx, dw, dy, x, p.weight_bf16(s.off, s.out, s.in), ragged);
     k::gemm("N", "N", 1.f, dy, p.weight(s.off, s.out, s.in), 0.f, dx);
     k::gemm("T", "N", 1.f, dy, x, 1.f, dw);
@@ -129,14 +129,13 @@ void DecoderSkeleton::moe_compute(int l, const UnitParams& p, const Vec& x_out) 
   const ExpertSpec& x = s_.moe;
   const int N = B_ * T_, C = C_, E = x.E, K = x.K, F = x.F;
   const std::int64_t R = std::int64_t(N) * K;
-  const LayerOffsets& o = off_[std::size_t(l)];
+  const DecoderLayer& d = layers_[std::size_t(l)];
   LayerActivations& a = acts(l);
   MoeActivations& e = moe_acts(l);
   const Vec res2 = res2_of(l);
-  norm_fwd(m(a.ln2, N, C), a.ln2_mean.vec(), a.ln2_rstd.vec(), ConstMat(res2.data(), N, C), p,
-           o.n2_w, o.n2_b);
+  d.mlp_norm.forward(m(a.ln2, N, C), a.ln2_mean.vec(), a.ln2_rstd.vec(), ConstMat(res2.data(), N, C), p);
   // The router in fp32 whatever the GEMMs' dtype: its choices must not depend on rounding.
-  k::gemm("N", "T", 1.f, cm(a.ln2, N, C), p.weight(o.router_w, E, C), 0.f, m(router_logits_, N, E));
+  d.router->forward(m(router_logits_, N, E), cm(a.ln2, N, C), p, nullptr);
   const ConstVec bias = x.bias ? ConstVec(router_bias_.data() + std::int64_t(sparse_index_[std::size_t(l)]) * E,
                                           std::size_t(E))
                                : ConstVec();
@@ -162,10 +161,10 @@ void DecoderSkeleton::moe_compute(int l, const UnitParams& p, const Vec& x_out) 
 
   k::moe_gather(m(e.xe, rows, C), cm(a.ln2, N, C), int_rows(e.rows, R, rows), K);
   if (x.P > 1)
-    experts_forward_ep(p, o, e);
+    experts_forward_ep(p, d.experts, e);
   else
     k::experts_forward(m(e.ye, rows, C), m(e.gu, rows, 2 * F), m(e.h, rows, F), cm(e.xe, rows, C),
-                       e.plan.offsets, expert_linear(p, o, Vec()));
+                       e.plan.offsets, expert_linear(p, d.experts, Vec()));
   k::moe_combine(m(tmp_, N, C), cm(e.ye, rows, C), cm(e.weights, N, K), int_rows(e.rows, 0, R));
   k::residual_forward(x_out, ConstVec(res2.data(), res2.extent(0)), tmp_.cvec());
 }
@@ -174,7 +173,7 @@ void DecoderSkeleton::moe_grads(int l, const UnitParams& p, Vec g) {
   const ExpertSpec& x = s_.moe;
   const int N = B_ * T_, C = C_, E = x.E, K = x.K, F = x.F;
   const std::int64_t R = std::int64_t(N) * K;
-  const LayerOffsets& o = off_[std::size_t(l)];
+  const DecoderLayer& d = layers_[std::size_t(l)];
   LayerActivations& a = acts(l);
   MoeActivations& e = moe_acts(l);
   const Vec res2 = res2_of(l);
@@ -185,19 +184,19 @@ void DecoderSkeleton::moe_grads(int l, const UnitParams& p, Vec g) {
                           cm(e.weights, N, K), row_of);
   // d xe overwrites d ye in place: each expert reads its rows of d ye before it writes them.
   if (x.P > 1)
-    experts_backward_ep(p, o, e, g);
+    experts_backward_ep(p, d.experts, e, g);
   else
     k::experts_backward(m(moe_dye_, rows, C), m(moe_dgu_, rows, 2 * F), m(moe_dh_, rows, F),
                         cm(moe_dye_, rows, C), cm(e.xe, rows, C), cm(e.gu, rows, 2 * F),
-                        cm(e.h, rows, F), e.plan.offsets, expert_linear(p, o, g));
+                        cm(e.h, rows, F), e.plan.offsets, expert_linear(p, d.experts, g));
   k::moe_gather_backward(m(d_ln_, N, C), cm(moe_dye_, rows, C), row_of, K);
   const Mat dlogits = m(router_logits_, N, E);
   k::router_backward(dlogits, cm(e.probs, N, E), ids(e.top, N, K), cm(e.weights, N, K),
                      cm(moe_dw_, N, K), aux_dp_.cvec(), x.renorm);
-  k::gemm("N", "N", 1.f, dlogits, p.weight(o.router_w, E, C), 1.f, m(d_ln_, N, C));
-  k::gemm("T", "N", 1.f, dlogits, cm(a.ln2, N, C), 1.f, gm(g, o.router_w, E, C));
-  norm_bwd(m(d_tmp_, N, C), g, cm(d_ln_, N, C), ConstMat(res2.data(), N, C), p, o.n2_w, o.n2_b,
-           a.ln2_mean, a.ln2_rstd);
+  // The router's input gradient adds to the experts' (already in d_ln_).
+  d.router->backward_adding(m(d_ln_, N, C), g, dlogits, cm(a.ln2, N, C), p);
+  d.mlp_norm.backward(m(d_tmp_, N, C), g, cm(d_ln_, N, C), ConstMat(res2.data(), N, C), p,
+                      a.ln2_mean.cvec(), a.ln2_rstd.cvec());
   k::residual_backward(d_tmp_.vec(), ConstVec(dres_out_.data(), dres_out_.extent(0)));  // d res2
 }
 

@@ -28,44 +28,6 @@ std::int64_t bias_at(const UnitLayout& u, const std::string& weight) {
   return at(u, weight.substr(0, weight.size() - 6) + "bias");
 }
 
-// Layer l's tensors in the unit(s) holding it (offsets differ between dense and sparse layers,
-// and a placed unit's parts move them).
-LayerOffsets offsets_of(const std::vector<UnitLayout>& units, const BlockSpec& s, int l) {
-  LayerOffsets o;
-  const UnitLayout* a = nullptr;
-  const UnitLayout* f = nullptr;
-  for (const UnitLayout& u : units) {
-    if (u.layer != l || u.kind == kEmbeddingUnit || u.kind == kFinalUnit) continue;
-    if (u.kind == kBlockUnit || u.kind == kAttnUnit) a = &u;
-    if (u.kind == kBlockUnit || u.kind == kMlpUnit) f = &u;
-  }
-  if (!a || !f) return o;
-  const bool ln = s.norm == NormKind::LayerNorm;
-  o.n1_w = at(*a, s.attn_norm);
-  o.n1_b = ln ? bias_at(*a, s.attn_norm) : -1;
-  o.qkv_w = at(*a, s.qkv);
-  o.qkv_b = s.biases ? bias_at(*a, s.qkv) : -1;
-  o.qn = s.qk_norm ? at(*a, s.q_norm) : -1;
-  o.kn = s.qk_norm ? at(*a, s.k_norm) : -1;
-  o.o_w = at(*a, s.o);
-  o.o_b = s.biases ? bias_at(*a, s.o) : -1;
-  o.n2_w = at(*f, s.mlp_norm);
-  o.n2_b = ln ? bias_at(*f, s.mlp_norm) : -1;
-  if (s.moe.sparse_layer(l)) {
-    o.router_w = at(*f, s.moe.router);
-    for (int e = 0; e < s.moe.E; ++e) {
-      const std::string x = s.moe.experts + std::to_string(e);
-      o.expert_gu.push_back(at(*f, x + s.moe.gate));
-      o.expert_down.push_back(at(*f, x + s.moe.down));
-    }
-    return o;
-  }
-  o.up_w = at(*f, s.up);
-  o.up_b = s.biases ? bias_at(*f, s.up) : -1;
-  o.down_w = at(*f, s.down);
-  o.down_b = s.biases ? bias_at(*f, s.down) : -1;
-  return o;
-}
 }  // namespace
 
 DecoderSkeleton::DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec,
@@ -96,10 +58,10 @@ DecoderSkeleton::DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec,
   const UnitLayout& fin = units_.back();
   emb_w_ = at(emb, s_.embedding);
   if (s_.positions == Positions::Learned) pos_w_ = at(emb, s_.positions_table);
-  fin_w_ = at(fin, s_.final_norm);
-  if (s_.norm == NormKind::LayerNorm) fin_b_ = bias_at(fin, s_.final_norm);
+  final_norm_ = Norm(s_.norm, C_, s_.eps, at(fin, s_.final_norm),
+                     s_.norm == NormKind::LayerNorm ? bias_at(fin, s_.final_norm) : -1);
   head_w_ = cfg.tie_embeddings ? emb_w_ : at(units_[std::size_t(head_unit)], s_.head);
-  for (int l = 0; l < cfg.n_layer; ++l) off_.push_back(offsets_of(units_, s_, l));
+  for (int l = 0; l < cfg.n_layer; ++l) layers_.push_back(decoder_layer(units_, s_, C_, l));
   if (s_.positions == Positions::Rotary) rope_ = k::RopeTable(tracker, cfg, T_);
   allocate(tracker);
 }
@@ -270,14 +232,15 @@ void DecoderSkeleton::embed_backward(Vec g) {
 
 void DecoderSkeleton::final_forward(const UnitParams& p) {
   const int BT = B_ * T_;
-  norm_fwd(m(lnf_, BT, C_), lnf_mean_.vec(), lnf_rstd_.vec(),
-           cm(residual_[std::size_t(cfg_.n_layer)], BT, C_), p, fin_w_, fin_b_);
+  final_norm_.forward(m(lnf_, BT, C_), lnf_mean_.vec(), lnf_rstd_.vec(),
+                      cm(residual_[std::size_t(cfg_.n_layer)], BT, C_), p);
 }
 
 void DecoderSkeleton::final_backward(const UnitParams& p, Vec g) {
   const int BT = B_ * T_;
-  norm_bwd(m(dres_a_, BT, C_), g, cm(d_ln_, BT, C_), cm(residual_[std::size_t(cfg_.n_layer)], BT, C_),
-           p, fin_w_, fin_b_, lnf_mean_, lnf_rstd_);
+  final_norm_.backward(m(dres_a_, BT, C_), g, cm(d_ln_, BT, C_),
+                       cm(residual_[std::size_t(cfg_.n_layer)], BT, C_), p, lnf_mean_.cvec(),
+                       lnf_rstd_.cvec());
   dres_out_ = dres_a_.vec();
 }
 
@@ -309,6 +272,34 @@ void DecoderSkeleton::head_backward(const UnitParams& p, Vec grad, float dloss) 
                                 cm(lnf_, BT, C_), p.weight_bf16(head_w_, V_, C_));
   k::gemm("N", "N", 1.f, cm(logits_, BT, V_), p.weight(head_w_, V_, C_), 0.f, m(d_ln_, BT, C_));
   k::gemm("T", "N", 1.f, cm(logits_, BT, V_), cm(lnf_, BT, C_), 1.f, gm(grad, head_w_, V_, C_));
+}
+
+// What the layers declare, stage by stage: a block unit both halves, the final unit its norm
+// (an untied head in it is the head's stage), the embedding nothing (a lookup).
+std::vector<UnitFlops> DecoderSkeleton::unit_flops() const {
+  const std::int64_t rows = std::int64_t(B_) * T_;
+  std::vector<UnitFlops> out;
+  for (const UnitLayout& u : units_) {
+    LayerFlops f;
+    const int l = u.layer;
+    if (u.kind == kFinalUnit) f = final_norm_.flops(rows);
+    if (u.kind == kBlockUnit || u.kind == kAttnUnit)
+      f += layers_[std::size_t(l)].attention_flops(rows, T_, s_);
+    if (u.kind == kBlockUnit || u.kind == kMlpUnit)
+      f += layers_[std::size_t(l)].mlp_flops(rows, C_, s_);
+    const bool recomputed = checkpointing_ && u.kind != kEmbeddingUnit && u.kind != kFinalUnit;
+    out.push_back(UnitFlops{f.forward, f.backward, recomputed ? f.forward : 0.0});
+  }
+  return out;
+}
+
+// The head's product with the [V, C] table, and its two gradients. A learned position table is
+// counted here too: the MFU convention (6 per parameter per token, as llm.c counts GPT-2) counts
+// every parameter, and the lookups of the embedding stage count nothing.
+UnitFlops DecoderSkeleton::head_flops() const {
+  const double positions = pos_w_ >= 0 ? double(cfg_.positions()) : 0.0;
+  const LayerFlops f = param_flops((double(V_) + positions) * C_, double(B_) * T_);
+  return UnitFlops{f.forward, f.backward, 0.0};
 }
 
 std::unique_ptr<Decoder> build_skeleton(const ModelConfig& m, const BlockSpec& s,

@@ -14,6 +14,7 @@
 #include "model/gemm/bf16_gemm.hpp"
 #include "model/decoder.hpp"
 #include "model/decoder/block_spec.hpp"
+#include "model/decoder/decoder_layer.hpp"
 #include "model/flash_attention.hpp"
 #include "comm/peer_blocks.hpp"
 #include "model/experts/dispatch.hpp"
@@ -26,16 +27,6 @@ namespace comm {
 class Communicator;
 class Handle;
 }
-
-// A layer's tensors as offsets into the unit(s) holding them (-1: the architecture has none):
-// the attention's in its unit, the MLP's in its (the same unit when the layer is one).
-// A sparse layer: its router and each expert's gate|up and down.
-struct LayerOffsets {
-  std::int64_t n1_w = -1, n1_b = -1, qkv_w = -1, qkv_b = -1, qn = -1, kn = -1, o_w = -1, o_b = -1;
-  std::int64_t n2_w = -1, n2_b = -1, up_w = -1, up_b = -1, down_w = -1, down_b = -1;
-  std::int64_t router_w = -1;
-  std::vector<std::int64_t> expert_gu, expert_down;
-};
 
 // What one layer keeps between its forward and backward. qkv holds q and k after their norms
 // and rotation (bf16 when the fused attention reads bf16); qk_raw: q and k before their norms
@@ -96,19 +87,10 @@ class DecoderSkeleton final : public Decoder {
   void update_router_bias(const std::vector<double>& counts) override;
   std::vector<float> logits_at(int b, int t) const override;
   void use_bf16_gemms(MemoryTracker& tracker) override;
+  std::vector<UnitFlops> unit_flops() const override;
+  UnitFlops head_flops() const override;
 
  private:
-  // Norms of rows x [BT, C]: out, and the statistics kept for backward.
-  void norm_fwd(const Mat& out, const Vec& mean, const Vec& rstd, const ConstMat& x,
-                const UnitParams& p, std::int64_t w, std::int64_t b);
-  void norm_bwd(const Mat& dx, Vec g, const ConstMat& dout, const ConstMat& x, const UnitParams& p,
-                std::int64_t w, std::int64_t b, const TrackedBuffer& mean, const TrackedBuffer& rstd);
-  // y[N, out] = x[N, in] W for the weight at w of p (either layout); bias b < 0: none (or
-  // added by the consumer). Backward assigns dx and accumulates dW (and db when b >= 0).
-  void linear_fwd(const Mat& y, const ConstMat& x, const UnitParams& p, std::int64_t w,
-                  std::int64_t b, int in, int out);
-  void linear_bwd(const Mat& dx, Vec g, const ConstMat& dy, const ConstMat& x, const UnitParams& p,
-                  std::int64_t w, std::int64_t b, int in, int out);
   void embed_forward(const UnitParams& p);
   void embed_backward(Vec g);
   void final_forward(const UnitParams& p);
@@ -123,15 +105,15 @@ class DecoderSkeleton final : public Decoder {
   // A sparse layer's MLP (decoder/moe_ops.cpp): the router, the experts, the weighted sum.
   void moe_compute(int l, const UnitParams& p, const Vec& x_out);
   void moe_grads(int l, const UnitParams& p, Vec g);
-  // Layer o's experts' linear layers on unit p's weights (fp32, or bf16 GEMMs under
+  // The experts' linear layers at offsets `at` of unit p's weights (fp32, or bf16 GEMMs under
   // use_bf16_gemms), their gradients into g (none in forward).
   // grads_at: where in g each expert's gradients go, if not at its weights' offsets.
-  kernels::ExpertLinear expert_linear(const UnitParams& p, const LayerOffsets& o, Vec g,
-                                      const LayerOffsets* grads_at = nullptr) const;
+  kernels::ExpertLinear expert_linear(const UnitParams& p, const ExpertOffsets& at, Vec g,
+                                      const ExpertOffsets* grads_at = nullptr) const;
   // Expert parallelism (decoder/moe_ep.cpp): the experts' part of the forward and backward,
   // with the token exchanges around this rank's E/P experts.
-  void experts_forward_ep(const UnitParams& p, const LayerOffsets& o, MoeActivations& e);
-  void experts_backward_ep(const UnitParams& p, const LayerOffsets& o, MoeActivations& e, Vec g);
+  void experts_forward_ep(const UnitParams& p, const ExpertOffsets& at, MoeActivations& e);
+  void experts_backward_ep(const UnitParams& p, const ExpertOffsets& at, MoeActivations& e, Vec g);
   void exchange(const char* what, const ConstVec& send, const comm::PeerBlocks& sb, const Vec& recv,
                 const comm::PeerBlocks& rb);
   // The same, non-blocking: issued (t0 its time) and later waited, the wait recorded as exposed.
@@ -165,8 +147,9 @@ class DecoderSkeleton final : public Decoder {
   ModelConfig cfg_;
   BlockSpec s_;
   std::vector<UnitLayout> units_;
-  std::vector<LayerOffsets> off_;  // per layer
-  std::int64_t emb_w_ = 0, pos_w_ = -1, fin_w_ = 0, fin_b_ = -1, head_w_ = 0;
+  std::vector<DecoderLayer> layers_;
+  Norm final_norm_;
+  std::int64_t emb_w_ = 0, pos_w_ = -1, head_w_ = 0;
   int B_, T_, C_, H_, KV_, D_, F_, V_, QW_, QKV_, UP_;  // QW = H*D, UP: the up GEMM's width
   bool checkpointing_;
   AttentionPath attention_;

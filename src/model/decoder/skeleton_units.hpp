@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // What every architecture on the skeleton shares outside its kernels: how its units are cut
-// (embedding, each layer whole or as its attention and MLP halves, the final unit) and the
-// model FLOPs of each unit, which the planner's replay and the step log's MFU read.
+// (embedding, each layer whole or as its attention and MLP halves, the final unit).
 #pragma once
 #include <functional>
 #include <string>
@@ -22,14 +21,5 @@ std::vector<UnitLayout> skeleton_units(const ModelConfig& m, UnitLayout embeddin
                                        const std::function<std::string(int l)>& prefix,
                                        const std::string& attn_name, const AddLayerTensors& attn,
                                        const AddLayerTensors& mlp, UnitLayout final_unit);
-
-// Model FLOPs as torchtitan counts them, per unit for micro-batch B: a GEMM costs 2 x its
-// weights per token forward and twice that backward; attention adds 4T(HD) forward and 8T(HD)
-// backward per layer and token; a sparse layer's MLP counts its router and K experts (the active
-// parameters). The embedding's lookup is free; an untied head in the final
-// unit is the head's (Architecture::head_flops); checkpointing recomputes each layer's forward.
-std::vector<UnitFlops> skeleton_unit_flops(const std::vector<UnitLayout>& units,
-                                           const ModelConfig& m, const BlockSpec& s, int B,
-                                           bool checkpointing);
 
 }  // namespace fsdp

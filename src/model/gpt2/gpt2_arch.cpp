@@ -43,17 +43,8 @@ std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool che
 // Model FLOPs: a unit's GEMMs cost 2 x its parameters per token forward and twice that
 // backward; attention adds 4TC forward and 8TC backward per block and token. The embedding's
 // GEMM is the tied LM head (wte, counted with wpe's rows as the head's); the lookups are free.
-// Summed over the stages: 6P + 12LTC per token.
-std::vector<UnitFlops> unit_flops(const ModelConfig& m, int micro_batch, bool checkpointing) {
-  return skeleton_unit_flops(gpt2_units(m), m, gpt2_block_spec(m), micro_batch, checkpointing);
-}
-
-UnitFlops head_flops(const ModelConfig& m, int micro_batch) {
-  const double tok = double(micro_batch) * m.block_size;
-  const double head = 2.0 * double(gpt2_units(m).front().numel) * tok;
-  return {head, 2.0 * head, 0.0};
-}
-
+// 6P + 12LTC per token: the sum of what the layers declare stage by stage
+// (DecoderSkeleton::unit_flops and head_flops).
 double flops_per_token(const ModelConfig& m) {
   const double P = double(total_numel(gpt2_units(m)));
   const double L = m.n_layer, T = m.block_size, C = m.n_embd;
@@ -228,8 +219,6 @@ Architecture architecture() {
   a.bf16_scratch_elements = [](const ModelConfig& m, int B) {
     return skeleton_bf16_scratch_elements(gpt2_block_spec(m), m, B);
   };
-  a.unit_flops = unit_flops;
-  a.head_flops = head_flops;
   a.flops_per_token = flops_per_token;
   a.flops_formula = "6P + 12LTC (T = block_size)";
   a.recompute_formula = "each block's forward (2P_block + 4TC)";

@@ -25,17 +25,8 @@ AttentionPath attention_of(const ModelConfig& m) { return architecture_attention
 // twice that backward; attention 4T(HD) forward per layer and token (QK^T and PV; HD = C unless
 // head_dim says otherwise), 8T(HD) backward. The embedding's lookup is free; the head is a GEMM
 // on [V, C] whether tied or not. Summed: 6(P - VC if untied) + 12LT(HD) per token. (The q/k
-// norms' few weights count as GEMM weights: 2D of P, noise.)
-std::vector<UnitFlops> unit_flops(const ModelConfig& m, int micro_batch, bool checkpointing,
-                                  bool qk_norm) {
-  return skeleton_unit_flops(llama_units(m, qk_norm), m, llama_block_spec(m, qk_norm), micro_batch,
-                             checkpointing);
-}
-
-UnitFlops head_flops(const ModelConfig& m, int micro_batch) {
-  const double head = 2.0 * double(m.vocab_size) * m.n_embd * micro_batch * m.block_size;
-  return {head, 2.0 * head, 0.0};
-}
+// norms' few weights count as GEMM weights: 2D of P, noise.) The sum of what the layers declare
+// stage by stage (DecoderSkeleton::unit_flops and head_flops).
 
 double flops_per_token(const ModelConfig& m, bool qk_norm) {
   const double P = double(total_numel(llama_units(m, qk_norm)));
@@ -335,10 +326,6 @@ Architecture family_architecture(bool qk_norm) {
   a.bf16_scratch_elements = [qk_norm](const ModelConfig& m, int B) {
     return skeleton_bf16_scratch_elements(llama_block_spec(m, qk_norm), m, B);
   };
-  a.unit_flops = [qk_norm](const ModelConfig& m, int B, bool checkpointing) {
-    return unit_flops(m, B, checkpointing, qk_norm);
-  };
-  a.head_flops = head_flops;
   a.flops_per_token = [qk_norm](const ModelConfig& m) { return flops_per_token(m, qk_norm); };
   a.flops_formula = "6(P - VC if untied) + 12LTC (T = block_size)";
   a.recompute_formula = "each layer's forward (2P_layer + 4TC)";

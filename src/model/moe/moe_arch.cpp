@@ -273,13 +273,6 @@ Architecture architecture(Family f) {
   a.bf16_scratch_elements = [f](const ModelConfig& m, int B) {
     return skeleton_bf16_scratch_elements(moe_block_spec(m, f), m, B);
   };
-  a.unit_flops = [f](const ModelConfig& m, int B, bool checkpointing) {
-    return skeleton_unit_flops(moe_units(m, f), m, moe_block_spec(m, f), B, checkpointing);
-  };
-  a.head_flops = [](const ModelConfig& m, int B) {
-    const double head = 2.0 * double(m.vocab_size) * m.n_embd * B * m.block_size;
-    return UnitFlops{head, 2.0 * head, 0.0};
-  };
   a.flops_per_token = flops_per_token;
   a.active_params = [](const ModelConfig& m) { return active_params(m); };
   a.flops_formula = "6(P_active - VC if untied) + 12LT(HD) (P_active: the router and K of E experts per sparse layer)";

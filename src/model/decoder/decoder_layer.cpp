@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+#include "model/decoder/decoder_layer.hpp"
+
+namespace fsdp {
+
+namespace {
+std::int64_t at(const UnitLayout& u, const std::string& suffix) {
+  return suffix.empty() ? -1 : u.tensor(suffix).offset;
+}
+// The bias beside a weight ("...weight" -> "...bias").
+std::int64_t bias_at(const UnitLayout& u, const std::string& weight) {
+  return at(u, weight.substr(0, weight.size() - 6) + "bias");
+}
+}  // namespace
+
+DecoderLayer decoder_layer(const std::vector<UnitLayout>& units, const BlockSpec& s, int C, int l) {
+  DecoderLayer d;
+  const UnitLayout* a = nullptr;
+  const UnitLayout* f = nullptr;
+  for (const UnitLayout& u : units) {
+    if (u.layer != l || u.kind == kEmbeddingUnit || u.kind == kFinalUnit) continue;
+    if (u.kind == kBlockUnit || u.kind == kAttnUnit) a = &u;
+    if (u.kind == kBlockUnit || u.kind == kMlpUnit) f = &u;
+  }
+  if (!a || !f) return d;
+  const bool ln = s.norm == NormKind::LayerNorm;
+  const auto norm = [&](const UnitLayout& u, const std::string& w) {
+    return Norm(s.norm, C, s.eps, at(u, w), ln ? bias_at(u, w) : -1);
+  };
+  // A projection of unit u: weight w, its bias when the architecture has biases.
+  const auto linear = [&](const UnitLayout& u, const std::string& w, int in, int out,
+                          Linear::Bias bias) {
+    const Linear::Where where{at(u, w), s.biases ? bias_at(u, w) : -1, s.input_major};
+    return std::make_unique<Linear>(in, out, where, bias);
+  };
+  const int QW = s.H * s.D, QKV = (s.H + 2 * s.KV) * s.D;
+  d.attn_norm = norm(*a, s.attn_norm);
+  d.qkv = linear(*a, s.qkv, C, QKV, Linear::Bias::InForward);
+  d.q_norm = s.qk_norm ? at(*a, s.q_norm) : -1;
+  d.k_norm = s.qk_norm ? at(*a, s.k_norm) : -1;
+  d.o = linear(*a, s.o, QW, C, Linear::Bias::ByConsumer);
+  d.mlp_norm = norm(*f, s.mlp_norm);
+  if (s.moe.sparse_layer(l)) {
+    d.router = std::make_unique<Linear>(C, s.moe.E, Linear::Where{at(*f, s.moe.router), -1, false});
+    for (int e = 0; e < s.moe.E; ++e) {
+      const std::string x = s.moe.experts + std::to_string(e);
+      d.experts.gate_up.push_back(at(*f, x + s.moe.gate));
+      d.experts.down.push_back(at(*f, x + s.moe.down));
+    }
+    return d;
+  }
+  const int UP = s.mlp == MlpKind::SwiGlu ? 2 * s.F : s.F;
+  d.up = linear(*f, s.up, C, UP, Linear::Bias::ByConsumer);
+  d.down = linear(*f, s.down, s.F, C, Linear::Bias::ByConsumer);
+  return d;
+}
+
+LayerFlops DecoderLayer::attention_flops(std::int64_t rows, int T, const BlockSpec& s) const {
+  LayerFlops f = attn_norm.flops(rows);
+  f += qkv->flops(rows);
+  if (q_norm >= 0) f += param_flops(2.0 * s.D, double(rows));  // the q and k head norms
+  // q k^T and the weighted sum of v: 2 T H D each per row, forward (the convention's 12 L T C
+  // per token with backward).
+  const double core = 4.0 * double(T) * s.H * s.D * double(rows);
+  f += LayerFlops{core, 2.0 * core};
+  f += o->flops(rows);
+  return f;
+}
+
+LayerFlops DecoderLayer::mlp_flops(std::int64_t rows, int C, const BlockSpec& s) const {
+  LayerFlops f = mlp_norm.flops(rows);
+  if (!router) {
+    f += up->flops(rows);
+    f += down->flops(rows);
+    return f;
+  }
+  f += router->flops(rows);
+  // Each row computes with K experts' gate | up and down: 3 F C parameters each.
+  f += param_flops(double(s.moe.K) * 3.0 * s.moe.F * C, double(rows));
+  return f;
+}
+
+}  // namespace fsdp

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+// One layer of the skeleton as the layers that compute it, each built at the offsets of its
+// tensors in the unit(s) holding the layer (the attention's in its unit, the MLP's in its: the
+// same unit unless fsdp.unit = sublayer; a placed unit's parts move them). Which kind of linear
+// each projection is gets decided here, once, for the whole model.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/decoder/block_spec.hpp"
+#include "model/layers/linear_layer.hpp"
+#include "model/layers/norm_layer.hpp"
+
+namespace fsdp {
+
+// Each expert's gate | up [2F, C] and down [C, F], by expert (model/experts/experts.hpp computes
+// them grouped: each expert's rows are a different count each step).
+struct ExpertOffsets {
+  std::vector<std::int64_t> gate_up, down;
+};
+
+struct DecoderLayer {
+  Norm attn_norm, mlp_norm;
+  // Attention: one GEMM for q | k | v (adjacent tensors), Qwen3's per-head q and k norms
+  // (weights [D] each, -1: none) and the output projection, whose bias the residual add adds.
+  std::unique_ptr<LinearLayer> qkv, o;
+  std::int64_t q_norm = -1, k_norm = -1;
+  // A dense layer's MLP: up (gate | up for SwiGLU; its bias added by the GELU) and down (its bias
+  // added by the residual add). Null on a sparse layer.
+  std::unique_ptr<LinearLayer> up, down;
+  // A sparse layer's router [E, C] (fp32 whatever the GEMMs' dtype) and its experts.
+  std::unique_ptr<Linear> router;
+  ExpertOffsets experts;
+
+  // Model FLOPs of the attention sub-layer (the attention's products over T keys: 4 T H D per
+  // row) and of the MLP sub-layer (a sparse one: the router and the K experts a row is sent to),
+  // for `rows` rows of sequences of T.
+  LayerFlops attention_flops(std::int64_t rows, int T, const BlockSpec& s) const;
+  LayerFlops mlp_flops(std::int64_t rows, int C, const BlockSpec& s) const;
+};
+
+// Layer l of `units` as spec s describes it; C: the model's width.
+DecoderLayer decoder_layer(const std::vector<UnitLayout>& units, const BlockSpec& s, int C, int l);
+
+}  // namespace fsdp
