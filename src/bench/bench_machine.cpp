@@ -86,8 +86,8 @@ class DeckPass {
  public:
   explicit DeckPass(const RunConfig& cfg)
       : arch_(architecture_of(cfg.model)),
-        head_unit_(arch_.head_unit(cfg.model)),
-        model_(arch_.build(cfg.model, DecoderOptions{cfg.train.micro_batch_size, false}, tracker_)) {
+        head_unit_(arch_.head_unit(cfg.model, model_choices(cfg))),
+        model_(arch_.build(cfg.model, options(cfg), tracker_)) {
     for (const auto& u : model_->units()) {
       std::vector<float> full(std::size_t(u.numel));
       arch_.init_unit(cfg.model, u, full.data(), cfg.train.seed);
@@ -100,6 +100,13 @@ class DeckPass {
     std::mt19937 gen(7);
     for (auto& t : tokens) t = std::int32_t(gen() % std::uint32_t(cfg.model.vocab_size));
     model_->set_batch(tokens.data(), tokens.data() + 1);
+  }
+
+  static DecoderOptions options(const RunConfig& cfg) {
+    DecoderOptions o;
+    o.micro_batch = cfg.train.micro_batch_size;
+    o.choices = model_choices(cfg);
+    return o;
   }
 
   // The median of `iters` passes after one warm-up, on the slowest rank.

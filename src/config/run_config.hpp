@@ -59,6 +59,13 @@ struct DataConfig {
   int eos_id = -1;  // documents: the id ending each document; -1: the mask's, else the model's
 };
 
+// The [model] keys that are the run's choices rather than the model's shape (ModelConfig):
+// config/run_setup.cpp turns them into ModelChoices.
+struct ModelRunConfig {
+  std::string activation_checkpointing = "none";  // none | blocks
+  std::string attention = "auto";                 // auto | fused | materialized
+};
+
 struct EvalConfig {
   int every = 50;  // 0 = only at the end
   int sequences = 32;
@@ -104,6 +111,7 @@ struct DebugConfig {
 
 struct RunConfig {
   ModelConfig model;
+  ModelRunConfig model_run;  // [model]'s run choices
   TrainConfig train;
   MuonConfig muon;
   MoeConfig moe;

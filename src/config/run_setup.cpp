@@ -76,16 +76,17 @@ int RunSetup::part_split(int p) const {
 }
 
 int RunSetup::part_slices(int p) const {
-  const bool divides = placements[std::size_t(p)].by_expert && model.expert_parallel > 1 &&
+  const int P = choices.expert_slices();
+  const bool divides = placements[std::size_t(p)].by_expert && P > 1 &&
                        (strategy == Strategy::Zero3 || strategy == Strategy::Hybrid) && !deterministic;
-  return divides ? model.expert_parallel : 1;
+  return divides ? P : 1;
 }
 
 comm::MeshShape RunSetup::mesh() const {
   comm::MeshShape m;
   m.shard = shard_group();
   m.replicate = ranks / m.shard;
-  m.expert = model.expert_slices();
+  m.expert = choices.expert_slices();
   return m;
 }
 
@@ -200,18 +201,19 @@ void RunSetup::validate() const {
   // Settings for experts on a model without any would do nothing: said, not ignored. Here, not
   // when the deck is read: --init-from's file may be the one that has the experts.
   if (m.n_experts == 0) {
-    const ModelConfig d;
-    const char* key = m.moe_balance != d.moe_balance           ? "moe.balance"
-                      : m.moe_aux_coef != d.moe_aux_coef         ? "moe.aux_loss_coef"
-                      : m.moe_bias_rate != d.moe_bias_rate       ? "moe.bias_rate"
-                      : m.moe_capacity_factor != d.moe_capacity_factor ? "moe.capacity_factor"
-                      : m.expert_parallel != 1                   ? "fsdp.expert_parallel"
+    const MoeChoices d;
+    const MoeChoices& x = choices.moe;
+    const char* key = x.balance != d.balance                   ? "moe.balance"
+                      : x.aux_coef != d.aux_coef                 ? "moe.aux_loss_coef"
+                      : x.bias_rate != d.bias_rate               ? "moe.bias_rate"
+                      : x.capacity_factor != d.capacity_factor   ? "moe.capacity_factor"
+                      : choices.expert_parallel != 1             ? "fsdp.expert_parallel"
                                                                  : nullptr;
     if (key) fail(std::string(key) + ": the model has no experts (model.n_experts = 0): leave it at its default");
   }
   // Expert parallelism: P consecutive ranks of one shard group each hold E / P of a layer's
   // experts (model/decoder/moe_ep.cpp).
-  const int P = m.expert_parallel;
+  const int P = choices.expert_slices();
   if (P > 1 && m.n_experts % P != 0)
     fail("fsdp.expert_parallel = " + std::to_string(P) + " does not divide model.n_experts = " +
          std::to_string(m.n_experts) + " (each rank of an expert group holds n_experts / P of them); "
@@ -234,15 +236,24 @@ void RunSetup::validate() const {
          "are gathered as fp32 and there are no bf16 weights to multiply");
 }
 
+ModelChoices model_choices(const RunConfig& cfg) {
+  ModelChoices c;
+  c.sublayer_units = cfg.fsdp.unit == "sublayer";
+  c.checkpoint_blocks = cfg.model_run.activation_checkpointing == "blocks";
+  c.attention = cfg.model_run.attention;
+  c.expert_parallel = std::max(1, cfg.fsdp.expert_parallel);
+  c.moe.balance = cfg.moe.balance;
+  c.moe.aux_coef = cfg.moe.aux_loss_coef;
+  c.moe.bias_rate = cfg.moe.bias_rate;
+  c.moe.capacity_factor = cfg.moe.capacity_factor;
+  c.moe.grads_home = cfg.train.deterministic;
+  return c;
+}
+
 RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16_gemm_hardware) {
   RunSetup s;
   s.model = cfg.model;
-  s.model.sublayer_units = cfg.fsdp.unit == "sublayer";
-  s.model.moe_balance = cfg.moe.balance;
-  s.model.moe_aux_coef = cfg.moe.aux_loss_coef;
-  s.model.moe_bias_rate = cfg.moe.bias_rate;
-  s.model.moe_capacity_factor = cfg.moe.capacity_factor;
-  s.model.expert_parallel = cfg.fsdp.expert_parallel;
+  s.choices = model_choices(cfg);
   if (has_architecture(s.model.arch)) s.placements = architecture(s.model.arch).placements;
   s.train = cfg.train;
   s.muon = cfg.muon;
@@ -270,7 +281,6 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   s.micro_batch = cfg.train.micro_batch_size;
   s.batch_size = cfg.train.batch_size;
   s.deterministic = cfg.train.deterministic;
-  s.model.moe_grads_home = s.deterministic;
   // Under nvme the state is larger than memory by design: checkpoints stream it from the disk
   // synchronously instead of keeping a host copy for a background writer.
   s.checkpoint_staging =

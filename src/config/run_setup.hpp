@@ -13,6 +13,7 @@
 #include "comm/mesh_shape.hpp"
 #include "config/run_config.hpp"
 #include "core/optimizer_kind.hpp"
+#include "model/model_choices.hpp"
 #include "model/placement.hpp"
 
 namespace fsdp {
@@ -38,8 +39,8 @@ constexpr std::int64_t kNormBlock = 1024;
 
 // One training configuration on one machine size.
 struct RunSetup {
-  // model.*, with the run's cut (fsdp.unit) and the attention path resolved for this build.
-  ModelConfig model;
+  ModelConfig model;      // the model's shape
+  ModelChoices choices;   // the run's choices the model computes with, decided once here
   TrainConfig train;  // the optimizer, its schedule, the seed
   MuonConfig muon;    // train.optimizer = muon
   OptimizerKind optimizer = OptimizerKind::AdamW;  // train.optimizer
@@ -60,9 +61,9 @@ struct RunSetup {
   // activations and accumulate in fp32 (model/gemm/bf16_gemm.hpp).
   bool bf16_gemms = false;
   bool bf16_gemms_asked = false;  // fsdp.gemm_dtype = bf16 itself, for validate()
-  // model.activation_checkpointing = blocks, read where the model reads it: one decision, which
-  // the engine, its counted run (plan/counted_step.hpp) and the replay share.
-  bool activation_checkpointing() const { return model.checkpoints_blocks(); }
+  // model.activation_checkpointing = blocks: the engine, its counted run (plan/counted_step.hpp)
+  // and the model read this one decision.
+  bool activation_checkpointing() const { return choices.checkpoint_blocks; }
   bool accumulate_sharded = false;  // fsdp.accumulate = sharded
   int micro_batch = 1;              // sequences per forward+backward on one rank
   int batch_size = 0;               // global sequences per step; 0 = one micro-batch per rank
@@ -126,6 +127,11 @@ struct RunSetup {
   // sharded parameters.
   void validate() const;
 };
+
+// The deck's choices the model computes with (fsdp.unit, model.activation_checkpointing,
+// model.attention, fsdp.expert_parallel, moe.*, and with train.deterministic the experts'
+// gradients sent home): the one place they are decided.
+ModelChoices model_choices(const RunConfig& cfg);
 
 // The run deck on `ranks` ranks over `nodes` nodes. bf16_gemm_hardware: whether the machine
 // the run is for computes bf16 GEMMs natively (fsdp.gemm_dtype = auto chooses them there);

@@ -125,6 +125,7 @@ std::vector<KeySpec> build_schema() {
 std::vector<KeySpec> build_schema_rest() {
   using R = RunConfig;
   using M = ModelConfig;
+  using MR = ModelRunConfig;
   using T = TrainConfig;
   using D = DataConfig;
   using E = EvalConfig;
@@ -146,9 +147,9 @@ std::vector<KeySpec> build_schema_rest() {
       entry("model", "n_positions", &R::model, &M::n_positions, within(0, 1 << 24),
             "rows of a learned position table; 0 = block_size; >= block_size"),
       // n_kv_head .. rope_original_context: model_entries(), from model/model_keys.hpp.
-      entry("model", "activation_checkpointing", &R::model, &M::activation_checkpointing,
+      entry("model", "activation_checkpointing", &R::model_run, &MR::activation_checkpointing,
             one_of({"none", "blocks"}), "blocks: recompute each block's activations in backward"),
-      entry("model", "attention", &R::model, &M::attention, one_of({"auto", "fused", "materialized"}),
+      entry("model", "attention", &R::model_run, &MR::attention, one_of({"auto", "fused", "materialized"}),
             "fused: flash-style kernel keeping B*H*T floats per layer; materialized: keeps the "
             "B*H*T*T probabilities; auto: fused on GPUs and on CPUs from T = 4096"),
 

@@ -6,14 +6,14 @@ Engine::Engine(const RunSetup& setup, comm::DeviceMesh& mesh, MemoryTracker& tra
                Trace& trace, OffloadFile* offload)
     : setup_(setup),
       arch_(architecture_of(setup.model)),
-      head_unit_(arch_.head_unit(setup.model)),
+      head_unit_(arch_.head_unit(setup.model, setup.choices)),
       mesh_(mesh),
       tracker_(tracker),
       counted_(tracker.counting()),
       trace_(trace) {
   // The mesh's layout, resolved once: every unit's parts over their groups. The model reads its
   // tensors where this places them and may use the groups for collectives of its own.
-  layout_ = place_units(setup_, arch_.units(setup_.model));
+  layout_ = place_units(setup_, arch_.units(setup_.model, setup_.choices));
   parallel_.mesh = &mesh;
   parallel_.experts = mesh.shape().expert > 1 ? &mesh.group(comm::MeshDim::Expert) : nullptr;
   parallel_.units = &layout_.units;
@@ -21,6 +21,7 @@ Engine::Engine(const RunSetup& setup, comm::DeviceMesh& mesh, MemoryTracker& tra
   o.micro_batch = setup_.micro_batch;
   o.bf16_attention = setup_.precision == Precision::BF16;
   o.parallel = &parallel_;
+  o.choices = setup_.choices;
   model_ = arch_.build(setup_.model, o, tracker);
   state_ = std::make_unique<ShardedState>(setup_, layout_, mesh, tracker, setup_.train.seed,
                                           offload);

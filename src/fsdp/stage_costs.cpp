@@ -10,7 +10,7 @@ StageCosts stage_costs(const RunSetup& s, const RunLayout& layout, const Decoder
   StageCosts c;
   const std::vector<UnitFlops> flops = model.unit_flops();
   c.head.flops = model.head_flops();
-  const int P = m.expert_slices();
+  const int P = s.choices.expert_slices();
   const double share = double(P - 1) / P;
   const double bytes = s.bf16_gemms && kernels::bf16_dispatch(P, m.n_embd) ? 3.0 : 4.0;
   for (std::size_t u = 0; u < layout.units.size(); ++u) {
@@ -27,7 +27,7 @@ StageCosts stage_costs(const RunSetup& s, const RunLayout& layout, const Decoder
     if (P > 1) {
       sc.exchange = bytes * layers * share * double(s.micro_batch) * m.block_size *
                     m.experts_per_token * m.n_embd;
-      if (m.moe_grads_home) sc.grads_home = 4.0 * share * expert_numel;
+      if (s.choices.moe.grads_home) sc.grads_home = 4.0 * share * expert_numel;
     }
     c.units.push_back(sc);
   }

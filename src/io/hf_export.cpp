@@ -60,7 +60,7 @@ int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& d
   // tensor larger than that alone in its file), as save_pretrained shards: one file is
   // model.safetensors, several are model-0000k-of-0000n.safetensors with an index.
   const Architecture& arch = architecture_of(m);
-  const std::vector<UnitLayout> units = arch.units(m);
+  const std::vector<UnitLayout> units = arch.units(m, ModelChoices{});
   struct OutFile {
     std::vector<const TensorSpec*> specs;
     std::map<std::string, StoredTensor> tensors;

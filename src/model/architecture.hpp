@@ -16,6 +16,7 @@
 #include "core/memory.hpp"
 #include "model/attention_path.hpp"
 #include "model/decoder.hpp"
+#include "model/model_choices.hpp"
 #include "model/model_config.hpp"
 #include "model/parallel_context.hpp"
 #include "model/placement.hpp"
@@ -33,6 +34,8 @@ struct DecoderOptions {
   const std::vector<UnitLayout>& units_or(const std::vector<UnitLayout>& own) const {
     return parallel && parallel->units ? *parallel->units : own;
   }
+  // The run's choices: the units' cut, checkpointing, the attention kernel, the experts'.
+  ModelChoices choices;
 };
 
 // A safetensors file's tensor shapes by name (null: the file has no such tensor).
@@ -89,27 +92,29 @@ struct Architecture {
   std::string name;    // model.arch
   std::string family;  // what the planner's report calls it, e.g. "GPT"
 
-  // The units in forward order, cut as m.sublayer_units says. The tensors, their names and
+  // The units in forward order, cut as c.sublayer_units says. The tensors, their names and
   // shapes do not depend on the cut; only the grouping does.
-  std::function<std::vector<UnitLayout>(const ModelConfig& m)> units;
+  std::function<std::vector<UnitLayout>(const ModelConfig& m, const ModelChoices& c)> units;
   // Initialises one unit's full flat buffer (counter-based: model/counter_init.hpp).
   std::function<void(const ModelConfig& m, const UnitLayout& unit, float* full,
                      std::uint64_t seed)>
       init_unit;
   // The unit whose parameters the LM head reads: a unit's tensor when the head is tied, the
   // unit that holds the head when it is not.
-  std::function<int(const ModelConfig& m)> head_unit;
+  std::function<int(const ModelConfig& m, const ModelChoices& c)> head_unit;
   std::function<std::unique_ptr<Decoder>(const ModelConfig& m, const DecoderOptions& o,
                                          MemoryTracker& tracker)>
       build;
   // The attention kernel the model runs (model.attention resolved for this architecture).
-  std::function<AttentionPath(const ModelConfig& m)> attention = [](const ModelConfig& m) {
-    return resolve_attention(m.attention, m.block_size);
-  };
+  std::function<AttentionPath(const ModelConfig& m, const ModelChoices& c)> attention =
+      [](const ModelConfig& m, const ModelChoices& c) {
+        return resolve_attention(c.attention, m.block_size);
+      };
 
   // What build allocates for activations (all persistent), in elements of the activation
-  // dtype, for micro-batch B, with or without activation checkpointing.
-  std::function<std::int64_t(const ModelConfig& m, int B, bool checkpointing)>
+  // dtype, for micro-batch B, under the run's choices c (checkpointing, the unit cut, the
+  // experts' parallelism).
+  std::function<std::int64_t(const ModelConfig& m, const ModelChoices& c, int B)>
       activation_elements;
   // Elements of each of the two bf16 casts Decoder::use_bf16_gemms allocates.
   std::function<std::int64_t(const ModelConfig& m, int B)> bf16_scratch_elements;
@@ -140,7 +145,9 @@ const Architecture& architecture_of(const ModelConfig& m);
 // One phrase for logs and plans: "Llama 4 layers x 128 channels (4 heads, 2 key/value; MLP 344;
 // untied head), vocab 256, context 64" (GPT-2: "GPT 4 layers x 128 channels (4 heads), ...").
 std::string describe_model(const ModelConfig& m);
-std::vector<UnitLayout> model_units(const ModelConfig& m);
+// The tensors of model m in units cut as c says (default: one unit per block, which is what a
+// checkpoint or a parameter count needs: the tensors do not depend on the cut).
+std::vector<UnitLayout> model_units(const ModelConfig& m, const ModelChoices& c = {});
 std::int64_t num_params(const ModelConfig& m);
 std::int64_t num_active_params(const ModelConfig& m);
 // "30,532,122,624 parameters (3,353,032,704 active)", or "124,475,904 parameters".

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// A decoder's shape and the model.* choices of the deck, owned by the model layer: config/
-// fills it from the deck, checkpoints store it, the planner scales it. Which fields an
+// A decoder's shape, owned by the model layer: config/ fills it from the deck or a weights file,
+// checkpoints store it, the planner scales it. The run's choices that the model computes with
+// (units, checkpointing, the attention kernel, the experts' balance and parallelism) are
+// ModelChoices (model/model_choices.hpp), not part of the shape. Which fields an
 // architecture reads is its own business, and its checks refuse the ones it does not compute
 // (GPT-2: no grouped-query heads, no untied head). B = micro-batch, T = block_size,
 // C = n_embd, V = vocab_size, L = n_layer, H = n_head, KV = n_kv_head, F = ffn_hidden.
@@ -52,29 +54,6 @@ struct ModelConfig {
   // output_router_logits is set (moe.balance overrides both: config/run_config.hpp).
   double router_aux_loss_coef = 0.001;
   bool output_router_logits = false;
-  // moe.* (config/run_config.hpp's MoeConfig), set by config/run_setup.cpp: not model keys, the
-  // run's choices.
-  std::string moe_balance = "auto";
-  double moe_aux_coef = -1.0;
-  double moe_bias_rate = 1e-3;
-  double moe_capacity_factor = 0.0;
-  // fsdp.expert_parallel (P ranks share a sparse layer's experts, E/P each) and, set with
-  // train.deterministic, whether the experts' weight gradients go home to the rank whose tokens
-  // made them (so each micro-batch's gradient is whole where it ran: model/decoder/moe_ep.cpp).
-  int expert_parallel = 1;
-  bool moe_grads_home = false;
-  std::string activation_checkpointing = "none";  // none | blocks
-  std::string attention = "auto";                 // auto | fused | materialized
-
-  // fsdp.unit = sublayer: each block is two units. Not a model.* key: the run's cut, which
-  // config/run_setup.cpp sets; the tensors and a checkpoint are the same either way.
-  bool sublayer_units = false;
-
-  // The two run choices above read as the model reads them, decided here only: how many slices
-  // the experts of a sparse layer fall into (at least 1), and whether blocks recompute their
-  // activations in backward.
-  int expert_slices() const { return expert_parallel > 1 ? expert_parallel : 1; }
-  bool checkpoints_blocks() const { return activation_checkpointing == "blocks"; }
 };
 
 }  // namespace fsdp

@@ -84,7 +84,9 @@ std::string describe_model(const ModelConfig& m) {
          std::to_string(m.vocab_size) + ", context " + std::to_string(m.block_size);
 }
 
-std::vector<UnitLayout> model_units(const ModelConfig& m) { return architecture_of(m).units(m); }
+std::vector<UnitLayout> model_units(const ModelConfig& m, const ModelChoices& c) {
+  return architecture_of(m).units(m, c);
+}
 
 std::int64_t num_params(const ModelConfig& m) { return total_numel(model_units(m)); }
 

@@ -21,7 +21,7 @@ CountedStep count_step(const RunSetup& s, int rank, int max_micro_batches) {
   std::unique_ptr<OffloadFile> disk;
   if (s.offload == Offload::Nvme)
     disk = OffloadFile::counting(
-        ShardedState::offload_bytes(s, place_units(s, model_units(s.model))), log);
+        ShardedState::offload_bytes(s, place_units(s, model_units(s.model, s.choices))), log);
   Trace trace;
   Engine engine(s, mesh, out.tracker, trace, disk.get());
   StagedState staged(out.tracker);  // train/trainer.cpp: made before the first step

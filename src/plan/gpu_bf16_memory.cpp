@@ -34,7 +34,7 @@ class Bf16Step {
  public:
   Bf16Step(const Setup& s, int max_micro, int rank)
       : s_(s),
-        layout_(place_units(s, model_units(s.model))),
+        layout_(place_units(s, model_units(s.model, s.choices))),
         rank_(rank),
         n_micro_(max_micro > 0 ? std::min(max_micro, s.micro_batches()) : s.micro_batches()),
         b_(element_bytes(s)),
@@ -46,7 +46,7 @@ class Bf16Step {
         nvme_(s.offload == Offload::Nvme),
         params_disk_(s.params_on_disk()),
         window_(padded_units(layout_), s.prefetch),
-        head_unit_(architecture_of(s.model).head_unit(s.model)) {
+        head_unit_(architecture_of(s.model).head_unit(s.model, s.choices)) {
     for (int u = 0; u < int(layout_.units.size()); ++u) {
       padded_.push_back(layout_.padded(u));
       shard_.push_back(layout_.shard(u));
@@ -107,7 +107,7 @@ class Bf16Step {
   void construct() {
     allocate(C::Activations, kDev,
              double(b_.activation) *
-                 double(activation_elements(s_.model, s_.micro_batch, s_.activation_checkpointing())));
+                 double(activation_elements(s_.model, s_.choices, s_.micro_batch)));
     // Decoder::use_bf16_gemms: the two bf16 casts of a GEMM's activation operands.
     if (s_.bf16_gemms) {
       const double cast = 2.0 * double(architecture_of(s_.model).bf16_scratch_elements(
@@ -116,10 +116,10 @@ class Bf16Step {
       allocate(C::Activations, kDev, cast);
       // The experts' bf16 dispatch buffers (decoder/moe_ep.cpp): sent [R, C], received [Rx, C].
       const ModelConfig& m = s_.model;
-      const int P = m.expert_slices();
+      const int P = s_.choices.expert_slices();
       if (m.n_experts > 0 && kernels::bf16_dispatch(P, m.n_embd)) {
         const std::int64_t R = std::int64_t(s_.micro_batch) * m.block_size * m.experts_per_token;
-        const std::int64_t Rx = kernels::received_rows_bound(R, m.n_experts, P, float(m.moe_capacity_factor));
+        const std::int64_t Rx = kernels::received_rows_bound(R, m.n_experts, P, float(s_.choices.moe.capacity_factor));
         allocate(C::Activations, kDev, 2.0 * double(R) * m.n_embd);
         allocate(C::Activations, kDev, 2.0 * double(Rx) * m.n_embd);
       }

@@ -17,9 +17,9 @@
 
 namespace fsdp::plan {
 
-std::vector<std::int64_t> unit_numels(const ModelConfig& s) {
+std::vector<std::int64_t> unit_numels(const ModelConfig& s, const ModelChoices& c) {
   std::vector<std::int64_t> u;
-  for (const UnitLayout& l : model_units(s)) u.push_back(l.numel);
+  for (const UnitLayout& l : model_units(s, c)) u.push_back(l.numel);
   return u;
 }
 
@@ -56,15 +56,15 @@ ElementBytes element_bytes(const Setup& s) {
   return b;
 }
 
-std::int64_t activation_elements(const ModelConfig& s, int micro_batch, bool checkpointing) {
-  return architecture_of(s).activation_elements(s, micro_batch, checkpointing);
+std::int64_t activation_elements(const ModelConfig& s, const ModelChoices& c, int micro_batch) {
+  return architecture_of(s).activation_elements(s, c, micro_batch);
 }
 
 MemoryPlan plan_memory(const Setup& s) {
   MemoryPlan mp;
   mp.shard_group = s.shard_group();
   std::vector<std::int64_t> shards;  // nvme: the offload file holds regions of these
-  const RunLayout layout = place_units(s, model_units(s.model));  // each unit's parts
+  const RunLayout layout = place_units(s, model_units(s.model, s.choices));  // each unit's parts
   for (int u = 0; u < int(layout.units.size()); ++u) {
     const std::int64_t padded = layout.padded(u);
     mp.params += layout.units[std::size_t(u)].numel;

@@ -34,7 +34,7 @@ using fsdp::parse_precision;
 
 // Parameters per sharding unit, in the engine's order, as the model's architecture lists its
 // units (model/architecture.hpp); fsdp::num_params(s) is their sum.
-std::vector<std::int64_t> unit_numels(const ModelConfig& s);
+std::vector<std::int64_t> unit_numels(const ModelConfig& s, const ModelChoices& c = {});
 
 // The GPT family the planner scales along: n_embd = aspect * n_layer, rounded to a multiple of
 // head_dim, n_head = n_embd / head_dim; vocabulary and context are taken from `like`.
@@ -62,7 +62,7 @@ ElementBytes element_bytes(const Setup& s);
 
 // Activation elements one rank allocates (the model's constructor, all persistent), as the
 // architecture counts them.
-std::int64_t activation_elements(const ModelConfig& s, int micro_batch, bool checkpointing);
+std::int64_t activation_elements(const ModelConfig& s, const ModelChoices& c, int micro_batch);
 
 struct MemoryPlan {
   std::int64_t params = 0;         // real parameters

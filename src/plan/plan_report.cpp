@@ -301,7 +301,7 @@ void print_tables(const Report& r, const PlanOptions& o) {
               "micro-batch(es) of %d per rank, checkpointing %s, offload %s\n\n",
               base.ranks, base.nodes, machine.name.c_str(), to_string(base.precision),
               base.reduce_bf16 ? " (bf16 reduce)" : "",
-              base.model.sublayer_units ? "sub-layer" : "block", base.prefetch,
+              base.choices.sublayer_units ? "sub-layer" : "block", base.prefetch,
               base.reshard_after_forward ? "" : ", no reshard after forward", base.micro_batches(),
               base.micro_batch, base.activation_checkpointing() ? "blocks" : "none",
               to_string(base.offload));

@@ -38,7 +38,7 @@ Setup fsdp_paper_setup(int gpus, int batch_per_gpu) {
   s.precision = Precision::BF16;
   s.bf16_gemms = true;  // the paper's GEMMs ran on the A100s' bf16 tensor cores
   s.reduce_bf16 = true;
-  s.model.activation_checkpointing = "blocks";
+  s.choices.checkpoint_blocks = true;
   s.micro_batch = batch_per_gpu;
   s.batch_size = gpus * batch_per_gpu;
   return s;

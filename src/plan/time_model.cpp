@@ -34,7 +34,7 @@ GroupShape group_shape(const Setup& s, Group g, int placement) {
       gs.per_node = S >= rpn ? 1 : std::min(gs.n, rpn / S);
       break;
     case Group::Expert:  // consecutive ranks, like a shard group
-      gs.n = s.model.expert_slices();
+      gs.n = s.choices.expert_slices();
       gs.per_node = std::min(gs.n, rpn);
       break;
     case Group::World:
@@ -325,8 +325,8 @@ std::vector<std::string> time_assumptions(const Setup& s, const Machine& m) {
     a.push_back(std::to_string(s.ranks_per_node()) + " ranks share " +
                 std::to_string(m.cores_per_node) + " cores per node: each rank's compute, " +
                 "optimizer and on-core transfers run " + fmt(slice, "x") + " slower");
-  if (s.model.expert_parallel > 1 && s.model.n_experts > 0)
-    a.push_back("expert parallelism " + std::to_string(s.model.expert_parallel) +
+  if (s.choices.expert_parallel > 1 && s.model.n_experts > 0)
+    a.push_back("expert parallelism " + std::to_string(s.choices.expert_parallel) +
                 ": tokens routed evenly, each sparse layer's all-to-alls send (P - 1) / P of its N k "
                 "rows each way, twice in forward and twice in backward (checkpointing: the forward's "
                 "again)" + (s.deterministic ? ", and deterministic mode sends each expert's gradients home" : "") +

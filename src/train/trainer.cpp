@@ -35,8 +35,8 @@ namespace fsdp {
 namespace {
 
 // The start-up log's attention line: the path model.attention resolved to, what it keeps.
-std::string describe_attention(const ModelConfig& m) {
-  const AttentionPath path = architecture_of(m).attention(m);
+std::string describe_attention(const ModelConfig& m, const ModelChoices& c) {
+  const AttentionPath path = architecture_of(m).attention(m, c);
   std::string s = attention_name(path);
   if (path == AttentionPath::Fused) {
     const kernels::FlashPlan fp = kernels::flash_plan(m.head_dim());
@@ -45,7 +45,7 @@ std::string describe_attention(const ModelConfig& m) {
   } else {
     s += " (B*H*T*T probabilities kept per layer";
   }
-  if (m.attention == "auto") s += "; model.attention = auto at T = " + std::to_string(m.block_size);
+  if (c.attention == "auto") s += "; model.attention = auto at T = " + std::to_string(m.block_size);
   if (m.kv_heads() < m.n_head)
     s += "; grouped-query heads (" + std::to_string(m.n_head) + " query, " +
          std::to_string(m.kv_heads()) + " key/value) read in place";
@@ -228,7 +228,7 @@ void Trainer::choose_peak_flops() {
   if (const std::string w = blas_kernel_warning(); rank_ == 0 && opts_.log && !w.empty())
     std::fprintf(stderr, "fsdp-train: warning: %s\n", w.c_str());
   if (rank_ == 0 && opts_.log)
-    std::printf("fsdp-train: attention: %s\n", describe_attention(cfg_.model).c_str());
+    std::printf("fsdp-train: attention: %s\n", describe_attention(setup_.model, setup_.choices).c_str());
   // Every rank uses rank 0's peak so MFU does not depend on which rank measured what.
   peak_flops_ = mesh_.world().all_reduce_max(rank_ == 0 ? peak_flops_ : 0.0);
 }

@@ -14,7 +14,7 @@ namespace fsdp {
 
 void Trainer::open_offload(MPI_Comm world) {
   if (setup_.offload != Offload::Nvme) return;
-  const std::int64_t bytes = ShardedState::offload_bytes(setup_, place_units(setup_, model_units(setup_.model)));
+  const std::int64_t bytes = ShardedState::offload_bytes(setup_, place_units(setup_, model_units(setup_.model, setup_.choices)));
   // The ranks on one node share its disk: one of them takes the directory's lock and checks
   // that the file system has room for all of their files.
   MPI_Comm node = MPI_COMM_NULL;

@@ -44,7 +44,7 @@ RunConfig deterministic_config(const std::string& strategy, int shard_group, boo
   cfg.train.batch_size = 24;
   cfg.train.micro_batch_size = 2;  // G = 12 micro-batches: divides over 1, 2, 3, 4 and 6 ranks
   cfg.fsdp.shard_group_size = shard_group;
-  cfg.model.activation_checkpointing = "blocks";
+  cfg.model_run.activation_checkpointing = "blocks";
   if (bf16) {
     cfg.fsdp.mixed_precision = "bf16";
     cfg.fsdp.reduce_dtype = "bf16";

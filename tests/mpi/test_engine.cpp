@@ -115,7 +115,7 @@ TEST_CASE("sub-layer units match one rank and change no bit against whole blocks
   const int prefetch = GENERATE(0, 1, 2);
   const std::string ckpt = GENERATE(std::string("none"), std::string("blocks"));
   RunConfig cfg = test::tiny_config(strategy, prefetch);
-  cfg.model.activation_checkpointing = ckpt;
+  cfg.model_run.activation_checkpointing = ckpt;
   if (strategy == "hybrid" && test::world_size() % 2 == 0) cfg.fsdp.shard_group_size = 2;
   INFO(strategy << " prefetch " << prefetch << " checkpointing " << ckpt << " ranks "
                 << test::world_size());

@@ -71,9 +71,9 @@ std::vector<Case> cases(int nranks) {
   extra("zero3/offload_params", "zero3", [](RunConfig& c) { c.fsdp.offload = "params"; });
   extra("zero2/offload_optimizer", "zero2", [](RunConfig& c) { c.fsdp.offload = "optimizer"; });
   extra("zero3/checkpointing", "zero3",
-        [](RunConfig& c) { c.model.activation_checkpointing = "blocks"; });
+        [](RunConfig& c) { c.model_run.activation_checkpointing = "blocks"; });
   extra("zero3/sublayer_checkpointing", "zero3", [](RunConfig& c) {
-    c.model.activation_checkpointing = "blocks";
+    c.model_run.activation_checkpointing = "blocks";
     c.fsdp.unit = "sublayer";
   });
   extra("zero3/accumulate_sharded", "zero3", [](RunConfig& c) { c.fsdp.accumulate = "sharded"; });
@@ -84,7 +84,7 @@ std::vector<Case> cases(int nranks) {
   extra("zero3/bf16_params_fp32_reduce", "zero3", [](RunConfig& c) { c.fsdp.mixed_precision = "bf16"; });
   extra("ddp/fp32_params_bf16_reduce", "ddp", [](RunConfig& c) { c.fsdp.reduce_dtype = "bf16"; });
   extra("zero1/checkpointing_bf16", "zero1", [](RunConfig& c) {
-    c.model.activation_checkpointing = "blocks";
+    c.model_run.activation_checkpointing = "blocks";
     c.fsdp.mixed_precision = "bf16";
   });
   // The golden files were written with fp32 GEMMs; auto would pick oneDNN's bf16 kernels on a

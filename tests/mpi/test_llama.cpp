@@ -58,7 +58,7 @@ TEST_CASE("Llama: N ranks match one rank for every strategy, tied and untied", "
   cfg.train.min_lr = 3e-4;  // and the reduction order's rounding then grows past 1e-5
   cfg.model.tie_embeddings = tied;
   if (tied) cfg.model.n_kv_head = 2;  // and plain multi-head attention
-  if (tied) cfg.model.attention = "fused";  // both kernels: auto is materialised at T = 8
+  if (tied) cfg.model_run.attention = "fused";  // both kernels: auto is materialised at T = 8
   const RunResult ref = run(cfg, MPI_COMM_SELF);
   if (strategy == "hybrid" && test::world_size() % 2 == 0) cfg.fsdp.shard_group_size = 2;
   INFO(strategy << (tied ? " tied" : " untied") << " on " << test::world_size() << " ranks");
@@ -85,7 +85,7 @@ TEST_CASE("Qwen3: N ranks match one rank for every strategy", "[llama]") {
   cfg.train.min_lr = 3e-4;
   if (strategy == "zero3") {
     cfg.fsdp.unit = "sublayer";
-    cfg.model.activation_checkpointing = "blocks";
+    cfg.model_run.activation_checkpointing = "blocks";
   }
   const bool hybrid2 = strategy == "hybrid" && test::world_size() % 2 == 0;
   const RunResult ref = run(cfg, MPI_COMM_SELF);
@@ -136,7 +136,7 @@ TEST_CASE("Qwen3 on packed documents with a mask: N ranks match one rank", "[lla
   cfg.model.arch = "qwen3";
   cfg.model.head_size = 12;
   cfg.model.block_size = 40;
-  cfg.model.attention = attention;
+  cfg.model_run.attention = attention;
   cfg.data.train = cfg.data.val = file;
   cfg.data.packing = "documents";
   cfg.train.deterministic = true;
@@ -178,7 +178,7 @@ TEST_CASE("Llama: sub-layer units, checkpointing, offload, bf16, accumulation, p
     cfg.train.batch_size = 24;
     cfg.train.micro_batch_size = 2;  // several micro-batches per rank: accumulation
     cfg.fsdp.unit = c.unit;
-    cfg.model.activation_checkpointing = c.ckpt;
+    cfg.model_run.activation_checkpointing = c.ckpt;
     cfg.fsdp.offload = c.offload;
     if (c.bf16) cfg.fsdp.mixed_precision = cfg.fsdp.reduce_dtype = "bf16";
     cfg.fsdp.gemm_dtype = c.gemm;
@@ -207,7 +207,7 @@ TEST_CASE("Llama: deterministic mode is bitwise one zero3 rank at any N", "[llam
     cfg.train.batch_size = 24;
     cfg.train.micro_batch_size = 2;  // 12 micro-batches: divides over 1, 2, 3 and 4 ranks
     cfg.fsdp.shard_group_size = shard_group;
-    cfg.model.activation_checkpointing = "blocks";
+    cfg.model_run.activation_checkpointing = "blocks";
     return cfg;
   };
   const RunResult ref = run(config("zero3", 0), MPI_COMM_SELF);

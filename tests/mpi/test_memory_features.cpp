@@ -75,7 +75,7 @@ TEST_CASE("activation checkpointing keeps one block's activations", "[features]"
   auto peak_acts = [](int layers, const std::string& ckpt, std::vector<double>* losses) {
     RunConfig cfg = test::tiny_config("zero3", 1);
     cfg.model.n_layer = layers;
-    cfg.model.activation_checkpointing = ckpt;
+    cfg.model_run.activation_checkpointing = ckpt;
     const Outcome o = train(cfg);
     if (losses) *losses = o.losses;
     return double(o.activations_peak);

@@ -59,13 +59,13 @@ TEST_CASE("Mixtures of experts: N ranks in deterministic mode are bitwise one ra
     what = "sub-layer units, prefetch 2, Muon";
   } else if (strategy == "zero3") {
     cfg.fsdp.unit = "sublayer";
-    cfg.model.activation_checkpointing = "blocks";
+    cfg.model_run.activation_checkpointing = "blocks";
     cfg.fsdp.offload = "nvme";
     cfg.offload.params = true;
     cfg.offload.path = nvme;
     what = "sub-layer units, checkpointing, parameters and state on NVMe";
   } else {
-    cfg.model.activation_checkpointing = "blocks";
+    cfg.model_run.activation_checkpointing = "blocks";
     cfg.fsdp.mixed_precision = "bf16";
     cfg.fsdp.gemm_dtype = "bf16";  // on every CPU: the dispatches then move bf16 rows
     what = "checkpointing, bf16 GEMMs";
@@ -107,7 +107,7 @@ TEST_CASE("Expert parallelism: loss curves at P = 1, 2 and 4 agree within 1e-5",
     if (P == 4) {  // the divided experts' shards offloaded, sub-layer units, the exchange recomputed
       cfg.fsdp.offload = "params";
       cfg.fsdp.unit = "sublayer";
-      cfg.model.activation_checkpointing = "blocks";
+      cfg.model_run.activation_checkpointing = "blocks";
     }
     curves.push_back(run(cfg, MPI_COMM_WORLD).losses);
   }

@@ -116,7 +116,7 @@ RunConfig config_for(const Case& c, int ranks) {
   cfg.train.micro_batch_size = 1;
   cfg.train.batch_size = ranks * c.micro_batches;
   cfg.fsdp.reshard_after_forward = c.reshard;
-  cfg.model.activation_checkpointing = c.checkpointing ? "blocks" : "none";
+  cfg.model_run.activation_checkpointing = c.checkpointing ? "blocks" : "none";
   cfg.fsdp.accumulate = c.sharded_accumulate ? "sharded" : "unsharded";
   cfg.fsdp.offload = c.offload.rfind("nvme", 0) == 0 ? "nvme" : c.offload;
   if (cfg.fsdp.offload == "nvme") {
@@ -127,7 +127,7 @@ RunConfig config_for(const Case& c, int ranks) {
   }
   cfg.train.deterministic = c.deterministic;
   cfg.fsdp.unit = c.unit;
-  cfg.model.attention = c.attention;
+  cfg.model_run.attention = c.attention;
   // Hybrid: shard groups of two ranks where the world divides by two, else the whole node.
   cfg.fsdp.shard_group_size = c.strategy == "hybrid" && ranks % 2 == 0 ? 2 : 0;
   if (c.expert_parallel) {

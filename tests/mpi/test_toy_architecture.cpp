@@ -64,7 +64,7 @@ std::vector<UnitLayout> toy_units(const ModelConfig& m, bool parts) {
 
 // Activations: the residual streams x_0..x_L, the tanh outputs t_0..t_{L-1}, logits, losses,
 // and two backward scratch streams.
-std::int64_t toy_activations(const ModelConfig& m, int B, bool) {
+std::int64_t toy_activations(const ModelConfig& m, const ModelChoices&, int B) {
   const std::int64_t BT = std::int64_t(B) * m.block_size, BTC = BT * m.n_embd;
   return (m.n_layer + 1) * BTC + m.n_layer * BTC + BT * m.vocab_size + BT + 2 * BTC;
 }
@@ -233,7 +233,7 @@ Architecture toy_architecture(bool parts = false) {
   Architecture a;
   a.name = parts ? kToyParts : kToy;
   a.family = "toy MLP";
-  a.units = [parts](const ModelConfig& m) { return toy_units(m, parts); };
+  a.units = [parts](const ModelConfig& m, const ModelChoices&) { return toy_units(m, parts); };
   if (parts) a.placements = {{"dense", 1}, {"half", 2}};
   a.init_unit = [](const ModelConfig&, const UnitLayout& u, float* full, std::uint64_t seed) {
     for (const TensorSpec& t : u.tensors) {
@@ -242,7 +242,7 @@ Architecture toy_architecture(bool parts = false) {
       for (std::int64_t i = 0; i < t.numel; ++i) full[t.offset + i] = std * normal_at(s, i);
     }
   };
-  a.head_unit = [](const ModelConfig& m) { return m.n_layer + 1; };
+  a.head_unit = [](const ModelConfig& m, const ModelChoices&) { return m.n_layer + 1; };
   a.build = [parts](const ModelConfig& m, const DecoderOptions& o, MemoryTracker& tracker) {
     return std::unique_ptr<Decoder>(std::make_unique<ToyModel>(
         m, o.units_or(toy_units(m, parts)), parts, o.micro_batch, tracker, o.parallel));

@@ -169,11 +169,13 @@ struct TinyLlama {
     cfg.rope_factor = 4.0;
     cfg.rope_high_freq_factor = 2.0;
     cfg.rope_original_context = 4;
-    cfg.activation_checkpointing = ckpt;
-    cfg.sublayer_units = sublayer;
     const Architecture& a = architecture_of(cfg);
-    model = a.build(cfg, DecoderOptions{2, false}, tracker);
-    head = a.head_unit(cfg);
+    DecoderOptions o;
+    o.micro_batch = 2;
+    o.choices.checkpoint_blocks = std::string(ckpt) == "blocks";
+    o.choices.sublayer_units = sublayer;
+    model = a.build(cfg, o, tracker);
+    head = a.head_unit(cfg, o.choices);
     std::uint32_t seed = 11;
     for (const auto& u : model->units()) {
       params.push_back(fsdp::test::random_view(u.name, u.numel, seed++, 0.3f));

@@ -14,7 +14,7 @@ namespace {
 // The tiny model of each architecture on the skeleton: GPT-2 (LayerNorm, learned positions,
 // biases, GELU, tied), Llama (RMSNorm, rotary, grouped-query heads, SwiGLU, untied) and Qwen3
 // (Llama's with q/k norms and a head size that is not n_embd / n_head), Qwen3-MoE and Mixtral.
-ModelConfig tiny(const std::string& arch, const std::string& ckpt, bool sublayer) {
+ModelConfig tiny(const std::string& arch) {
   ModelConfig cfg;
   cfg.arch = arch;
   cfg.n_layer = 2;
@@ -22,8 +22,6 @@ ModelConfig tiny(const std::string& arch, const std::string& ckpt, bool sublayer
   cfg.n_embd = 8;
   cfg.vocab_size = 11;
   cfg.block_size = 6;
-  cfg.activation_checkpointing = ckpt;
-  cfg.sublayer_units = sublayer;
   if (arch != "gpt2") {
     cfg.n_kv_head = 1;
     cfg.ffn_hidden = 12;
@@ -57,13 +55,15 @@ struct TinyModel {
   std::vector<std::int32_t> inputs, targets;
 
   TinyModel(const std::string& arch, const std::string& ckpt, bool sublayer = false)
-      : cfg(tiny(arch, ckpt, sublayer)) {
+      : cfg(tiny(arch)) {
     const int B = 2;
     const Architecture& a = architecture_of(cfg);
     DecoderOptions o;
     o.micro_batch = B;
+    o.choices.checkpoint_blocks = ckpt == "blocks";
+    o.choices.sublayer_units = sublayer;
     model = a.build(cfg, o, tracker);
-    head = a.head_unit(cfg);
+    head = a.head_unit(cfg, o.choices);
     std::uint32_t seed = 7;
     for (const auto& u : model->units()) {
       // Larger-than-GPT-2 scale so every path carries a visible gradient.

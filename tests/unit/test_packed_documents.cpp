@@ -22,7 +22,7 @@ namespace {
 constexpr int kT = 150;  // three 64-row fused tiles, the last one partial
 constexpr int kEos = 0;
 
-ModelConfig tiny(const std::string& arch, const std::string& attention) {
+ModelConfig tiny(const std::string& arch) {
   ModelConfig cfg;
   cfg.arch = arch;
   cfg.n_layer = 2;
@@ -30,7 +30,6 @@ ModelConfig tiny(const std::string& arch, const std::string& attention) {
   cfg.n_embd = 16;
   cfg.vocab_size = 13;
   cfg.block_size = kT;
-  cfg.attention = attention;
   if (arch != "gpt2") {
     cfg.n_kv_head = 1;
     cfg.ffn_hidden = 24;
@@ -48,12 +47,13 @@ struct Run {
 
 class Model {
  public:
-  Model(const std::string& arch, const std::string& attention) : cfg_(tiny(arch, attention)) {
+  Model(const std::string& arch, const std::string& attention) : cfg_(tiny(arch)) {
     const Architecture& a = architecture_of(cfg_);
     DecoderOptions o;
     o.micro_batch = 1;
+    o.choices.attention = attention;
     model_ = a.build(cfg_, o, tracker_);
-    head_ = a.head_unit(cfg_);
+    head_ = a.head_unit(cfg_, o.choices);
     std::uint32_t seed = 11;
     for (const auto& u : model_->units()) {
       params_.push_back(fsdp::test::random_view(u.name, u.numel, seed++, 0.3f));

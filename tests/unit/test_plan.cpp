@@ -53,7 +53,8 @@ TEST_CASE("planner unit sizes are GPT-2's, in closed form", "[plan]") {
   for (ModelConfig s :
        {shape(2, 2, 20, 256, 8), kGpt2Small, shape(3, 4, 64, 1000, 32, 128), shape(1, 1, 8, 11, 6)})
     for (bool sub : {false, true}) {
-      s.sublayer_units = sub;
+      ModelChoices cut;
+      cut.sublayer_units = sub;
       const std::int64_t C = s.n_embd;
       std::vector<std::int64_t> want{std::int64_t(s.vocab_size) * C + std::int64_t(s.positions()) * C};
       for (int l = 0; l < s.n_layer; ++l) {
@@ -65,7 +66,7 @@ TEST_CASE("planner unit sizes are GPT-2's, in closed form", "[plan]") {
         }
       }
       want.push_back(2 * C);
-      REQUIRE(unit_numels(s) == want);
+      REQUIRE(unit_numels(s, cut) == want);
       std::int64_t total = 0;
       for (std::int64_t n : want) total += n;
       REQUIRE(num_params(s) == total);
@@ -79,18 +80,16 @@ TEST_CASE("planned activations are what the GPT-2 model allocates", "[plan]") {
       for (const char* ckpt : {"none", "blocks"})
         for (bool sub : {false, true})
           for (bool fused : {false, true}) {
-            s.sublayer_units = sub;
-            s.attention = fused ? "fused" : "materialized";
             MemoryTracker tracker;
-            ModelConfig m = s;
-            m.activation_checkpointing = ckpt;
             DecoderOptions o;
             o.micro_batch = B;
-            const auto model = architecture_of(m).build(m, o, tracker);
+            o.choices.sublayer_units = sub;
+            o.choices.attention = fused ? "fused" : "materialized";
+            o.choices.checkpoint_blocks = std::string(ckpt) == "blocks";
+            const auto model = architecture_of(s).build(s, o, tracker);
             INFO("L=" << s.n_layer << " B=" << B << " ckpt=" << ckpt << " sublayer=" << sub
                       << " fused=" << fused);
-            REQUIRE(tracker.current(C::Activations) ==
-                    4 * activation_elements(s, B, std::string(ckpt) == "blocks"));
+            REQUIRE(tracker.current(C::Activations) == 4 * activation_elements(s, o.choices, B));
             REQUIRE(tracker.current_total() == tracker.current(C::Activations));
           }
 }
@@ -107,16 +106,15 @@ TEST_CASE("planned activations are what the Llama and Qwen3 models allocate", "[
             m.ffn_hidden = 56;
             m.tie_embeddings = false;
             if (std::string(arch) == "qwen3") m.head_size = 12;
-            m.sublayer_units = sub;
-            m.attention = fused ? "fused" : "materialized";
-            m.activation_checkpointing = ckpt;
             MemoryTracker tracker;
             DecoderOptions o;
             o.micro_batch = B;
+            o.choices.sublayer_units = sub;
+            o.choices.attention = fused ? "fused" : "materialized";
+            o.choices.checkpoint_blocks = std::string(ckpt) == "blocks";
             const auto model = architecture_of(m).build(m, o, tracker);
             INFO(arch << " B=" << B << " ckpt=" << ckpt << " sublayer=" << sub << " fused=" << fused);
-            REQUIRE(tracker.current(C::Activations) ==
-                    4 * activation_elements(m, B, std::string(ckpt) == "blocks"));
+            REQUIRE(tracker.current(C::Activations) == 4 * activation_elements(m, o.choices, B));
           }
 }
 
@@ -253,7 +251,7 @@ TEST_CASE("the step's compute is 6P + 12LTC per token at the achieved rate", "[p
   REQUIRE(t.mfu == Approx(m.gemm_efficiency * t.compute_s / t.step_s));
 
   // Checkpointing recomputes every block's forward: 2 P_block + 4TC per token and block.
-  s.model.activation_checkpointing = "blocks";
+  s.choices.checkpoint_blocks = true;
   const TimePlan c = plan_time(s, m);
   const double block = double(unit_numels(s.model)[1]);
   REQUIRE(c.hardware_flops_per_token - c.model_flops_per_token ==
@@ -434,7 +432,7 @@ TEST_CASE("the largest model that fits", "[plan]") {
   s.ranks = 8;
   s.micro_batch = 1;
   s.precision = Precision::BF16;
-  s.model.activation_checkpointing = "blocks";
+  s.choices.checkpoint_blocks = true;
   const std::int64_t budget = std::int64_t(80) << 30;
   std::int64_t previous = 0;
   for (Strategy st : {Strategy::DDP, Strategy::Zero1, Strategy::Zero2, Strategy::Zero3}) {
@@ -555,9 +553,11 @@ TEST_CASE("Llama family members keep the MLP ratio and the key/value group, and 
   // What the model's layers declare stage by stage (what the planner's timeline charges) sums
   // to the same per-token figure, for each architecture's layers (GPT-2's learned positions
   // counted with the head, a mixture's K experts, sub-layer units, checkpointing's recompute).
-  const auto per_token = [](const ModelConfig& m, bool checkpointing) {
+  const auto per_token = [](const ModelConfig& m, bool checkpointing, bool sublayer = false) {
     MemoryTracker counted = MemoryTracker::counting_only();
     DecoderOptions o;
+    o.choices.checkpoint_blocks = checkpointing;
+    o.choices.sublayer_units = sublayer;
     const std::unique_ptr<Decoder> d = architecture_of(m).build(m, o, counted);
     double sum = 0, recompute = 0;
     for (const UnitFlops& f : d->unit_flops()) {
@@ -570,8 +570,7 @@ TEST_CASE("Llama family members keep the MLP ratio and the key/value group, and 
   };
   CHECK(per_token(untied, false) == Approx(a.flops_per_token(untied)).epsilon(1e-12));
   ModelConfig gpt2 = shape(3, 4, 128, 256, 64);
-  gpt2.sublayer_units = true;
-  CHECK(per_token(gpt2, false) == Approx(architecture_of(gpt2).flops_per_token(gpt2)).epsilon(1e-12));
+  CHECK(per_token(gpt2, false, true) == Approx(architecture_of(gpt2).flops_per_token(gpt2)).epsilon(1e-12));
   ModelConfig moe = untied;
   moe.arch = "qwen3_moe";
   moe.n_layer = 2;
@@ -580,7 +579,6 @@ TEST_CASE("Llama family members keep the MLP ratio and the key/value group, and 
   moe.moe_ffn_hidden = 512;
   moe.mlp_only_layers = "1";
   moe.block_size = 64;
-  moe.activation_checkpointing = "blocks";
   CHECK(per_token(moe, true) == Approx(architecture_of(moe).flops_per_token(moe)).epsilon(1e-12));
 }
 
@@ -604,8 +602,8 @@ TEST_CASE("the counted step waits for every transfer it issues, after issuing it
         if (variant == 2) s.deterministic = true;
         if (variant == 3) s.offload = Offload::Optimizer;
         if (variant == 4) {
-          s.model.activation_checkpointing = "blocks";
-          s.model.sublayer_units = true;
+          s.choices.checkpoint_blocks = true;
+          s.choices.sublayer_units = true;
         }
         if (variant == 5) {
           s.precision = Precision::BF16;
@@ -646,6 +644,6 @@ TEST_CASE("the counted step waits for every transfer it issues, after issuing it
         }
         // Forward and backward of every unit and the head, per micro-batch and step (Muon's
         // Newton-Schulz rounds come on top).
-        CHECK(computes >= 2 * 2 * 2 * int(unit_numels(s.model).size()));
+        CHECK(computes >= 2 * 2 * 2 * int(unit_numels(s.model, s.choices).size()));
       }
 }

@@ -14,6 +14,7 @@
 
 #include "model/attention_path.hpp"
 #include "model/layers/norm_layer.hpp"
+#include "model/model_choices.hpp"
 #include "model/model_config.hpp"
 #include "model/unit_layout.hpp"
 
@@ -74,7 +75,7 @@ class Decoder;
 class MemoryTracker;
 struct DecoderOptions;
 
-// The model (Architecture::build) for units cut as m.sublayer_units says; head_unit:
+// The model (Architecture::build) for units cut as o.choices says; head_unit:
 // Architecture::head_unit. Defined with the skeleton (model/decoder/skeleton.cpp): the only
 // part of an architecture that needs the kernels (the fuzz targets link without them).
 std::unique_ptr<Decoder> build_skeleton(const ModelConfig& m, const BlockSpec& s,

@@ -32,8 +32,8 @@ std::int64_t bias_at(const UnitLayout& u, const std::string& weight) {
 
 DecoderSkeleton::DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec,
                                  std::vector<UnitLayout> units, int head_unit,
-                                 AttentionPath attention, int micro_batch, MemoryTracker& tracker,
-                                 bool bf16_attention)
+                                 AttentionPath attention, int micro_batch, bool checkpointing,
+                                 MemoryTracker& tracker, bool bf16_attention)
     : cfg_(cfg),
       s_(spec),
       units_(std::move(units)),
@@ -48,7 +48,7 @@ DecoderSkeleton::DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec,
       QW_(spec.H * spec.D),
       QKV_((spec.H + 2 * spec.KV) * spec.D),
       UP_(spec.mlp == MlpKind::SwiGlu ? 2 * spec.F : spec.F),
-      checkpointing_(cfg.checkpoints_blocks()),
+      checkpointing_(checkpointing),
       attention_(attention),
       qkv_bf16_(bf16_attention && attention == AttentionPath::Fused),
       // The planner's counted run computes nothing, and the GPU plan asks the device for its
@@ -105,7 +105,9 @@ void DecoderSkeleton::allocate(MemoryTracker& tracker) {
   }
   // Checkpointed sub-layer units: the MLP's recompute starts from the attention's output,
   // which is kept per layer as the stream between the two units.
-  if (checkpointing_ && cfg_.sublayer_units)
+  const bool sublayers = std::any_of(units_.begin(), units_.end(),
+                                     [](const UnitLayout& u) { return u.kind == kAttnUnit; });
+  if (checkpointing_ && sublayers)
     for (int l = 0; l < cfg_.n_layer; ++l) mid_.push_back(buf(t + "::res2_" + std::to_string(l), BTC));
   lnf_ = buf(t + "::final_norm", BTC);
   if (ln) lnf_mean_ = buf(t + "::final_norm_mean", BT);
@@ -310,7 +312,8 @@ std::unique_ptr<Decoder> build_skeleton(const ModelConfig& m, const BlockSpec& s
   // tensor of the gathered unit.
   if (o.parallel && o.parallel->units) units = *o.parallel->units;
   auto d = std::make_unique<DecoderSkeleton>(m, s, std::move(units), head_unit, attention,
-                                             o.micro_batch, tracker, o.bf16_attention);
+                                             o.micro_batch, o.choices.checkpoint_blocks, tracker,
+                                             o.bf16_attention);
   if (o.parallel) d->set_expert_group(o.parallel->experts);
   return d;
 }

@@ -54,11 +54,12 @@ struct MoeActivations {
 class DecoderSkeleton final : public Decoder {
  public:
   // bf16_attention (fsdp.mixed_precision = bf16): the fused attention reads q, k and v as bf16,
-  // kept as bf16 for backward; the materialised path ignores it. `units` as the architecture
-  // cuts them (cfg.sublayer_units); head_unit: Architecture::head_unit.
+  // kept as bf16 for backward; the materialised path ignores it. checkpointing: each layer
+  // keeps its input and recomputes in backward. `units` as the architecture cuts them
+  // (ModelChoices::sublayer_units); head_unit: Architecture::head_unit.
   DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec, std::vector<UnitLayout> units,
-                  int head_unit, AttentionPath attention, int micro_batch, MemoryTracker& tracker,
-                  bool bf16_attention);
+                  int head_unit, AttentionPath attention, int micro_batch, bool checkpointing,
+                  MemoryTracker& tracker, bool bf16_attention);
 
   const ModelConfig& config() const override { return cfg_; }
   const std::vector<UnitLayout>& units() const override { return units_; }

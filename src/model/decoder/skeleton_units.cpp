@@ -3,11 +3,11 @@
 
 namespace fsdp {
 
-std::vector<UnitLayout> skeleton_units(const ModelConfig& m, UnitLayout embedding,
+std::vector<UnitLayout> skeleton_units(const ModelConfig& m, const ModelChoices& c, UnitLayout embedding,
                                        const std::function<std::string(int l)>& prefix,
                                        const std::string& attn_name, const AddLayerTensors& attn,
                                        const AddLayerTensors& mlp, UnitLayout final_unit) {
-  const bool whole = !m.sublayer_units;
+  const bool whole = !c.sublayer_units;
   std::vector<UnitLayout> units;
   embedding.kind = kEmbeddingUnit;
   units.push_back(std::move(embedding));

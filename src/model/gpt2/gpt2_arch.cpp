@@ -20,8 +20,9 @@ namespace {
 // attention keeps B*H*T log-sum-exps instead); and once 18BTC + 3BT + BTV + T^2 (ln_f with
 // its mean/rstd, logits, losses, the backward scratch, the materialised attention backward's
 // T x T work buffer).
-std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool checkpointing) {
-  const bool fused = resolve_attention(m.attention, m.block_size) == AttentionPath::Fused;
+std::int64_t activation_elements(const ModelConfig& m, const ModelChoices& c, int micro_batch) {
+  const bool fused = resolve_attention(c.attention, m.block_size) == AttentionPath::Fused;
+  const bool checkpointing = c.checkpoint_blocks;
   const std::int64_t B = micro_batch, T = m.block_size, C = m.n_embd, H = m.n_head,
                      V = m.vocab_size, L = m.n_layer;
   const std::int64_t BT = B * T, BTC = BT * C;
@@ -36,7 +37,7 @@ std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool che
   // (materialised only: the fused kernel's tiles are team scratch).
   const std::int64_t once = BTC + 3 * BT + BT * V + 6 * BTC + 3 * BTC + 8 * BTC + (fused ? 0 : T * T);
   // Checkpointed sub-layer units keep each block's res2 too: the MLP's recompute starts there.
-  const std::int64_t mid = checkpointing && m.sublayer_units ? L * BTC : 0;
+  const std::int64_t mid = checkpointing && c.sublayer_units ? L * BTC : 0;
   return (L + 1) * BTC + blocks * per_block + once + mid;
 }
 
@@ -210,10 +211,10 @@ Architecture architecture() {
   a.init_unit = [](const ModelConfig& m, const UnitLayout& u, float* full, std::uint64_t seed) {
     gpt2_init_unit(u, full, seed, m.n_layer);
   };
-  a.head_unit = [](const ModelConfig&) { return 0; };  // tied: the embedding unit's wte
+  a.head_unit = [](const ModelConfig&, const ModelChoices&) { return 0; };  // tied: wte
   a.build = [](const ModelConfig& m, const DecoderOptions& o, MemoryTracker& tracker) {
-    return build_skeleton(m, gpt2_block_spec(m), gpt2_units(m), 0,
-                          resolve_attention(m.attention, m.block_size), o, tracker);
+    return build_skeleton(m, gpt2_block_spec(m), gpt2_units(m, o.choices), 0,
+                          resolve_attention(o.choices.attention, m.block_size), o, tracker);
   };
   a.activation_elements = activation_elements;
   a.bf16_scratch_elements = [](const ModelConfig& m, int B) {

@@ -44,7 +44,7 @@ BlockSpec gpt2_block_spec(const ModelConfig& m) {
   return s;
 }
 
-std::vector<UnitLayout> gpt2_units(const ModelConfig& m) {
+std::vector<UnitLayout> gpt2_units(const ModelConfig& m, const ModelChoices& c) {
   const std::int64_t C = m.n_embd, V = m.vocab_size, T = m.positions();
   UnitLayout emb, lnf;
   emb.name = "embedding";
@@ -54,7 +54,7 @@ std::vector<UnitLayout> gpt2_units(const ModelConfig& m) {
   add(lnf, "ln_f.weight", {C});
   add(lnf, "ln_f.bias", {C});
   return skeleton_units(
-      m, std::move(emb), [](int l) { return "h." + std::to_string(l) + "."; }, "attn",
+      m, c, std::move(emb), [](int l) { return "h." + std::to_string(l) + "."; }, "attn",
       [C](UnitLayout& a, const std::string& p) {
         add(a, p + "ln_1.weight", {C});
         add(a, p + "ln_1.bias", {C});

@@ -16,9 +16,9 @@ namespace fsdp {
 // positions, Conv1D weights with biases, a GELU MLP of 4C, H heads of C / H.
 BlockSpec gpt2_block_spec(const ModelConfig& m);
 
-// [embedding, h.0 .. h.{L-1}, ln_f], or with m.sublayer_units
+// [embedding, h.0 .. h.{L-1}, ln_f], or with c.sublayer_units
 // [embedding, h.0.attn, h.0.mlp, ..., ln_f].
-std::vector<UnitLayout> gpt2_units(const ModelConfig& m);
+std::vector<UnitLayout> gpt2_units(const ModelConfig& m, const ModelChoices& c = {});
 
 // GPT-2 initialisation of one unit's full flat buffer: N(0, 0.02) weights, the residual
 // projections scaled by 1/sqrt(2L), zero biases, unit LayerNorm gains.

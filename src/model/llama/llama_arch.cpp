@@ -18,9 +18,6 @@
 namespace fsdp::llama {
 namespace {
 
-AttentionPath attention_of(const ModelConfig& m) { return architecture_attention(m); }
-
-
 // Model FLOPs as torchtitan counts them: a GEMM costs 2 x its weights per token forward and
 // twice that backward; attention 4T(HD) forward per layer and token (QK^T and PV; HD = C unless
 // head_dim says otherwise), 8T(HD) backward. The embedding's lookup is free; the head is a GEMM
@@ -29,7 +26,7 @@ AttentionPath attention_of(const ModelConfig& m) { return architecture_attention
 // stage by stage (DecoderSkeleton::unit_flops and head_flops).
 
 double flops_per_token(const ModelConfig& m, bool qk_norm) {
-  const double P = double(total_numel(llama_units(m, qk_norm)));
+  const double P = double(total_numel(llama_units(m, ModelChoices{}, qk_norm)));
   const double embedding = m.tie_embeddings ? 0.0 : double(m.vocab_size) * m.n_embd;
   return 6.0 * (P - embedding) +
          12.0 * m.n_layer * double(m.block_size) * double(m.n_head) * m.head_dim();
@@ -55,9 +52,10 @@ nlohmann::ordered_json rope_scaling_json(const ModelConfig& m) {
 // log-sum-exps BHT) and, with q/k norms, their inputs BT(H+KV)D and rstd BT(H+KV); once the
 // final norm (BTC + BT), logits BTV, losses BT, the backward scratch (five BTC, d_atty BT*QW,
 // d_qkv BT*QKV, d_gate_up 2BTF, d_swiglu BTF) and, materialised, the attention backward's work.
-std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool checkpointing,
+std::int64_t activation_elements(const ModelConfig& m, const ModelChoices& c, int micro_batch,
                                  bool qk_norm) {
-  const bool fused = attention_of(m) == AttentionPath::Fused;
+  const bool fused = architecture_attention(m, c) == AttentionPath::Fused;
+  const bool checkpointing = c.checkpoint_blocks;
   const std::int64_t B = micro_batch, T = m.block_size, C = m.n_embd, H = m.n_head,
                      KV = m.kv_heads(), D = m.head_dim(), V = m.vocab_size, L = m.n_layer,
                      F = m.ffn_hidden, QKV = llama_qkv_rows(m), QW = H * D;
@@ -68,7 +66,7 @@ std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool che
   const std::int64_t layers = checkpointing ? 1 : L;
   const std::int64_t once = BTC + BT + BT * V + BT + 5 * BTC + BT * QW + BT * QKV + 3 * BT * F +
                             (fused ? 0 : kernels::attention_work_size(int(T), int(H)));
-  const std::int64_t mid = checkpointing && m.sublayer_units ? L * BTC : 0;
+  const std::int64_t mid = checkpointing && c.sublayer_units ? L * BTC : 0;
   const std::int64_t rope = T * D;
   return rope + (L + 1) * BTC + layers * per_layer + once + mid;
 }
@@ -294,34 +292,36 @@ std::vector<ArchCheck> family_checks() {
 
 
 // Tied: the embedding unit's table; untied: lm_head, in the last unit with the final norm.
-int head_unit(const ModelConfig& m) {
-  return m.tie_embeddings ? 0 : 1 + m.n_layer * (m.sublayer_units ? 2 : 1);
+int head_unit(const ModelConfig& m, const ModelChoices& c) {
+  return m.tie_embeddings ? 0 : 1 + m.n_layer * (c.sublayer_units ? 2 : 1);
 }
 
-AttentionPath architecture_attention(const ModelConfig& m) {
+AttentionPath architecture_attention(const ModelConfig& m, const ModelChoices& c) {
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
   // The GPU's materialised kernel reads GPT-2's packed layout only (and GPUs want fused anyway).
   if (m.kv_heads() < m.n_head) return AttentionPath::Fused;
 #endif
-  return resolve_attention(m.attention, m.block_size);
+  return resolve_attention(c.attention, m.block_size);
 }
 
 Architecture family_architecture(bool qk_norm) {
   Architecture a;
   a.name = qk_norm ? "qwen3" : "llama";
   a.family = qk_norm ? "Qwen3" : "Llama";
-  a.units = [qk_norm](const ModelConfig& m) { return llama_units(m, qk_norm); };
+  a.units = [qk_norm](const ModelConfig& m, const ModelChoices& c) {
+    return llama_units(m, c, qk_norm);
+  };
   a.init_unit = [](const ModelConfig& m, const UnitLayout& u, float* full, std::uint64_t seed) {
     llama_init_unit(u, full, seed, m.n_layer);
   };
   a.head_unit = head_unit;
   a.build = [qk_norm](const ModelConfig& m, const DecoderOptions& o, MemoryTracker& tracker) {
-    return build_skeleton(m, llama_block_spec(m, qk_norm), llama_units(m, qk_norm), head_unit(m),
-                          attention_of(m), o, tracker);
+    return build_skeleton(m, llama_block_spec(m, qk_norm), llama_units(m, o.choices, qk_norm),
+                          head_unit(m, o.choices), architecture_attention(m, o.choices), o, tracker);
   };
-  a.attention = attention_of;
-  a.activation_elements = [qk_norm](const ModelConfig& m, int B, bool checkpointing) {
-    return activation_elements(m, B, checkpointing, qk_norm);
+  a.attention = architecture_attention;
+  a.activation_elements = [qk_norm](const ModelConfig& m, const ModelChoices& c, int B) {
+    return activation_elements(m, c, B, qk_norm);
   };
   a.bf16_scratch_elements = [qk_norm](const ModelConfig& m, int B) {
     return skeleton_bf16_scratch_elements(llama_block_spec(m, qk_norm), m, B);

@@ -14,15 +14,15 @@ Architecture family_architecture(bool qk_norm);
 // Which attention kernel a Llama runs: model.attention as for GPT-2 (both kernels read grouped-
 // query heads in place on a CPU), except that grouped-query heads take the fused kernel on a
 // GPU, whose materialised kernel reads GPT-2's packed q | k | v only.
-AttentionPath architecture_attention(const ModelConfig& m);
+AttentionPath architecture_attention(const ModelConfig& m, const ModelChoices& c);
 
 // What the skeleton allocates for the family's activations (Architecture::activation_elements),
 // every layer with Llama's dense MLP.
-std::int64_t activation_elements(const ModelConfig& m, int micro_batch, bool checkpointing,
+std::int64_t activation_elements(const ModelConfig& m, const ModelChoices& c, int micro_batch,
                                  bool qk_norm);
 // The deck's rules on heads, head size, MLP width and rotary scaling.
 std::vector<ArchCheck> family_checks();
 // The unit holding the LM head (tied: the embedding's; untied: the final unit).
-int head_unit(const ModelConfig& m);
+int head_unit(const ModelConfig& m, const ModelChoices& c);
 
 }  // namespace fsdp::llama

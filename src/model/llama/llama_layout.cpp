@@ -47,7 +47,7 @@ BlockSpec llama_block_spec(const ModelConfig& m, bool qk_norm) {
   return s;
 }
 
-std::vector<UnitLayout> llama_units(const ModelConfig& m, bool qk_norm,
+std::vector<UnitLayout> llama_units(const ModelConfig& m, const ModelChoices& c, bool qk_norm,
                                     const AddLayerTensors& sparse_mlp) {
   const std::int64_t C = m.n_embd, V = m.vocab_size, F = m.ffn_hidden, D = m.head_dim(),
                      QD = std::int64_t(m.n_head) * D, KVD = std::int64_t(m.kv_heads()) * D;
@@ -58,7 +58,7 @@ std::vector<UnitLayout> llama_units(const ModelConfig& m, bool qk_norm,
   add(fin, "model.norm.weight", {C});
   if (!m.tie_embeddings) add(fin, "lm_head.weight", {V, C});
   return skeleton_units(
-      m, std::move(emb), [](int l) { return "model.layers." + std::to_string(l) + "."; },
+      m, c, std::move(emb), [](int l) { return "model.layers." + std::to_string(l) + "."; },
       "self_attn",
       [=](UnitLayout& a, const std::string& p) {
         add(a, p + "input_layernorm.weight", {C});

@@ -28,7 +28,8 @@ inline std::int64_t llama_qkv_rows(const ModelConfig& m) {
 // o_proj.
 // sparse_mlp: the tensors of a layer with experts (model/moe/moe_layout.hpp), called for the
 // layers m.sparse_layer names; the others get Llama's MLP.
-std::vector<UnitLayout> llama_units(const ModelConfig& m, bool qk_norm = false,
+std::vector<UnitLayout> llama_units(const ModelConfig& m, const ModelChoices& c = {},
+                                    bool qk_norm = false,
                                     const AddLayerTensors& sparse_mlp = nullptr);
 // A Llama tensor: matrices decay and are GEMM operands, hidden except the embedding and head.
 void add_llama_tensor(UnitLayout& u, const std::string& name, std::vector<std::int64_t> shape);

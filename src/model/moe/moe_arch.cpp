@@ -23,7 +23,8 @@ using llama::num;
 // two maps 2R, xe and ye 2RC, gate|up and the gated product 3RF; once the router's logits NE,
 // d ye RC, d gate|up and d h 3RF, d weights NK and the balance loss's d/dp E. Dense layers keep
 // Llama's up, act (3BTF), and the dense backward scratch exists when any layer is dense.
-std::int64_t activation_elements(const ModelConfig& m, int B, bool checkpointing, Family f) {
+std::int64_t activation_elements(const ModelConfig& m, const ModelChoices& c, int B, Family f) {
+  const bool checkpointing = c.checkpoint_blocks;
   const std::int64_t N = std::int64_t(B) * m.block_size, C = m.n_embd, E = m.n_experts,
                      K = m.experts_per_token, Fe = m.moe_ffn(), R = N * K, L = m.n_layer;
   const std::int64_t dense_mlp = 3 * N * m.ffn_hidden;
@@ -34,18 +35,18 @@ std::int64_t activation_elements(const ModelConfig& m, int B, bool checkpointing
   // kept as xr [Rx, C] with their gate|up and gated product; the received rows' outputs and
   // gradients [Rx, C] and the counts [2E] once; deterministic mode's gradients sent home and
   // received [2 x E x 3 Fe C] (model/decoder/moe_ep.cpp).
-  const int P = m.expert_slices();
-  const std::int64_t Rx = kernels::received_rows_bound(R, int(E), P, float(m.moe_capacity_factor));
+  const int P = c.expert_slices();
+  const std::int64_t Rx = kernels::received_rows_bound(R, int(E), P, float(c.moe.capacity_factor));
   const std::int64_t ep = P > 1 ? 1 : 0;
-  const std::int64_t home = P > 1 && m.moe_grads_home ? 2 * E * 3 * Fe * C : 0;
+  const std::int64_t home = P > 1 && c.moe.grads_home ? 2 * E * 3 * Fe * C : 0;
   const std::int64_t kept = N * E + 2 * N * K + 2 * R + 2 * R * C + ep * Rx * C + 3 * Rx * Fe;
   const std::int64_t once = N * E + R * C + 3 * Rx * Fe + N * K + E + ep * (Rx * C + 2 * E) + home;
   // Llama's count holds (L, or 1 with checkpointing) + 1 dense MLPs; keep the ones that exist.
-  std::int64_t n = llama::activation_elements(m, B, checkpointing, names(f).qk_norm);
+  std::int64_t n = llama::activation_elements(m, c, B, names(f).qk_norm);
   n -= (checkpointing ? 2 : L + 1) * dense_mlp;
   if (checkpointing) n += (any_dense ? 2 : 0) * dense_mlp + (Ls > 0 ? kept : 0);
   else n += (L - Ls + (any_dense ? 1 : 0)) * dense_mlp + Ls * kept;
-  const bool bias = m.moe_balance == "bias";
+  const bool bias = c.moe.balance == "bias";
   return n + (Ls > 0 ? once : 0) + (bias ? std::int64_t(Ls) * E : 0);
 }
 
@@ -257,21 +258,22 @@ Architecture architecture(Family f) {
   Architecture a;
   a.name = n.arch;
   a.family = n.family;
-  a.units = [f](const ModelConfig& m) { return moe_units(m, f); };
+  a.units = [f](const ModelConfig& m, const ModelChoices& c) { return moe_units(m, c, f); };
   a.init_unit = [f](const ModelConfig& m, const UnitLayout& u, float* full, std::uint64_t seed) {
     moe_init_unit(u, full, seed, m.n_layer, f);
   };
   a.head_unit = llama::head_unit;
   a.build = [f](const ModelConfig& m, const DecoderOptions& o, MemoryTracker& tracker) {
-    return build_skeleton(m, moe_block_spec(m, f), moe_units(m, f), llama::head_unit(m),
-                          llama::architecture_attention(m), o, tracker);
+    return build_skeleton(m, moe_block_spec(m, o.choices, f), moe_units(m, o.choices, f),
+                          llama::head_unit(m, o.choices), llama::architecture_attention(m, o.choices),
+                          o, tracker);
   };
   a.attention = llama::architecture_attention;
-  a.activation_elements = [f](const ModelConfig& m, int B, bool checkpointing) {
-    return activation_elements(m, B, checkpointing, f);
+  a.activation_elements = [f](const ModelConfig& m, const ModelChoices& c, int B) {
+    return activation_elements(m, c, B, f);
   };
   a.bf16_scratch_elements = [f](const ModelConfig& m, int B) {
-    return skeleton_bf16_scratch_elements(moe_block_spec(m, f), m, B);
+    return skeleton_bf16_scratch_elements(moe_block_spec(m, ModelChoices{}, f), m, B);
   };
   a.flops_per_token = flops_per_token;
   a.active_params = [](const ModelConfig& m) { return active_params(m); };

@@ -16,10 +16,10 @@ const FamilyNames& names(Family f) {
   return f == Family::Qwen3Moe ? qwen : mixtral;
 }
 
-std::vector<UnitLayout> moe_units(const ModelConfig& m, Family f) {
+std::vector<UnitLayout> moe_units(const ModelConfig& m, const ModelChoices& c, Family f) {
   const FamilyNames& n = names(f);
   const std::int64_t C = m.n_embd, E = m.n_experts, F = m.moe_ffn();
-  return llama_units(m, n.qk_norm, [=](UnitLayout& b, const std::string& p) {
+  return llama_units(m, c, n.qk_norm, [=](UnitLayout& b, const std::string& p) {
     const std::string x = p + n.block;
     add_llama_tensor(b, p + "post_attention_layernorm.weight", {C});
     add_llama_tensor(b, x + "gate.weight", {E, C});  // the router
@@ -35,7 +35,7 @@ std::vector<UnitLayout> moe_units(const ModelConfig& m, Family f) {
   });
 }
 
-BlockSpec moe_block_spec(const ModelConfig& m, Family f) {
+BlockSpec moe_block_spec(const ModelConfig& m, const ModelChoices& c, Family f) {
   const FamilyNames& n = names(f);
   BlockSpec s = llama_block_spec(m, n.qk_norm);
   s.tag = n.arch;
@@ -45,14 +45,14 @@ BlockSpec moe_block_spec(const ModelConfig& m, Family f) {
   x.F = m.moe_ffn();
   x.renorm = f == Family::Mixtral || m.norm_topk_prob;
   // moe.balance: auto is Hugging Face's (the loss exactly when output_router_logits says).
-  const std::string& b = m.moe_balance;
-  const double coef = m.moe_aux_coef >= 0 ? m.moe_aux_coef : m.router_aux_loss_coef;
+  const std::string& b = c.moe.balance;
+  const double coef = c.moe.aux_coef >= 0 ? c.moe.aux_coef : m.router_aux_loss_coef;
   x.aux_coef = b == "aux_loss" || (b == "auto" && m.output_router_logits) ? float(coef) : 0.f;
   x.bias = b == "bias";
-  x.bias_rate = float(m.moe_bias_rate);
-  x.capacity_factor = float(m.moe_capacity_factor);
-  x.P = m.expert_slices();
-  x.grads_home = x.P > 1 && m.moe_grads_home;
+  x.bias_rate = float(c.moe.bias_rate);
+  x.capacity_factor = float(c.moe.capacity_factor);
+  x.P = c.expert_slices();
+  x.grads_home = x.P > 1 && c.moe.grads_home;
   for (int l = 0; l < m.n_layer; ++l) x.sparse.push_back(m.sparse_layer(l) ? 1 : 0);
   x.router = n.block + "gate.weight";
   x.experts = n.block + "experts.";
@@ -86,7 +86,7 @@ int sparse_layers(const ModelConfig& m) {
 
 std::int64_t active_params(const ModelConfig& m) {
   const std::int64_t idle = std::int64_t(m.n_experts - m.experts_per_token) * 3 * m.n_embd * m.moe_ffn();
-  return total_numel(moe_units(m, m.arch == "mixtral" ? Family::Mixtral : Family::Qwen3Moe)) -
+  return total_numel(moe_units(m, ModelChoices{}, m.arch == "mixtral" ? Family::Mixtral : Family::Qwen3Moe)) -
          sparse_layers(m) * idle;
 }
 

@@ -28,8 +28,8 @@ const FamilyNames& names(Family f);
 
 // The architectures' placements: 0 the dense tensors, 1 the experts (by_expert).
 constexpr int kExpertPart = 1;
-std::vector<UnitLayout> moe_units(const ModelConfig& m, Family f);
-BlockSpec moe_block_spec(const ModelConfig& m, Family f);
+std::vector<UnitLayout> moe_units(const ModelConfig& m, const ModelChoices& c, Family f);
+BlockSpec moe_block_spec(const ModelConfig& m, const ModelChoices& c, Family f);
 // Llama's initialisation (N(0, 0.02), the residual projections o_proj and each expert's down
 // scaled by 1/sqrt(2L), unit norms) for every tensor, the routers included.
 void moe_init_unit(const UnitLayout& unit, float* full, std::uint64_t seed, int n_layer, Family f);

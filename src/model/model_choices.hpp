@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+// The run's choices the model computes with, beside its shape (ModelConfig, which checkpoints
+// store and Hugging Face files describe). config/run_setup.cpp fills them from the deck, once;
+// none of them changes a tensor's name, shape or value, so a checkpoint resumes under any of
+// them.
+#pragma once
+#include <string>
+
+namespace fsdp {
+
+// moe.* (config/run_config.hpp's MoeConfig) and what the run adds: how a mixture of experts
+// balances its load and caps each expert, as the model computes it (model/moe/moe_layout.cpp).
+struct MoeChoices {
+  std::string balance = "auto";  // auto | aux_loss | bias | none
+  double aux_coef = -1.0;        // < 0: the model's router_aux_loss_coef
+  double bias_rate = 1e-3;
+  double capacity_factor = 0.0;  // 0: no cap
+  // Set with train.deterministic under expert parallelism: the experts' weight gradients go home
+  // to the rank whose tokens made them, so each micro-batch's gradient is whole where it ran
+  // (model/decoder/moe_ep.cpp).
+  bool grads_home = false;
+};
+
+struct ModelChoices {
+  // fsdp.unit = sublayer: each block is two units (its attention and its MLP, each with its
+  // norm). The tensors and a checkpoint are the same either way; only the grouping differs.
+  bool sublayer_units = false;
+  // model.activation_checkpointing = blocks: each block keeps its input and recomputes the rest
+  // in backward.
+  bool checkpoint_blocks = false;
+  std::string attention = "auto";  // model.attention: auto | fused | materialized
+  // fsdp.expert_parallel: how many ranks share a sparse layer's experts (E/P each); 1: none.
+  int expert_parallel = 1;
+  MoeChoices moe;
+  // The slices a sparse layer's experts fall into: at least 1.
+  int expert_slices() const { return expert_parallel > 1 ? expert_parallel : 1; }
+};
+
+}  // namespace fsdp
