@@ -3,7 +3,6 @@
 // the attention (norm, q|k|v projection, q/k norms, rotation, either attention kernel, output
 // projection) and the dense MLP (norm, GELU or SwiGLU between two projections), forward and
 // backward.
-#include "model/attention.hpp"
 #include "model/decoder/buffer_views.hpp"
 #include "model/decoder/skeleton.hpp"
 #include "model/gelu.hpp"
@@ -26,59 +25,18 @@ void DecoderSkeleton::attn_compute(int l, const UnitParams& p, const Vec& res2_o
   d.attn_norm.forward(m(a.ln1, BT, C), a.ln1_mean.vec(), a.ln1_rstd.vec(), x_in, p);
   // One GEMM for q | k | v (fp32 even when the attention reads bf16), then q and k's norms and
   // rotation in place.
-  const TrackedBuffer& q32 = qkv_bf16_ ? qkv32_ : a.qkv;
+  const TrackedBuffer& q32 = core_.bf16_qkv() ? qkv32_ : a.qkv;
   d.qkv->forward(m(q32, BT, QKV_), cm(a.ln1, BT, C), p, bf16);
   if (s_.qk_norm)
     k::head_rmsnorm_forward(m(q32, BT, QKV_), a.qk_raw.vec(), a.qk_rstd.vec(), p.vec(d.q_norm, D_),
                             p.vec(d.k_norm, D_), H_, KV_, D_, s_.eps);
   if (s_.positions == Positions::Rotary)
     k::rope_apply(m(q32, BT, QKV_), T_, 0, H_ + KV_, D_, rope_, false, doc_positions());
-  attention_core_fwd(a);
+  core_.forward(q32, a.qkv, a.att.data(), a.atty.data(), doc_starts());
   d.o->forward(m(tmp_, BT, C), cm(a.atty, BT, QW_), p, bf16);
   const std::int64_t o_b = d.o->bias_for_consumer();
   if (o_b >= 0) k::residual_bias_forward(res2_out, residual_[std::size_t(l)].cvec(), tmp_.cvec(), p.vec(o_b, C));
   else k::residual_forward(res2_out, residual_[std::size_t(l)].cvec(), tmp_.cvec());
-}
-
-void DecoderSkeleton::attention_core_fwd(LayerActivations& a) {
-  const k::AttnDims dims{B_, T_, H_, KV_, D_, doc_starts()};
-  const std::int64_t kv = std::int64_t(KV_) * D_;
-  const k::HeadRows out{a.atty.data(), QW_};
-  if (qkv_bf16_) {
-    cast_to_bf16(qkv32_.cvec(), a.qkv.bf16());
-    const std::uint16_t* q = a.qkv.bf16().data();
-    k::flash_attention_forward(dims, k::QkvRows<std::uint16_t>{q, q + QW_, q + QW_ + kv, QKV_, QKV_, QKV_},
-                               out, a.att.data(), flash_);
-  } else if (attention_ == AttentionPath::Fused) {
-    const float* q = a.qkv.data();
-    k::flash_attention_forward(dims, k::QkvRows<float>{q, q + QW_, q + QW_ + kv, QKV_, QKV_, QKV_}, out,
-                               a.att.data(), flash_);
-  } else {
-    k::attention_forward(m(a.atty, B_ * T_, QW_), Att3(a.att.data(), B_ * H_, T_, T_),
-                         cm(a.qkv, B_ * T_, QKV_), B_, T_, H_, KV_, doc_starts());
-  }
-}
-
-void DecoderSkeleton::attention_core_bwd(LayerActivations& a) {
-  const int BT = B_ * T_;
-  const k::AttnDims dims{B_, T_, H_, KV_, D_, doc_starts()};
-  const std::int64_t kv = std::int64_t(KV_) * D_;
-  float* dq = d_qkv_.data();
-  const k::QkvGrads grads{dq, dq + QW_, dq + QW_ + kv, QKV_, QKV_, QKV_};
-  const k::ConstHeadRows out{a.atty.data(), QW_}, dout{d_atty_.data(), QW_};
-  if (qkv_bf16_) {
-    const std::uint16_t* q = a.qkv.bf16().data();
-    k::flash_attention_backward(dims, k::QkvRows<std::uint16_t>{q, q + QW_, q + QW_ + kv, QKV_, QKV_, QKV_},
-                                out, dout, a.att.data(), grads, flash_);
-  } else if (attention_ == AttentionPath::Fused) {
-    const float* q = a.qkv.data();
-    k::flash_attention_backward(dims, k::QkvRows<float>{q, q + QW_, q + QW_ + kv, QKV_, QKV_, QKV_}, out,
-                                dout, a.att.data(), grads, flash_);
-  } else {
-    k::attention_backward(m(d_qkv_, BT, QKV_), cm(d_atty_, BT, QW_),
-                          ConstAtt3(a.att.data(), B_ * H_, T_, T_), cm(a.qkv, BT, QKV_), B_, T_,
-                          H_, KV_, att_work_.vec(), doc_starts());
-  }
 }
 
 void DecoderSkeleton::mlp_compute(int l, const UnitParams& p, const Vec& x_out) {
@@ -124,7 +82,7 @@ void DecoderSkeleton::attn_grads(int l, const UnitParams& p, Vec g) {
   LayerActivations& a = acts(l);
   const Vec dx_in = dres_out_.data() == dres_a_.data() ? dres_b_.vec() : dres_a_.vec();
   d.o->backward(m(d_atty_, BT, QW_), g, cm(d_tmp_, BT, C), cm(a.atty, BT, QW_), p, bf16);
-  attention_core_bwd(a);
+  core_.backward(a.qkv, a.att.data(), a.atty.data(), d_atty_.data(), d_qkv_.data(), doc_starts());
   // The gradients of q and k before their rotation (the transposed rotation), then before
   // their norms.
   if (s_.positions == Positions::Rotary)

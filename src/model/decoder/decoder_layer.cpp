@@ -3,15 +3,13 @@
 
 namespace fsdp {
 
-namespace {
-std::int64_t at(const UnitLayout& u, const std::string& suffix) {
+std::int64_t offset_of(const UnitLayout& u, const std::string& suffix) {
   return suffix.empty() ? -1 : u.tensor(suffix).offset;
 }
-// The bias beside a weight ("...weight" -> "...bias").
-std::int64_t bias_at(const UnitLayout& u, const std::string& weight) {
-  return at(u, weight.substr(0, weight.size() - 6) + "bias");
+
+std::int64_t bias_offset_of(const UnitLayout& u, const std::string& weight) {
+  return offset_of(u, weight.substr(0, weight.size() - 6) + "bias");
 }
-}  // namespace
 
 DecoderLayer decoder_layer(const std::vector<UnitLayout>& units, const BlockSpec& s, int C, int l) {
   DecoderLayer d;
@@ -25,27 +23,27 @@ DecoderLayer decoder_layer(const std::vector<UnitLayout>& units, const BlockSpec
   if (!a || !f) return d;
   const bool ln = s.norm == NormKind::LayerNorm;
   const auto norm = [&](const UnitLayout& u, const std::string& w) {
-    return Norm(s.norm, C, s.eps, at(u, w), ln ? bias_at(u, w) : -1);
+    return Norm(s.norm, C, s.eps, offset_of(u, w), ln ? bias_offset_of(u, w) : -1);
   };
   // A projection of unit u: weight w, its bias when the architecture has biases.
   const auto linear = [&](const UnitLayout& u, const std::string& w, int in, int out,
                           Linear::Bias bias) {
-    const Linear::Where where{at(u, w), s.biases ? bias_at(u, w) : -1, s.input_major};
+    const Linear::Where where{offset_of(u, w), s.biases ? bias_offset_of(u, w) : -1, s.input_major};
     return std::make_unique<Linear>(in, out, where, bias);
   };
   const int QW = s.H * s.D, QKV = (s.H + 2 * s.KV) * s.D;
   d.attn_norm = norm(*a, s.attn_norm);
   d.qkv = linear(*a, s.qkv, C, QKV, Linear::Bias::InForward);
-  d.q_norm = s.qk_norm ? at(*a, s.q_norm) : -1;
-  d.k_norm = s.qk_norm ? at(*a, s.k_norm) : -1;
+  d.q_norm = s.qk_norm ? offset_of(*a, s.q_norm) : -1;
+  d.k_norm = s.qk_norm ? offset_of(*a, s.k_norm) : -1;
   d.o = linear(*a, s.o, QW, C, Linear::Bias::ByConsumer);
   d.mlp_norm = norm(*f, s.mlp_norm);
   if (s.moe.sparse_layer(l)) {
-    d.router = std::make_unique<Linear>(C, s.moe.E, Linear::Where{at(*f, s.moe.router), -1, false});
+    d.router = std::make_unique<Linear>(C, s.moe.E, Linear::Where{offset_of(*f, s.moe.router), -1, false});
     for (int e = 0; e < s.moe.E; ++e) {
       const std::string x = s.moe.experts + std::to_string(e);
-      d.experts.gate_up.push_back(at(*f, x + s.moe.gate));
-      d.experts.down.push_back(at(*f, x + s.moe.down));
+      d.experts.gate_up.push_back(offset_of(*f, x + s.moe.gate));
+      d.experts.down.push_back(offset_of(*f, x + s.moe.down));
     }
     return d;
   }
@@ -55,14 +53,10 @@ DecoderLayer decoder_layer(const std::vector<UnitLayout>& units, const BlockSpec
   return d;
 }
 
-LayerFlops DecoderLayer::attention_flops(std::int64_t rows, int T, const BlockSpec& s) const {
+LayerFlops DecoderLayer::attention_flops(std::int64_t rows, const BlockSpec& s) const {
   LayerFlops f = attn_norm.flops(rows);
   f += qkv->flops(rows);
   if (q_norm >= 0) f += param_flops(2.0 * s.D, double(rows));  // the q and k head norms
-  // q k^T and the weighted sum of v: 2 T H D each per row, forward (the convention's 12 L T C
-  // per token with backward).
-  const double core = 4.0 * double(T) * s.H * s.D * double(rows);
-  f += LayerFlops{core, 2.0 * core};
   f += o->flops(rows);
   return f;
 }

@@ -33,12 +33,17 @@ struct DecoderLayer {
   std::unique_ptr<Linear> router;
   ExpertOffsets experts;
 
-  // Model FLOPs of the attention sub-layer (the attention's products over T keys: 4 T H D per
-  // row) and of the MLP sub-layer (a sparse one: the router and the K experts a row is sent to),
-  // for `rows` rows of sequences of T.
-  LayerFlops attention_flops(std::int64_t rows, int T, const BlockSpec& s) const;
+  // Model FLOPs of the attention sub-layer's norm and projections (the attention core between
+  // them is the skeleton's: AttentionCore::flops) and of the MLP sub-layer (a sparse one: the
+  // router and the K experts a row is sent to), for `rows` rows.
+  LayerFlops attention_flops(std::int64_t rows, const BlockSpec& s) const;
   LayerFlops mlp_flops(std::int64_t rows, int C, const BlockSpec& s) const;
 };
+
+// The offset of unit u's tensor named ...suffix (-1 for an empty suffix: the architecture has
+// none), and of the bias beside the weight ...weight ("...weight" -> "...bias").
+std::int64_t offset_of(const UnitLayout& u, const std::string& suffix);
+std::int64_t bias_offset_of(const UnitLayout& u, const std::string& weight);
 
 // Layer l of `units` as spec s describes it; C: the model's width.
 DecoderLayer decoder_layer(const std::vector<UnitLayout>& units, const BlockSpec& s, int C, int l);

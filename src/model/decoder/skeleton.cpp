@@ -19,16 +19,6 @@ using MC = MemCategory;
 
 using namespace skeleton_views;
 
-namespace {
-std::int64_t at(const UnitLayout& u, const std::string& suffix) {
-  return suffix.empty() ? -1 : u.tensor(suffix).offset;
-}
-// The bias beside a weight ("...weight" -> "...bias").
-std::int64_t bias_at(const UnitLayout& u, const std::string& weight) {
-  return at(u, weight.substr(0, weight.size() - 6) + "bias");
-}
-
-}  // namespace
 
 DecoderSkeleton::DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec,
                                  std::vector<UnitLayout> units, int head_unit,
@@ -49,18 +39,15 @@ DecoderSkeleton::DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec,
       QKV_((spec.H + 2 * spec.KV) * spec.D),
       UP_(spec.mlp == MlpKind::SwiGlu ? 2 * spec.F : spec.F),
       checkpointing_(checkpointing),
-      attention_(attention),
-      qkv_bf16_(bf16_attention && attention == AttentionPath::Fused),
-      // The planner's counted run computes nothing, and the GPU plan asks the device for its
-      // shared memory: no plan there (it sizes no buffer).
-      flash_(tracker.counting() ? k::FlashPlan{} : k::flash_plan(spec.D)) {
+      core_({micro_batch, cfg.block_size, spec.H, spec.KV, spec.D}, attention, bf16_attention,
+            tracker, spec.tag) {
   const UnitLayout& emb = units_.front();
   const UnitLayout& fin = units_.back();
-  emb_w_ = at(emb, s_.embedding);
-  if (s_.positions == Positions::Learned) pos_w_ = at(emb, s_.positions_table);
-  final_norm_ = Norm(s_.norm, C_, s_.eps, at(fin, s_.final_norm),
-                     s_.norm == NormKind::LayerNorm ? bias_at(fin, s_.final_norm) : -1);
-  head_w_ = cfg.tie_embeddings ? emb_w_ : at(units_[std::size_t(head_unit)], s_.head);
+  emb_w_ = offset_of(emb, s_.embedding);
+  if (s_.positions == Positions::Learned) pos_w_ = offset_of(emb, s_.positions_table);
+  final_norm_ = Norm(s_.norm, C_, s_.eps, offset_of(fin, s_.final_norm),
+                     s_.norm == NormKind::LayerNorm ? bias_offset_of(fin, s_.final_norm) : -1);
+  head_w_ = cfg.tie_embeddings ? emb_w_ : offset_of(units_[std::size_t(head_unit)], s_.head);
   for (int l = 0; l < cfg.n_layer; ++l) layers_.push_back(decoder_layer(units_, s_, C_, l));
   if (s_.positions == Positions::Rotary) rope_ = k::RopeTable(tracker, cfg, T_);
   allocate(tracker);
@@ -85,12 +72,12 @@ void DecoderSkeleton::allocate(MemoryTracker& tracker) {
     a->ln1 = buf(p + "ln1", BTC);
     if (ln) a->ln1_mean = buf(p + "ln1_mean", BT);
     a->ln1_rstd = buf(p + "ln1_rstd", BT);
-    a->qkv = buf(p + "qkv", BT * QKV_, qkv_bf16_ ? Dtype::BF16 : Dtype::F32);
+    a->qkv = buf(p + "qkv", BT * QKV_, core_.kept_qkv_dtype());
     if (s_.qk_norm) {
       a->qk_raw = buf(p + "qk_raw", BT * (H_ + KV_) * D_);
       a->qk_rstd = buf(p + "qk_rstd", BT * (H_ + KV_));
     }
-    a->att = buf(p + "att", BT * H_ * (attention_ == AttentionPath::Fused ? 1 : T_));
+    a->att = buf(p + "att", core_.saved_elements());
     a->atty = buf(p + "atty", BT * QW_);
     a->res2 = buf(p + "res2", BTC);
     a->ln2 = buf(p + "ln2", BTC);
@@ -114,7 +101,7 @@ void DecoderSkeleton::allocate(MemoryTracker& tracker) {
   lnf_rstd_ = buf(t + "::final_norm_rstd", BT);
   logits_ = buf(t + "::logits", BT * V_);
   losses_ = buf(t + "::losses", BT);
-  if (qkv_bf16_) qkv32_ = buf(t + "::qkv32", BT * QKV_);
+  if (core_.bf16_qkv()) qkv32_ = buf(t + "::qkv32", BT * QKV_);
   tmp_ = buf(t + "::tmp", BTC);
   dres_a_ = buf(t + "::dres_a", BTC);
   dres_b_ = buf(t + "::dres_b", BTC);
@@ -126,8 +113,6 @@ void DecoderSkeleton::allocate(MemoryTracker& tracker) {
     d_up_ = buf(t + "::d_up", BT * UP_);
     d_act_ = buf(t + "::d_act", BT * F_);
   }
-  if (attention_ == AttentionPath::Materialized)
-    att_work_ = buf(t + "::att_work", k::attention_work_size(T_, H_));
   if (s_.moe.any(1)) allocate_moe(tracker);
 }
 
@@ -285,8 +270,10 @@ std::vector<UnitFlops> DecoderSkeleton::unit_flops() const {
     LayerFlops f;
     const int l = u.layer;
     if (u.kind == kFinalUnit) f = final_norm_.flops(rows);
-    if (u.kind == kBlockUnit || u.kind == kAttnUnit)
-      f += layers_[std::size_t(l)].attention_flops(rows, T_, s_);
+    if (u.kind == kBlockUnit || u.kind == kAttnUnit) {
+      f += layers_[std::size_t(l)].attention_flops(rows, s_);
+      f += core_.flops(rows);
+    }
     if (u.kind == kBlockUnit || u.kind == kMlpUnit)
       f += layers_[std::size_t(l)].mlp_flops(rows, C_, s_);
     const bool recomputed = checkpointing_ && u.kind != kEmbeddingUnit && u.kind != kFinalUnit;

@@ -15,7 +15,7 @@
 #include "model/decoder.hpp"
 #include "model/decoder/block_spec.hpp"
 #include "model/decoder/decoder_layer.hpp"
-#include "model/flash_attention.hpp"
+#include "model/layers/attention_core.hpp"
 #include "comm/peer_blocks.hpp"
 #include "model/experts/dispatch.hpp"
 #include "model/experts/experts.hpp"
@@ -64,7 +64,7 @@ class DecoderSkeleton final : public Decoder {
   const ModelConfig& config() const override { return cfg_; }
   const std::vector<UnitLayout>& units() const override { return units_; }
   int micro_batch() const override { return B_; }
-  AttentionPath attention() const { return attention_; }
+  AttentionPath attention() const { return core_.path(); }
 
   void set_batch(const std::int32_t* inputs, const std::int32_t* targets) override;
   void set_batch(const std::int32_t* inputs, const std::int32_t* targets,
@@ -136,8 +136,6 @@ class DecoderSkeleton final : public Decoder {
   BalanceSums balance_sums() const;
   double balance_loss() const;
   void set_balance_grad(float dloss);
-  void attention_core_fwd(LayerActivations& a);
-  void attention_core_bwd(LayerActivations& a);
   Vec res2_of(int l);
   LayerActivations& acts(int l) { return *acts_[checkpointing_ ? 0 : l]; }
   // Packed documents of the current batch, or none (null / an empty view).
@@ -153,9 +151,7 @@ class DecoderSkeleton final : public Decoder {
   std::int64_t emb_w_ = 0, pos_w_ = -1, head_w_ = 0;
   int B_, T_, C_, H_, KV_, D_, F_, V_, QW_, QKV_, UP_;  // QW = H*D, UP: the up GEMM's width
   bool checkpointing_;
-  AttentionPath attention_;
-  bool qkv_bf16_;
-  kernels::FlashPlan flash_;
+  AttentionCore core_;  // every layer's (its buffers are the layer's activations)
   kernels::RopeTable rope_;
   TokenView inputs_, targets_;
   TokenView starts_, positions_;  // [B*T] with packed documents (allocated at first use)
@@ -165,7 +161,7 @@ class DecoderSkeleton final : public Decoder {
   std::vector<std::unique_ptr<LayerActivations>> acts_;
   std::vector<TrackedBuffer> mid_;  // checkpointed sub-layers: each layer's res2
   TrackedBuffer lnf_, lnf_mean_, lnf_rstd_, logits_, losses_, qkv32_;
-  TrackedBuffer tmp_, dres_a_, dres_b_, d_ln_, d_tmp_, d_qkv_, d_atty_, d_up_, d_act_, att_work_;
+  TrackedBuffer tmp_, dres_a_, dres_b_, d_ln_, d_tmp_, d_qkv_, d_atty_, d_up_, d_act_;
   Vec dres_out_;  // the gradient of the current top of the residual stream
   std::unique_ptr<kernels::Bf16Gemms> bf16_;
   std::vector<double> seq_losses_;
