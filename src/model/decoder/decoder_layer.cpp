@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "model/decoder/decoder_layer.hpp"
 
+#include <stdexcept>
+#include <string>
+
 namespace fsdp {
 
 std::int64_t offset_of(const UnitLayout& u, const std::string& suffix) {
@@ -20,7 +23,9 @@ DecoderLayer decoder_layer(const std::vector<UnitLayout>& units, const BlockSpec
     if (u.kind == kBlockUnit || u.kind == kAttnUnit) a = &u;
     if (u.kind == kBlockUnit || u.kind == kMlpUnit) f = &u;
   }
-  if (!a || !f) return d;
+  if (!a || !f)
+    throw std::logic_error("decoder_layer: no unit holds layer " + std::to_string(l) + "'s " +
+                           (a ? "MLP" : "attention"));
   const bool ln = s.norm == NormKind::LayerNorm;
   const auto norm = [&](const UnitLayout& u, const std::string& w) {
     return Norm(s.norm, C, s.eps, offset_of(u, w), ln ? bias_offset_of(u, w) : -1);

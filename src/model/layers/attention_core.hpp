@@ -22,8 +22,10 @@ class AttentionCore {
   struct Shape {
     int B = 1, T = 1, H = 1, KV = 1, D = 1;  // micro-batch, rows, query and key/value heads, head size
   };
-  // Allocates the materialised kernel's backward work space (activations); the planner's
-  // counted run (a counting tracker) plans no flash tiles: it sizes no buffer.
+  // Allocates the materialised kernel's backward work space (activations). Under a counting
+  // tracker (the planner's counted run, which computes nothing) it plans no flash tiles: a GPU's
+  // plan asks the device for its shared memory, and fsdp-plan runs where there is no device; the
+  // tiles size no buffer, so the count is the same.
   AttentionCore(Shape s, AttentionPath path, bool bf16_qkv, MemoryTracker& tracker,
                 const std::string& tag);
 
