@@ -90,7 +90,7 @@ class DeckPass {
         model_(arch_.build(cfg.model, options(cfg), tracker_)) {
     for (const auto& u : model_->units()) {
       std::vector<float> full(std::size_t(u.numel));
-      arch_.init_unit(cfg.model, u, full.data(), cfg.train.seed);
+      init_model_unit(cfg.model, u, full.data(), cfg.train.seed);
       params_.emplace_back(tracker_, u.name, u.numel, MemCategory::ParamShard);
       Kokkos::deep_copy(params_.back().vec(),
                         HostConstVec(full.data(), full.size()));

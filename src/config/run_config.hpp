@@ -51,6 +51,17 @@ struct MoeConfig {
   double capacity_factor = 0.0;  // > 0: an expert takes at most ceil(f N k / E) of N tokens' choices
 };
 
+// [lora]: low-rank adapters on a frozen base (docs/lora.md). Off unless enabled; rank, alpha and
+// the targets are PEFT's LoraConfig r, lora_alpha and target_modules.
+struct LoraConfig {
+  bool enabled = false;
+  int rank = 8;
+  double alpha = 8.0;
+  double dropout = 0.0;
+  std::string targets = "all-linear";  // Hugging Face module names, space-separated, or all-linear
+  bool rslora = false;                 // scale alpha / sqrt(r) instead of alpha / r
+};
+
 struct DataConfig {
   std::string train = "builtin:train";
   std::string val = "builtin:val";
@@ -115,6 +126,7 @@ struct RunConfig {
   TrainConfig train;
   MuonConfig muon;
   MoeConfig moe;
+  LoraConfig lora;
   DataConfig data;
   EvalConfig eval;
   FsdpConfig fsdp;

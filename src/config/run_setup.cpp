@@ -2,6 +2,7 @@
 #include "config/run_setup.hpp"
 
 #include "model/architecture.hpp"
+#include "model/layers/lora_layout.hpp"
 #include "model/registry.hpp"
 
 #include <algorithm>
@@ -191,6 +192,7 @@ void RunSetup::validate() const {
   // zero1 and zero2 keep full parameters and take the rank's shard of them as one range, which
   // a unit of several parts does not have (even where the parts' groups coincide: the parts
   // themselves never depend on N, so that deterministic mode's norm blocks do not).
+  if (choices.lora.on() || choices.lora.rank < 0) validate_lora();
   const auto own_groups = std::count_if(placements.begin(), placements.end(),
                                         [](const Placement& pl) { return !pl.by_expert; });
   if (own_groups > 1 && (strategy == Strategy::Zero1 || strategy == Strategy::Zero2))
@@ -247,7 +249,33 @@ ModelChoices model_choices(const RunConfig& cfg) {
   c.moe.bias_rate = cfg.moe.bias_rate;
   c.moe.capacity_factor = cfg.moe.capacity_factor;
   c.moe.grads_home = cfg.train.deterministic;
+  if (cfg.lora.enabled) {
+    // rank 0 stays visible as asked, for validate() to refuse by name.
+    c.lora.rank = cfg.lora.rank > 0 ? cfg.lora.rank : -1;
+    c.lora.alpha = cfg.lora.alpha;
+    c.lora.rslora = cfg.lora.rslora;
+    c.lora.dropout = cfg.lora.dropout;
+    c.lora.targets = lora_targets(cfg.lora.targets);
+  }
   return c;
+}
+
+// LoRA (lora.enabled): the adapters' own checks (model/layers/lora_layout.cpp: the targets, the
+// rank against each projection), and the modes whose adapter path is not built yet, refused by
+// name rather than run wrong.
+void RunSetup::validate_lora() const {
+  auto fail = [](const std::string& m) { throw std::invalid_argument(m); };
+  const LoraChoices& l = choices.lora;
+  if (l.rank < 0) fail("lora.rank = 0: an adapter needs rank 1 or more");
+  if (l.dropout > 0)
+    fail("lora.dropout = " + std::to_string(l.dropout) + ": adapters without dropout only (0) for now");
+  if (strategy == Strategy::Zero1 || strategy == Strategy::Zero2)
+    fail("lora.enabled with fsdp.strategy = " + std::string(strategy_name(strategy)) +
+         ": use zero3 or hybrid (the base sharded) or ddp (the base whole on every rank)");
+  if (deterministic) fail("lora.enabled with train.deterministic = true is not supported yet");
+  if (optimizer == OptimizerKind::Muon) fail("lora.enabled trains its adapters with AdamW: leave train.optimizer = adamw");
+  if (offload == Offload::Nvme) fail("lora.enabled with fsdp.offload = nvme is not supported yet");
+  model_units(model, choices);  // throws the layout's own one-line reasons
 }
 
 RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16_gemm_hardware) {
@@ -255,6 +283,12 @@ RunSetup setup_from_config(const RunConfig& cfg, int ranks, int nodes, bool bf16
   s.model = cfg.model;
   s.choices = model_choices(cfg);
   if (has_architecture(s.model.arch)) s.placements = architecture(s.model.arch).placements;
+  if (cfg.lora.enabled) {
+    // The base frozen, the adapters a part of their own after it (model/layers/lora_layout.hpp).
+    for (Placement& p : s.placements) p.trainable = false;
+    s.placements.push_back({"lora", 1, false, true});
+  }
+
   s.train = cfg.train;
   s.muon = cfg.muon;
   // The schema admits adamw and muon only; a setup made by hand (tests) keeps the default.

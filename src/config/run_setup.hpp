@@ -126,6 +126,9 @@ struct RunSetup {
   // divisibility over the ranks, the modes deterministic training refuses, offload needing
   // sharded parameters.
   void validate() const;
+
+ private:
+  void validate_lora() const;
 };
 
 // The deck's choices the model computes with (fsdp.unit, model.activation_checkpointing,

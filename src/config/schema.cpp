@@ -210,6 +210,21 @@ std::vector<KeySpec> build_schema_rest() {
             "> 0: each expert takes at most ceil(f x tokens x k / experts) choices of a "
             "micro-batch, later ones dropped (counted); 0: dropless"),
 
+      entry("lora", "enabled", &R::lora, &LoraConfig::enabled, any(),
+            "train low-rank adapters on a frozen base instead of every weight (docs/lora.md)"),
+      entry("lora", "rank", &R::lora, &LoraConfig::rank, within(0, 65536),
+            "r: each adapter is B [out, r] A [r, in]; at least 1 and at most min(in, out)"),
+      entry("lora", "alpha", &R::lora, &LoraConfig::alpha, above(0),
+            "the adapters' output is scaled by alpha / r (alpha / sqrt(r) with lora.rslora)"),
+      entry("lora", "dropout", &R::lora, &LoraConfig::dropout, fraction(),
+            "dropout on an adapter's input (PEFT's lora_dropout); only 0 is implemented"),
+      entry("lora", "targets", &R::lora, &LoraConfig::targets, any(),
+            "the projections adapted, by Hugging Face module name (q_proj k_proj v_proj o_proj "
+            "gate_proj up_proj down_proj; GPT-2: c_attn c_proj c_fc), space-separated, or "
+            "all-linear (every projection of every block, as PEFT's; not the head)"),
+      entry("lora", "rslora", &R::lora, &LoraConfig::rslora, any(),
+            "rank-stabilised scaling: alpha / sqrt(r)"),
+
       entry("data", "train", &R::data, &D::train, any(),
             "training tokens: builtin:train or a path"),
       entry("data", "val", &R::data, &D::val, any(), "validation tokens: builtin:val or a path"),

@@ -13,7 +13,7 @@ Engine::Engine(const RunSetup& setup, comm::DeviceMesh& mesh, MemoryTracker& tra
       trace_(trace) {
   // The mesh's layout, resolved once: every unit's parts over their groups. The model reads its
   // tensors where this places them and may use the groups for collectives of its own.
-  layout_ = place_units(setup_, arch_.units(setup_.model, setup_.choices));
+  layout_ = place_units(setup_, model_units(setup_.model, setup_.choices));
   parallel_.mesh = &mesh;
   parallel_.experts = mesh.shape().expert > 1 ? &mesh.group(comm::MeshDim::Expert) : nullptr;
   parallel_.units = &layout_.units;

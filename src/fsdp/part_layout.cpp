@@ -54,11 +54,26 @@ RunLayout place_units(const RunSetup& s, const std::vector<UnitLayout>& units) {
                                     " of an architecture with " + std::to_string(P));
       used[std::size_t(placed_in(t))] = true;
     }
+    // Trained and frozen tensors never share a part, and frozen parts come first: a unit's
+    // gradients are then one range, from its first trained part on (fsdp/sharded_unit.hpp).
+    std::vector<int> trained(std::size_t(P), -1);
+    for (const TensorSpec& t : unit.tensors) {
+      int& k = trained[std::size_t(placed_in(t))];
+      if (k >= 0 && k != int(t.trainable))
+        throw std::invalid_argument("unit " + unit.name + ": tensor " + t.name + " is " +
+                                    (t.trainable ? "trained" : "frozen") + " in a part that is not");
+      k = int(t.trainable);
+    }
+    for (int p = 1; p < P; ++p)
+      for (int q = 0; q < p; ++q)
+        if (trained[std::size_t(q)] == 1 && trained[std::size_t(p)] == 0)
+          throw std::invalid_argument("unit " + unit.name + ": a frozen part after a trained one");
     const int n_used = int(std::count(used.begin(), used.end(), true));
     if (n_used <= 1) {  // one part: the unit exactly as the architecture lists it
       const int p = unit.tensors.empty() ? 0 : placed_in(unit.tensors.front());
       out.units.push_back(unit);
       out.parts.push_back({make_part(s, p, 0, 0, unit.numel)});
+      out.parts.back().back().trainable = unit.tensors.empty() || unit.tensors.front().trainable;
       if (s.part_slices(p) > 1)
         throw std::invalid_argument("unit " + unit.name + ": only divided tensors (a unit of experts alone)");
       out.part_units.push_back({unit});
@@ -87,6 +102,7 @@ RunLayout place_units(const RunSetup& s, const std::vector<UnitLayout>& units) {
         }
       const int k = s.part_slices(p);
       UnitPart up = make_part(s, p, base, store, part.numel);
+      up.trainable = trained[std::size_t(p)] != 0;
       if (k > 1) {
         // Divided: k slices of equally many tensors and elements, each padded alike; a tensor
         // of slice j at j * slice + its offset in the slice (stored), its slice's offset for

@@ -26,6 +26,9 @@ struct UnitPart {
   int slices = 1;           // expert parallelism's P where the part is divided
   int shard_group = 1;      // ranks one copy (of a slice) is sharded over (RunSetup::part_shard_group)
   int replicate_group = 1;  // copies
+  // Trained, or frozen (an adapter run's base): no gradient, reduction or optimizer state. A
+  // unit's frozen parts come before its trained ones.
+  bool trainable = true;
   std::int64_t flat() const { return padded / slices; }
   std::int64_t shard() const { return flat() / shard_group; }
 };

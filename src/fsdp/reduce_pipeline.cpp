@@ -50,16 +50,16 @@ void ReducePipeline::before_backward(int u) {
       break;
     }
   ShardedUnit& su = units_[std::size_t(u)];
-  if (!su.grad_full.allocated())
+  if (!su.grad_full.allocated() && su.trains())
     su.grad_full =
-        TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded, MemCategory::Grads);
+        TrackedBuffer(tracker_, su.layout->name + "::grads", su.grad_numel(), MemCategory::Grads);
 }
 
 ReducePipeline::Pending ReducePipeline::cast_for_send(int u) {
   ShardedUnit& su = units_[std::size_t(u)];
   Pending pr{u, {}, {}, {}};
   if (bf16_) {
-    pr.send = TrackedBuffer(tracker_, su.layout->name + "::reduce_send_bf16", su.padded,
+    pr.send = TrackedBuffer(tracker_, su.layout->name + "::reduce_send_bf16", su.grad_numel(),
                             MemCategory::CommBuffers, MemSpace::Device, Dtype::BF16, Fill::None);
     if (!tracker_.counting()) {  // the planner's run: no kernel
       cast_to_bf16(su.grad_full.cvec(), pr.send.bf16());
@@ -75,6 +75,7 @@ ReducePipeline::Pending ReducePipeline::cast_for_send(int u) {
 // is all-reduced in one collective.
 void ReducePipeline::all_reduce(int u) {
   ShardedUnit& su = units_[std::size_t(u)];
+  if (!su.trains()) return;  // frozen: no gradient
   const double t0 = now_s();  // time blocked inside the issue is exposed communication
   FSDP_COMM_SITE("reduce " + su.layout->name);
   Pending pr = cast_for_send(u);
@@ -87,7 +88,7 @@ void ReducePipeline::all_reduce(int u) {
   }
   if (bf16_) {
     // A bf16 all-reduce: this reduce-scatter, then finish_bf16_all_reduce when it lands.
-    pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.padded / rep.size(),
+    pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.grad_numel() / rep.size(),
                             MemCategory::CommBuffers);
     pr.handles.push_back(rep.ireduce_scatter(ConstBf16Vec(pr.send.bf16().data(), pr.send.size()),
                                              pr.recv.wire(), comm::ReduceOp::Avg));
@@ -102,14 +103,16 @@ void ReducePipeline::all_reduce(int u) {
 
 void ReducePipeline::reduce_scatter(int u) {
   ShardedUnit& su = units_[std::size_t(u)];
+  if (!su.trains()) return;  // frozen: no gradient
   const double t0 = now_s();
   FSDP_COMM_SITE("reduce " + su.layout->name);
   // A divided part's rank holds the gradient of P ranks' tokens (the experts it computed for its
   // expert group), and its slice group is S/P ranks: the mean over the S ranks' tokens is the
   // slice group's mean over P.
   for (const PartShard& ps : su.parts)
-    if (ps.part.slices > 1 && !tracker_.counting())
-      scale(Vec(su.grad_full.data() + ps.part.base, ps.part.flat()), 1.f / float(ps.part.slices));
+    if (ps.part.slices > 1 && ps.part.trainable && !tracker_.counting())
+      scale(Vec(su.grad_full.data() + ps.part.base - su.grad_base, ps.part.flat()),
+            1.f / float(ps.part.slices));
   Pending pr = cast_for_send(u);
   pr.first = shards_grads(state_.strategy()) && fresh_[std::size_t(u)];
   // An offloaded gradient shard (fsdp.offload = params) is host memory: the collective lands
@@ -117,20 +120,22 @@ void ReducePipeline::reduce_scatter(int u) {
   pr.direct = pr.first && !su.grad_shard.in_host_memory();
   fresh_[std::size_t(u)] = 0;
   if (!pr.direct)
-    pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.shard,
+    pr.recv = TrackedBuffer(tracker_, su.layout->name + "::reduce_recv", su.train_shard,
                             MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
   const Vec recv = pr.direct ? su.grad_shard.device() : pr.recv.vec();
-  // One reduce-scatter per part, over the part's shard group, into its slice of the shard.
+  // One reduce-scatter per trained part, over the part's shard group, into its slice of the
+  // shard (the gradient buffers start at the first trained part).
   for (const PartShard& ps : su.parts) {
-    const Vec into(recv.data() + ps.shard_offset, ps.shard);
+    if (!ps.part.trainable) continue;
+    const Vec into(recv.data() + ps.shard_offset - su.train_offset, ps.shard);
+    const std::int64_t from = ps.part.base - su.grad_base;
     comm::Communicator& shard = *ps.shard_comm;
     if (bf16_)
       pr.handles.push_back(shard.ireduce_scatter(
-          ConstBf16Vec(pr.send.bf16().data() + ps.part.base, ps.part.flat()), into,
-          comm::ReduceOp::Avg));
+          ConstBf16Vec(pr.send.bf16().data() + from, ps.part.flat()), into, comm::ReduceOp::Avg));
     else
       pr.handles.push_back(shard.ireduce_scatter(
-          ConstVec(su.grad_full.data() + ps.part.base, ps.part.flat()), into, comm::ReduceOp::Avg));
+          ConstVec(su.grad_full.data() + from, ps.part.flat()), into, comm::ReduceOp::Avg));
     times_.reduce_bytes += double(pr.handles.back().bytes());
   }
   times_.exposed_s += now_s() - t0;
@@ -167,9 +172,9 @@ void ReducePipeline::land(Pending& pr) {
   const Vec reduced = pr.direct ? su.grad_shard.device() : pr.recv.vec();
   for (const PartShard& ps : su.parts) {
     comm::Communicator& rep = *ps.replicate_comm;
-    if (rep.size() == 1) continue;
+    if (rep.size() == 1 || !ps.part.trainable) continue;
     // hybrid, or a part on part of the shard group: the replicas' slices are averaged too
-    const Vec mine(reduced.data() + ps.shard_offset, ps.shard);
+    const Vec mine(reduced.data() + ps.shard_offset - su.train_offset, ps.shard);
     if (bf16_)
       all_reduce_bf16(rep, mine);
     else
@@ -196,12 +201,12 @@ void ReducePipeline::land_on_host(Pending& pr, const PinnedVec& dst) {
   ShardedUnit& su = units_[std::size_t(pr.unit)];
   // The step's first reduction goes down into the shard as it is; later ones (sharded
   // accumulation) through a staging buffer, added on the host in the order the device would.
-  host_copy::count_copy(tracker_, Transfer::DeviceToHost, 4.0 * double(su.shard));
+  host_copy::count_copy(tracker_, Transfer::DeviceToHost, 4.0 * double(su.train_shard));
   if (pr.first) {
     host_copy::to_host(dst, pr.recv.cvec());
     return;
   }
-  HostBuffer down(tracker_, su.layout->name + "::grad_download", su.shard,
+  HostBuffer down(tracker_, su.layout->name + "::grad_download", su.train_shard,
                   MemCategory::CommBuffers, Dtype::F32, Fill::None);
   host_copy::to_host(down.vec(), pr.recv.cvec());
   host_copy::wait_copies(tracker_);
@@ -211,7 +216,8 @@ void ReducePipeline::land_on_host(Pending& pr, const PinnedVec& dst) {
 void ReducePipeline::finish_step() {
   drain(0);
   for (std::size_t u = 0; u < units_.size(); ++u)  // a unit no reduction reached (none today)
-    if (shards_grads(state_.strategy()) && fresh_[u]) units_[u].grad_shard.view().fill(0.f);
+    if (shards_grads(state_.strategy()) && fresh_[u] && units_[u].trains())
+      units_[u].grad_shard.view().fill(0.f);
   // The optimizer reads offloaded gradient shards on the host; without offload nothing waits.
   if (!units_.empty() && units_.front().grad_shard.in_host_memory())
     host_copy::wait_copies(tracker_);

@@ -28,7 +28,6 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Device
   if (nvme) offload->begin_layout();
   const MemSpace optim_space = setup.offload == Offload::None ? MemSpace::Device : MemSpace::Host;
   const MemSpace param_space = setup.offloads_params() ? MemSpace::Host : MemSpace::Device;
-  const Architecture& arch = architecture_of(setup.model);
   units_.resize(layout_.units.size());
   // Every unit's parts first, then the buffers: the small allocations kept out of the sequence of
   // large ones, whose pattern glibc's adaptive mmap threshold turns into resident memory (parts
@@ -74,6 +73,15 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Device
       su.parts.push_back(std::move(ps));
     }
     su.shard_begin = su.parts.size() == 1 ? su.parts[0].shard_begin : 0;
+    su.grad_base = su.padded;
+    su.train_offset = su.shard;
+    for (const PartShard& ps : su.parts)
+      if (ps.part.trainable && su.grad_base == su.padded) {
+        su.grad_base = ps.part.base;
+        su.train_offset = ps.shard_offset;
+        su.grad_begin = ps.part.base - su.grad_base + (su.parts.size() == 1 ? ps.shard_begin : 0);
+      }
+    su.train_shard = su.shard - su.train_offset;
     su.optim = optimizer_layout(layout_, int(u), positions, setup.muon_optimizer(), !nvme);
   }
   for (std::size_t u = 0; u < units_.size(); ++u) {
@@ -83,7 +91,7 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Device
     // Every rank initialises the whole unit the same way and keeps what it owns (a counting
     // tracker's buffers hold nothing to initialise).
     std::vector<float> full(tracker.counting() ? 0 : su.whole, 0.f);
-    if (!tracker.counting()) arch.init_unit(setup.model, *su.stored, full.data(), seed);
+    if (!tracker.counting()) init_model_unit(setup.model, *su.stored, full.data(), seed);
     const auto keep_own = [&](const ShardVec& shard) {
       for (const PartShard& ps : su.parts)
         shard.sub(ps.shard_offset, ps.shard).copy_from(full.data() + ps.flat_begin());
@@ -100,16 +108,17 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Device
                               MemSpace::Device);
       su.params.view().copy_from(full.data());
     }
+    if (!su.trains()) continue;  // frozen: no gradient and no optimizer state
     if (shards_grads(strategy))
       su.grad_shard =
-          ShardBuffer(tracker, name + "::grad_shard", su.shard, MemCategory::Grads, param_space);
+          ShardBuffer(tracker, name + "::grad_shard", su.train_shard, MemCategory::Grads, param_space);
     else
-      su.grad_full = TrackedBuffer(tracker, name + "::grads", su.padded, MemCategory::Grads);
+      su.grad_full = TrackedBuffer(tracker, name + "::grads", su.grad_numel(), MemCategory::Grads);
     if (nvme) {  // zeros: the file's reserved room reads as zeros until written
       su.exp_avg = ShardBuffer(*offload, su.shard);
       su.exp_avg_sq = ShardBuffer(*offload, su.shard);
     } else {
-      su.exp_avg = ShardBuffer(tracker, name + "::exp_avg", su.shard, MemCategory::OptimizerState,
+      su.exp_avg = ShardBuffer(tracker, name + "::exp_avg", su.train_shard, MemCategory::OptimizerState,
                                optim_space);
       su.exp_avg_sq = ShardBuffer(tracker, name + "::exp_avg_sq", su.optim.sq_size,
                                   MemCategory::OptimizerState, optim_space);
@@ -141,25 +150,38 @@ ShardVec ShardedState::param_shard(int u) {
   return su.params.view(su.shard_begin, su.shard);
 }
 
+ShardVec ShardedState::train_params(int u) {
+  const ShardedUnit& su = units_[std::size_t(u)];
+  return param_shard(u).sub(su.train_offset, su.train_shard);
+}
+
 ShardVec ShardedState::grad_shard(int u) {
   ShardedUnit& su = units_[std::size_t(u)];
   if (shards_grads(setup_.strategy)) return su.grad_shard.view();
-  if (tracker_.counting()) return ShardVec::counted(su.shard, false);
-  return ShardVec::on_device(su.grad_full.vec(su.shard_begin, su.shard));
+  if (tracker_.counting()) return ShardVec::counted(su.train_shard, false);
+  return ShardVec::on_device(su.grad_full.vec(su.grad_begin, su.train_shard));
 }
 
 std::vector<UnitShard> ShardedState::unit_shards() {
   std::vector<UnitShard> out;
   for (int u = 0; u < int(units_.size()); ++u) {
     const ShardedUnit& su = units_[std::size_t(u)];
-    const ShardVec p = param_shard(u), m = exp_avg_shard(u), v = exp_avg_sq_shard(u);
+    const ShardVec p = param_shard(u);
     for (std::size_t k = 0; k < su.parts.size(); ++k) {
       const PartShard& ps = su.parts[k];
       const auto in = [&](const ShardVec& x) { return x.sub(ps.shard_offset, ps.shard); };
-      UnitShard s{ps.layout, ps.shard_begin, ps.shard, in(p), in(m), {},
+      UnitShard s{ps.layout, ps.shard_begin, ps.shard, in(p), {}, {},
                   ps.part.placement, ps.writes(), setup_.muon_optimizer(), {}};
+      if (!ps.part.trainable) {  // frozen: its parameters alone
+        out.push_back(std::move(s));
+        continue;
+      }
+      // The optimizer state covers the trained range of the shard buffers.
+      const ShardVec m = exp_avg_shard(u), v = exp_avg_sq_shard(u);
+      const auto trained = [&](const ShardVec& x) { return x.sub(ps.shard_offset - su.train_offset, ps.shard); };
+      s.exp_avg = trained(m);
       if (!su.optim.packed()) {
-        s.exp_avg_sq = in(v);
+        s.exp_avg_sq = trained(v);
       } else {
         // The part's AdamW elements are one run of the packed second moments, in shard order.
         std::int64_t sq_begin = -1, sq_n = 0;
@@ -169,7 +191,7 @@ std::vector<UnitShard> ShardedState::unit_shards() {
           if (sq_begin < 0) sq_begin = seg.sq_at;
           sq_n += seg.n;
           s.sq_shift[std::size_t(seg.tensor - ps.layout->tensors.data())] =
-              (seg.at - ps.shard_offset) - (seg.sq_at - sq_begin);
+              (seg.at + su.train_offset - ps.shard_offset) - (seg.sq_at - sq_begin);
         }
         s.exp_avg_sq = v.sub(std::max<std::int64_t>(sq_begin, 0), sq_n);
       }

@@ -44,6 +44,9 @@ class ShardedState : public CheckpointedState {
   // What this rank owns of unit u: its slice of every part, one after the other (a view into the
   // full buffer where the strategy keeps one), its gradient and AdamW's two moments.
   ShardVec param_shard(int u);
+  // The trained range of param_shard (all of it but for an adapter run's frozen parts): what the
+  // optimizer updates. grad_shard and the moments cover the same range.
+  ShardVec train_params(int u);
   ShardVec grad_shard(int u);
   ShardVec exp_avg_shard(int u) { return units_[std::size_t(u)].exp_avg.view(); }
   ShardVec exp_avg_sq_shard(int u) { return units_[std::size_t(u)].exp_avg_sq.view(); }

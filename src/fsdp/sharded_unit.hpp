@@ -50,6 +50,16 @@ struct ShardedUnit {
   // The first flat element this rank owns where that is one range: a unit of one part, or a
   // strategy that does not shard (the whole buffer). 0 otherwise.
   std::int64_t shard_begin = 0;
+  // What is trained (fsdp/part_layout.hpp: a unit's frozen parts come first): the gradient
+  // buffers and the optimizer state cover the parts from the first trained one on. A unit all of
+  // whose tensors are trained: grad_base 0, train_offset 0, train_shard = shard, grad_begin =
+  // shard_begin.
+  std::int64_t grad_base = 0;     // the first flat element grad_full holds
+  std::int64_t train_offset = 0;  // the first element of the shard buffers that is trained
+  std::int64_t train_shard = 0;   // trained elements of the shard (the gradient shard's length)
+  std::int64_t grad_begin = 0;    // ddp, zero1: where this rank's trained shard is in grad_full
+  bool trains() const { return train_shard > 0; }
+  std::int64_t grad_numel() const { return padded - grad_base; }
   // Element i of the rank's shard buffers as an element of the unit's whole buffer.
   std::int64_t flat_of(std::int64_t i) const {
     for (const PartShard& p : parts)
@@ -61,9 +71,9 @@ struct ShardedUnit {
   // offload, the parameter and gradient shards with offload = params.
   ShardBuffer params;        // persistent: the full buffer, or the shard (zero3, hybrid)
   TrackedBuffer gathered;    // zero3/hybrid: the transient full parameters
-  TrackedBuffer grad_full;   // full gradients: persistent (ddp, zero1) or transient
-  ShardBuffer grad_shard;    // zero2/zero3/hybrid: the reduced gradient shard
-  // AdamW's moments; under Muon exp_avg holds the matrices' momentum and exp_avg_sq only AdamW's
+  TrackedBuffer grad_full;   // full gradients (from grad_base): persistent (ddp, zero1) or transient
+  ShardBuffer grad_shard;    // zero2/zero3/hybrid: the reduced gradient shard (trained parts)
+  // AdamW's moments (trained parts); under Muon exp_avg holds the matrices' momentum and exp_avg_sq only AdamW's
   // elements, packed (optim: which rule owns which element, and where its state is).
   ShardBuffer exp_avg, exp_avg_sq;
   UnitOptimizerLayout optim;

@@ -91,11 +91,11 @@ void Engine::zero_grads() {
   for (std::size_t u = 0; u < units.size(); ++u) {
     ShardedUnit& su = units[u];
     if (su.grad_shard.allocated() && setup_.deterministic) su.grad_shard.view().fill(0.f);
-    if (!shards_grads(setup_.strategy)) {
+    if (!shards_grads(setup_.strategy) && su.trains()) {
       if (grad_zeroed_[u]) {  // the last optimizer step zeroed this rank's part already
-        const std::int64_t end = su.shard_begin + su.shard;
-        Kokkos::deep_copy(su.grad_full.vec(0, su.shard_begin), 0.f);
-        Kokkos::deep_copy(su.grad_full.vec(end, su.padded - end), 0.f);
+        const std::int64_t end = su.grad_begin + su.train_shard;
+        Kokkos::deep_copy(su.grad_full.vec(0, su.grad_begin), 0.f);
+        Kokkos::deep_copy(su.grad_full.vec(end, su.grad_numel() - end), 0.f);
       } else {
         Kokkos::deep_copy(su.grad_full.vec(), 0.f);
       }
@@ -226,15 +226,18 @@ void Engine::inject_fault(int step) {
   unit = unit.substr(0, slash);
   for (int u = 0; u < int(state_->units().size()); ++u) {
     ShardedUnit& su = state_->units()[std::size_t(u)];
-    if (su.layout->name != unit) continue;
+    if (su.layout->name != unit || !su.trains()) continue;
     if (tensor.empty()) {
       if (state_->shard_comm().rank() == 0) state_->grad_shard(u).sub(0, 1).fill(std::nanf(""));
       continue;
     }
     for (const PartShard& ps : su.parts)
       for (const TensorSpec& t : ps.layout->tensors)
-        if (t.name == tensor && t.offset >= ps.shard_begin && t.offset < ps.shard_begin + ps.shard)
-          state_->grad_shard(u).sub(ps.shard_offset + t.offset - ps.shard_begin, 1).fill(std::nanf(""));
+        if (ps.part.trainable && t.name == tensor && t.offset >= ps.shard_begin &&
+            t.offset < ps.shard_begin + ps.shard)
+          state_->grad_shard(u)
+              .sub(ps.shard_offset - su.train_offset + t.offset - ps.shard_begin, 1)
+              .fill(std::nanf(""));
   }
 }
 

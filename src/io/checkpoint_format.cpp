@@ -44,6 +44,7 @@ const char* group_path(Part p) {
 
 bool stores(Part p, const TensorSpec& t, OptimizerKind optimizer) {
   const bool muon = optimizer == OptimizerKind::Muon && muon_matrix(t);
+  if (p != Part::Params && !t.trainable) return false;  // a frozen tensor has no optimizer state
   switch (p) {
     case Part::Params:
       return true;

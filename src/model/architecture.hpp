@@ -147,7 +147,11 @@ const Architecture& architecture_of(const ModelConfig& m);
 std::string describe_model(const ModelConfig& m);
 // The tensors of model m in units cut as c says (default: one unit per block, which is what a
 // checkpoint or a parameter count needs: the tensors do not depend on the cut).
+// With c.lora on, the base's tensors frozen and the adapters added (model/layers/lora_layout.hpp).
 std::vector<UnitLayout> model_units(const ModelConfig& m, const ModelChoices& c = {});
+// Unit `unit`'s initial values at its offsets in `full`: the architecture's init, and the
+// adapters' (PEFT's) for a LoRA run's.
+void init_model_unit(const ModelConfig& m, const UnitLayout& unit, float* full, std::uint64_t seed);
 std::int64_t num_params(const ModelConfig& m);
 std::int64_t num_active_params(const ModelConfig& m);
 // "30,532,122,624 parameters (3,353,032,704 active)", or "124,475,904 parameters".

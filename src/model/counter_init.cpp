@@ -33,4 +33,10 @@ float normal_at(std::uint64_t key, std::int64_t i) {
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
 }
 
+float uniform_at(std::uint64_t key, std::int64_t i, float bound) {
+  const std::uint64_t a = splitmix64(key ^ splitmix64(2 * static_cast<std::uint64_t>(i)));
+  const double u = (a >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
+  return static_cast<float>((2.0 * u - 1.0) * bound);
+}
+
 }  // namespace fsdp

@@ -12,5 +12,7 @@ namespace fsdp {
 std::uint64_t tensor_stream(std::uint64_t seed, const std::string& tensor_name);
 // Element i of a standard normal stream (Box-Muller on two counter-based uniforms).
 float normal_at(std::uint64_t stream, std::int64_t i);
+// Element i of a uniform stream on [-bound, bound).
+float uniform_at(std::uint64_t stream, std::int64_t i, float bound);
 
 }  // namespace fsdp

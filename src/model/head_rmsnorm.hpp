@@ -42,7 +42,8 @@ inline void head_rmsnorm_backward(const Mat& dqkv, const Vec& dwq, const Vec& dw
                                   const ConstVec& wk, int H, int KV, int D) {
   const int HK = H + KV;
   const std::int64_t N = dqkv.extent(0);
-  Kokkos::parallel_for(
+  // Empty dwq and dwk: frozen weights (an adapter run's base), dx only.
+  if (dwq.extent(0) > 0) Kokkos::parallel_for(
       "head_rmsnorm::backward_weight", Kokkos::RangePolicy<ExecSpace>(0, 2 * D),
       KOKKOS_LAMBDA(const int j) {
         const bool q = j < D;

@@ -48,6 +48,7 @@ inline void layernorm_backward(const Mat& dx, const Vec& dw, const Vec& db, cons
           dxi[c] = s * (gi[c] * w(c) - mean_g - xhat * mean_gx);
         }
       });
+  if (dw.extent(0) == 0) return;  // frozen weight and bias (an adapter run's base): dx only
   // A block of channels per thread, rows in order: deterministic parameter gradients without
   // atomics, and each row's block is a contiguous (vectorized) read.
   constexpr int CB = kLayerNormChannelBlock;

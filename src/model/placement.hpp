@@ -22,6 +22,8 @@ struct Placement {
   std::string name;
   int shard_split = 1;
   bool by_expert = false;
+  // Trained, or frozen (a LoRA run's base: gathered, computed with, never reduced or updated).
+  bool trainable = true;
 };
 
 }  // namespace fsdp

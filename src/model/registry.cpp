@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "model/architecture.hpp"
+#include "model/layers/lora_layout.hpp"
 #include "model/gpt2/gpt2_arch.hpp"
 #include "model/llama/llama_arch.hpp"
 #include "model/moe/moe_arch.hpp"
@@ -85,7 +86,16 @@ std::string describe_model(const ModelConfig& m) {
 }
 
 std::vector<UnitLayout> model_units(const ModelConfig& m, const ModelChoices& c) {
-  return architecture_of(m).units(m, c);
+  const Architecture& a = architecture_of(m);
+  std::vector<UnitLayout> units = a.units(m, c);
+  // The adapters' placement follows the architecture's own (config/run_setup.cpp appends it).
+  if (c.lora.on()) add_adapters(units, m, c.lora, int(a.placements.size()));
+  return units;
+}
+
+void init_model_unit(const ModelConfig& m, const UnitLayout& unit, float* full, std::uint64_t seed) {
+  architecture_of(m).init_unit(m, unit, full, seed);
+  init_adapters(unit, full, seed);  // over whatever the architecture drew there
 }
 
 std::int64_t num_params(const ModelConfig& m) { return total_numel(model_units(m)); }

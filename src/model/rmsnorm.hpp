@@ -40,6 +40,7 @@ inline void rmsnorm_backward(const Mat& dx, const Vec& dw, const ConstMat& dout,
         float* dxi = &dx(i, 0);
         for (int c = 0; c < C; ++c) dxi[c] = r * (gi[c] * w(c) - xi[c] * k);
       });
+  if (dw.extent(0) == 0) return;  // a frozen weight (an adapter run's base): dx only
   constexpr int CB = kRmsNormChannelBlock;
   Kokkos::parallel_for(
       "rmsnorm::backward_weight", Kokkos::RangePolicy<ExecSpace>(0, (C + CB - 1) / CB),

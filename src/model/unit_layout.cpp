@@ -36,6 +36,13 @@ UnitCut unit_cut(const std::string& fsdp_unit) {
   throw std::invalid_argument("fsdp.unit: '" + fsdp_unit + "' is not block or sublayer");
 }
 
+std::int64_t grad_origin(const UnitLayout& u) {
+  std::int64_t o = u.numel;
+  for (const TensorSpec& t : u.tensors)
+    if (t.trainable && t.offset < o) o = t.offset;
+  return o;
+}
+
 std::int64_t total_numel(const std::vector<UnitLayout>& units) {
   std::int64_t n = 0;
   for (const UnitLayout& u : units) n += u.numel;

@@ -24,6 +24,9 @@ struct TensorSpec {
   // a unit that share one form one *part*, a flat buffer with its own shard and replicate
   // groups (fsdp/part_layout.hpp).
   int part = 0;
+  // Trained (gradient, reduction, optimizer state) or frozen (an adapter run's base: gathered
+  // and computed with only). A unit's frozen tensors sit in parts before its trained ones.
+  bool trainable = true;
 };
 
 // train.optimizer = muon takes this tensor (a hidden 2-D matrix); AdamW takes every other.
@@ -51,6 +54,11 @@ enum class UnitCut { Block, Sublayer };
 UnitCut unit_cut(const std::string& fsdp_unit);  // "block" | "sublayer"
 
 std::int64_t total_numel(const std::vector<UnitLayout>& units);
+
+// Where unit u's gradient buffer starts in its flat buffer: its first trained tensor (0 where
+// every tensor is trained; an adapter run's base parts come first and have none), u.numel where
+// none is.
+std::int64_t grad_origin(const UnitLayout& u);
 
 // Whether tensor name s ends with suf (e.g. "attn.c_proj.weight"): how layouts pick tensors.
 bool ends_with(const std::string& s, const std::string& suf);

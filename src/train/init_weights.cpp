@@ -3,6 +3,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
+
 #include "config/load_config.hpp"
 #include "comm/agree.hpp"
 #include "io/checkpoint_format.hpp"
@@ -10,6 +12,7 @@
 #include "io/weight_source.hpp"
 #include "io/weights_error.hpp"
 #include "model/architecture.hpp"
+#include "model/layers/lora_layout.hpp"
 #include "model/model_keys.hpp"
 #include "train/nonfinite_weights.hpp"
 
@@ -129,7 +132,12 @@ void load_weights(const std::string& path, Engine& engine, Checkpointer& checkpo
     src = weights::open_weights(path);
     const std::string mismatch = shape_mismatch(src->shape(), engine.setup().model);
     if (!mismatch.empty()) throw WeightsError(path + ": written for a different model: " + mismatch);
-    src->check(engine.model().units());
+    // A LoRA run's adapters are not in the base's file: they keep their initial values.
+    std::vector<UnitLayout> base = engine.model().units();
+    for (UnitLayout& u : base)
+      u.tensors.erase(std::remove_if(u.tensors.begin(), u.tensors.end(), [](const TensorSpec& t) { return is_adapter(t); }),
+                      u.tensors.end());
+    src->check(base);
   } catch (const std::exception& e) {
     err = e.what();
   }
@@ -139,12 +147,15 @@ void load_weights(const std::string& path, Engine& engine, Checkpointer& checkpo
   for (int u = 0; u < int(engine.units().size()); ++u) {
     const ShardedUnit& su = engine.units()[std::size_t(u)];
     const ShardVec shard = engine.param_shard(u);
-    std::vector<float> host(std::size_t(shard.size()), 0.f);  // the padding stays 0
+    // The shard as initialised (the padding 0, a LoRA run's adapters PEFT's initial values),
+    // the file's tensors over it.
+    std::vector<float> host(std::size_t(shard.size()), 0.f);
+    shard.copy_to(host.data());
     for (const PartShard& ps : su.parts) {  // this rank's slice of each part
       const h5::FlatRange mine{ps.flat_begin(), ps.flat_begin() + ps.shard};
       for (const TensorSpec& t : su.stored->tensors) {
         const h5::FlatRange r = h5::intersect(mine, {t.offset, t.offset + t.numel});
-        if (r.empty() || !err.empty()) continue;
+        if (r.empty() || !err.empty() || is_adapter(t)) continue;
         try {
           src->read(t, r.begin - t.offset, r.end - t.offset,
                     host.data() + ps.shard_offset + (r.begin - mine.begin));

@@ -35,6 +35,7 @@ struct Case {
   // Experts: fsdp.expert_parallel over the shard group where it divides the 4 experts (the
   // received rows' worst case, the counts, and deterministic mode's gradients sent home).
   bool expert_parallel = false;
+  bool lora = false;  // adapters on a frozen base: no gradient or optimizer state for the base
 };
 
 std::string describe(const Case& c) {
@@ -43,7 +44,8 @@ std::string describe(const Case& c) {
      << " ckpt=" << c.checkpointing << " micro=" << c.micro_batches
      << " accumulate=" << (c.sharded_accumulate ? "sharded" : "unsharded")
      << " offload=" << c.offload << " deterministic=" << c.deterministic << " unit=" << c.unit
-     << " attention=" << c.attention << " arch=" << c.arch << " ep=" << c.expert_parallel;
+     << " attention=" << c.attention << " arch=" << c.arch << " ep=" << c.expert_parallel
+     << " lora=" << c.lora;
   return os.str();
 }
 
@@ -103,6 +105,11 @@ std::vector<Case> cases() {
   v.push_back({"hybrid", 2, true, true, 1, false, "params", false, "sublayer", "fused", "mixtral", true});
   v.push_back({"zero3", 0, true, true, 2, false, "none", true, "block", "auto", "mixtral", true});
   v.push_back({"ddp", 1, true, false, 1, false, "optimizer", true, "sublayer", "auto", "mixtral"});
+  // LoRA: each block two parts (the frozen base, the adapters), the embedding and final units
+  // frozen whole.
+  v.push_back({"zero3", 1, true, false, 2, false, "none", false, "block", "auto", "llama", false, true});
+  v.push_back({"hybrid", 2, true, true, 1, false, "params", false, "sublayer", "fused", "gpt2", false, true});
+  v.push_back({"ddp", 1, true, false, 2, false, "optimizer", false, "block", "auto", "llama", false, true});
   return v;
 }
 
@@ -126,6 +133,8 @@ RunConfig config_for(const Case& c, int ranks) {
     cfg.offload.params = c.offload == "nvme+params";
   }
   cfg.train.deterministic = c.deterministic;
+  cfg.lora.enabled = c.lora;
+  cfg.lora.rank = 4;
   cfg.fsdp.unit = c.unit;
   cfg.model_run.attention = c.attention;
   // Hybrid: shard groups of two ranks where the world divides by two, else the whole node.

@@ -9,8 +9,10 @@ UnitOptimizerLayout optimizer_layout(const RunLayout& layout, int u,
                                      const std::vector<int>& positions, bool muon, bool packed) {
   UnitOptimizerLayout out;
   const std::vector<UnitPart>& parts = layout.parts[std::size_t(u)];
-  std::int64_t offset = 0, sq = 0;  // the part's slice in the shard buffers; packed moments so far
+  // The part's slice in the trained range of the shard buffers; packed moments so far.
+  std::int64_t offset = 0, sq = 0;
   for (std::size_t k = 0; k < parts.size(); ++k) {
+    if (!parts[k].trainable) continue;  // frozen: no state (and before every trained part)
     const std::int64_t shard = parts[k].shard(), lo = std::int64_t(positions[k]) * shard;
     for (const TensorSpec& t : layout.part_units[std::size_t(u)][k].tensors) {
       const std::int64_t a = std::max(lo, t.offset), z = std::min(lo + shard, t.offset + t.numel);

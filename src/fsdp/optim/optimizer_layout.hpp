@@ -19,7 +19,7 @@ namespace fsdp {
 struct StateSegment {
   const TensorSpec* tensor = nullptr;  // at its offset within its part (RunLayout::part_units)
   int part = 0;                        // the part's index in the unit
-  std::int64_t at = 0;                 // first element in the rank's shard buffers
+  std::int64_t at = 0;  // first element in the trained range of the rank's shard buffers
   std::int64_t n = 0;
   std::int64_t first = 0;  // its first element within the tensor
   bool muon = false;
@@ -28,7 +28,7 @@ struct StateSegment {
 
 struct UnitOptimizerLayout {
   std::vector<StateSegment> segments;  // in shard order
-  std::int64_t shard = 0;              // the shard buffers' length (padding included)
+  std::int64_t shard = 0;              // the trained range's length (padding included)
   std::int64_t sq_size = 0;            // exp_avg_sq's length
   std::int64_t muon_elements = 0;      // of the shard
   bool packed() const { return sq_size < shard; }

@@ -87,13 +87,15 @@ double ShardedOptimizer::norm2() {
   // The counted run sums nothing (no kernel may run); its all-reduces below still happen.
   for (int u = 0; u < int(state_.units().size()) && !counted_; ++u) {
     const ShardedUnit& su = state_.units()[std::size_t(u)];
+    if (!su.trains()) continue;
     const ShardVec g = state_.grad_shard(u);
     if (su.parts.size() == 1) {
       n2[std::size_t(su.parts[0].part.placement)] += shard_sum_squares(g);
       continue;
     }
     for (const PartShard& ps : su.parts)
-      n2[std::size_t(ps.part.placement)] += shard_sum_squares(g.sub(ps.shard_offset, ps.shard));
+      if (ps.part.trainable)
+        n2[std::size_t(ps.part.placement)] += shard_sum_squares(g.sub(ps.shard_offset - su.train_offset, ps.shard));
   }
   double total = 0.0;
   for (std::size_t p = 0; p < comms.size(); ++p)
@@ -106,9 +108,11 @@ std::string ShardedOptimizer::first_nonfinite_unit() {
   const std::vector<comm::Communicator*> comms = placement_comms();
   std::vector<std::vector<double>> bad(comms.size(), std::vector<double>(units.size(), 0.0));
   for (std::size_t u = 0; u < units.size(); ++u) {
+    if (!units[u].trains()) continue;
     const ShardVec g = state_.grad_shard(int(u));
     for (const PartShard& ps : units[u].parts)
-      if (!std::isfinite(shard_sum_squares(g.sub(ps.shard_offset, ps.shard))))
+      if (ps.part.trainable &&
+          !std::isfinite(shard_sum_squares(g.sub(ps.shard_offset - units[u].train_offset, ps.shard))))
         bad[std::size_t(ps.part.placement)][u] = 1.0;
   }
   for (std::size_t p = 0; p < comms.size(); ++p)
@@ -132,8 +136,9 @@ std::string ShardedOptimizer::first_nonfinite_tensor(int u) {
     for (const TensorSpec& t : ps.layout->tensors) {
       const std::int64_t a = std::max(t.offset, ps.shard_begin),
                          b = std::min(t.offset + t.numel, ps.shard_begin + ps.shard);
+      const std::int64_t at = ps.shard_offset - su.train_offset + a - ps.shard_begin;
       const bool nonfinite =
-          b > a && !std::isfinite(shard_sum_squares(g.sub(ps.shard_offset + a - ps.shard_begin, b - a)));
+          ps.part.trainable && b > a && !std::isfinite(shard_sum_squares(g.sub(at, b - a)));
       bad[p].push_back(nonfinite ? 1.0 : 0.0);
       names[p].push_back(&t);
     }

@@ -25,14 +25,18 @@ class InPlaceTier final : public StateTier {
   void sweep(UpdateRule& rule, bool zero_grads, const std::function<void(int)>& updated) override {
     for (int u = 0; u < int(state_.units().size()); ++u) {
       const ShardedUnit& su = state_.units()[std::size_t(u)];
+      if (!su.trains()) {  // frozen: nothing to update
+        if (updated) updated(u);
+        continue;
+      }
       const auto in = [](const ShardVec& v) {
         if constexpr (OnHost) return v.host();
         else return v.device();
       };
       StatePiece<decltype(in(su.exp_avg.view()))> s;
       s.unit = u;
-      s.n = su.shard;
-      s.p = in(state_.param_shard(u));
+      s.n = su.train_shard;
+      s.p = in(state_.train_params(u));
       s.g = in(state_.grad_shard(u));
       s.m = in(su.exp_avg.view());
       s.v = in(su.exp_avg_sq.view());
@@ -67,9 +71,11 @@ class StagedTier final : public StateTier {
     const auto down = [&](int u) {
       const ShardedUnit& su = state_.units()[std::size_t(u)];
       const Staging& st = staging_[std::size_t(u % 2)];
-      if (a.params) host_copy::to_host(st.params.vec(0, su.shard), state_.param_shard(u).device());
-      host_copy::to_host(st.grads.vec(0, su.shard), state_.grad_shard(u).device());
-      logged(Transfer::DeviceToHost, a.params ? 2 : 1, su.shard);
+      if (!su.trains()) return;  // frozen: nothing to update
+      const std::int64_t n = su.train_shard;
+      if (a.params) host_copy::to_host(st.params.vec(0, n), state_.train_params(u).device());
+      host_copy::to_host(st.grads.vec(0, n), state_.grad_shard(u).device());
+      logged(Transfer::DeviceToHost, a.params ? 2 : 1, n);
     };
     if (U > 0) down(0);
     for (int u = 0; u < U; ++u) {
@@ -77,20 +83,22 @@ class StagedTier final : public StateTier {
       if (u > 0 && updated) updated(u - 1);
       if (u + 1 < U) down(u + 1);
       const ShardedUnit& su = state_.units()[std::size_t(u)];
+      if (!su.trains()) continue;
       const Staging& st = staging_[std::size_t(u % 2)];
+      const std::int64_t n = su.train_shard;
       StatePiece<PinnedVec> s;
       s.unit = u;
-      s.n = su.shard;
-      s.p = st.params.vec(0, su.shard);
-      s.g = st.grads.vec(0, su.shard);
+      s.n = n;
+      s.p = st.params.vec(0, n);
+      s.g = st.grads.vec(0, n);
       s.m = su.exp_avg.host();
       s.v = su.exp_avg_sq.host();
       rule.on_host(su.optim, s);
       if (a.params)
-        host_copy::to_device(state_.param_shard(u).device(), ConstPinnedVec(s.p));
+        host_copy::to_device(state_.train_params(u).device(), ConstPinnedVec(s.p));
       if (a.writes_grads)
         host_copy::to_device(state_.grad_shard(u).device(), ConstPinnedVec(s.g));
-      logged(Transfer::HostToDevice, (a.params ? 1 : 0) + (a.writes_grads ? 1 : 0), su.shard);
+      logged(Transfer::HostToDevice, (a.params ? 1 : 0) + (a.writes_grads ? 1 : 0), n);
       if (zero_grads && a.last_grad_read && !tracker_.counting())
         Kokkos::deep_copy(ExecSpace(), state_.grad_shard(u).device(), 0.f);
     }

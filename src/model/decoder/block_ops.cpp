@@ -88,7 +88,8 @@ void DecoderSkeleton::attn_grads(int l, const UnitParams& p, Vec g) {
   if (s_.positions == Positions::Rotary)
     k::rope_apply(m(d_qkv_, BT, QKV_), T_, 0, H_ + KV_, D_, rope_, true, doc_positions());
   if (s_.qk_norm)
-    k::head_rmsnorm_backward(m(d_qkv_, BT, QKV_), gv(g, d.q_norm, D_), gv(g, d.k_norm, D_),
+    k::head_rmsnorm_backward(m(d_qkv_, BT, QKV_), qk_frozen_ ? Vec() : gv(g, d.q_norm, D_),
+                             qk_frozen_ ? Vec() : gv(g, d.k_norm, D_),
                              a.qk_raw.cvec(), a.qk_rstd.cvec(), p.vec(d.q_norm, D_),
                              p.vec(d.k_norm, D_), H_, KV_, D_);
   d.qkv->backward(m(d_ln_, BT, C), g, cm(d_qkv_, BT, QKV_), cm(a.ln1, BT, C), p, bf16);

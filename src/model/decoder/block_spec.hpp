@@ -69,6 +69,7 @@ struct BlockSpec {
   std::string embedding;  // the token table, in the embedding unit
   std::string positions_table;  // the learned positions, in the embedding unit
   std::string final_norm, head;  // in the final unit; head: the untied LM head
+  float adapter_scale = 0.f;     // a LoRA run's lora.alpha / r (ModelChoices::lora)
 };
 
 class Decoder;

@@ -45,7 +45,17 @@ struct DecoderLayer {
 std::int64_t offset_of(const UnitLayout& u, const std::string& suffix);
 std::int64_t bias_offset_of(const UnitLayout& u, const std::string& weight);
 
-// Layer l of `units` as spec s describes it; C: the model's width.
-DecoderLayer decoder_layer(const std::vector<UnitLayout>& units, const BlockSpec& s, int C, int l);
+// A LoRA run's adapters as the layers compute them: their scale and the skeleton's scratch
+// (model/layers/adapted_linear.hpp).
+struct AdapterRun {
+  float scale = 0.f;
+  Mat h, dh;
+};
+
+// Layer l of `units` as spec s describes it; C: the model's width. A projection with adapters
+// in its unit is an AdaptedLinear (lora: their scale and scratch), a frozen tensor's layer
+// computes no gradient of it.
+DecoderLayer decoder_layer(const std::vector<UnitLayout>& units, const BlockSpec& s, int C, int l,
+                           const AdapterRun& lora = {});
 
 }  // namespace fsdp

@@ -10,6 +10,7 @@
 #include "model/cross_entropy.hpp"
 #include "model/decoder/buffer_views.hpp"
 #include "model/embedding.hpp"
+#include "model/layers/lora_layout.hpp"
 #include "model/gemm/gemm.hpp"
 #include "model/head_outputs.hpp"
 
@@ -46,9 +47,27 @@ DecoderSkeleton::DecoderSkeleton(const ModelConfig& cfg, const BlockSpec& spec,
   emb_w_ = offset_of(emb, s_.embedding);
   if (s_.positions == Positions::Learned) pos_w_ = offset_of(emb, s_.positions_table);
   final_norm_ = Norm(s_.norm, C_, s_.eps, offset_of(fin, s_.final_norm),
-                     s_.norm == NormKind::LayerNorm ? bias_offset_of(fin, s_.final_norm) : -1);
-  head_w_ = cfg.tie_embeddings ? emb_w_ : offset_of(units_[std::size_t(head_unit)], s_.head);
-  for (int l = 0; l < cfg.n_layer; ++l) layers_.push_back(decoder_layer(units_, s_, C_, l));
+                     s_.norm == NormKind::LayerNorm ? bias_offset_of(fin, s_.final_norm) : -1,
+                     !fin.tensor(s_.final_norm).trainable);
+  const UnitLayout& head = cfg.tie_embeddings ? emb : units_[std::size_t(head_unit)];
+  head_w_ = offset_of(head, cfg.tie_embeddings ? s_.embedding : s_.head);
+  emb_frozen_ = !emb.tensor(s_.embedding).trainable;
+  head_frozen_ = !head.tensor(cfg.tie_embeddings ? s_.embedding : s_.head).trainable;
+  AdapterRun lora{s_.adapter_scale, {}, {}};
+  int rank = 0;
+  for (const UnitLayout& u : units_)
+    for (const TensorSpec& t : u.tensors) {
+      if (ends_with(t.name, ".lora_A.weight")) rank = int(t.shape[0]);
+      if (s_.qk_norm && ends_with(t.name, s_.q_norm)) qk_frozen_ = !t.trainable;
+    }
+  if (rank > 0) {  // before the layers, which hold views of it
+    const std::int64_t BT = std::int64_t(B_) * T_;
+    lora_h_ = TrackedBuffer(tracker, s_.tag + "::lora_h", BT * rank, MC::Activations);
+    lora_dh_ = TrackedBuffer(tracker, s_.tag + "::lora_dh", BT * rank, MC::Activations);
+    lora.h = Mat(lora_h_.data(), BT, rank);
+    lora.dh = Mat(lora_dh_.data(), BT, rank);
+  }
+  for (int l = 0; l < cfg.n_layer; ++l) layers_.push_back(decoder_layer(units_, s_, C_, l, lora));
   if (s_.positions == Positions::Rotary) rope_ = k::RopeTable(tracker, cfg, T_);
   allocate(tracker);
 }
@@ -209,6 +228,7 @@ void DecoderSkeleton::embed_forward(const UnitParams& p) {
 }
 
 void DecoderSkeleton::embed_backward(Vec g) {
+  if (emb_frozen_) return;  // nothing below the embedding needs dx
   const ConstMat dx(dres_out_.data(), std::int64_t(B_) * T_, C_);
   if (pos_w_ >= 0)
     k::embedding_backward(gm(g, emb_w_, V_, C_), gm(g, pos_w_, T_, C_), dx, inputs_, T_,
@@ -255,9 +275,10 @@ void DecoderSkeleton::head_backward(const UnitParams& p, Vec grad, float dloss) 
   k::cross_entropy_backward(m(logits_, BT, V_), targets_,
                             loss_scale_ > 0 ? float(dloss * loss_scale_) : dloss / BT);
   if (bf16_)
-    return bf16_->head_backward(m(d_ln_, BT, C_), gm(grad, head_w_, V_, C_), cm(logits_, BT, V_),
-                                cm(lnf_, BT, C_), p.weight_bf16(head_w_, V_, C_));
+    return bf16_->head_backward(m(d_ln_, BT, C_), head_frozen_ ? Mat() : gm(grad, head_w_, V_, C_),
+                                cm(logits_, BT, V_), cm(lnf_, BT, C_), p.weight_bf16(head_w_, V_, C_));
   k::gemm("N", "N", 1.f, cm(logits_, BT, V_), p.weight(head_w_, V_, C_), 0.f, m(d_ln_, BT, C_));
+  if (head_frozen_) return;  // the table's gradient GEMM skipped
   k::gemm("T", "N", 1.f, cm(logits_, BT, V_), cm(lnf_, BT, C_), 1.f, gm(grad, head_w_, V_, C_));
 }
 
@@ -287,7 +308,8 @@ std::vector<UnitFlops> DecoderSkeleton::unit_flops() const {
 // every parameter, and the lookups of the embedding stage count nothing.
 UnitFlops DecoderSkeleton::head_flops() const {
   const double positions = pos_w_ >= 0 ? double(cfg_.positions()) : 0.0;
-  const LayerFlops f = param_flops((double(V_) + positions) * C_, double(B_) * T_);
+  const double params = (double(V_) + positions) * C_, rows = double(B_) * T_;
+  const LayerFlops f = head_frozen_ ? frozen_flops(params, rows) : param_flops(params, rows);
   return UnitFlops{f.forward, f.backward, 0.0};
 }
 
@@ -298,7 +320,12 @@ std::unique_ptr<Decoder> build_skeleton(const ModelConfig& m, const BlockSpec& s
   // The run's placed layout where there is one: its offsets are where the engine puts each
   // tensor of the gathered unit.
   if (o.parallel && o.parallel->units) units = *o.parallel->units;
-  auto d = std::make_unique<DecoderSkeleton>(m, s, std::move(units), head_unit, attention,
+  // A model on its own (tests) with adapters: the architecture's units and the adapters after
+  // them, unplaced (no part index: nothing shards them).
+  else if (o.choices.lora.on()) add_adapters(units, m, o.choices.lora, -1);
+  BlockSpec spec = s;
+  spec.adapter_scale = o.choices.lora.on() ? o.choices.lora.scale() : 0.f;
+  auto d = std::make_unique<DecoderSkeleton>(m, spec, std::move(units), head_unit, attention,
                                              o.micro_batch, o.choices.checkpoint_blocks, tracker,
                                              o.bf16_attention);
   if (o.parallel) d->set_expert_group(o.parallel->experts);

@@ -149,6 +149,10 @@ class DecoderSkeleton final : public Decoder {
   std::vector<DecoderLayer> layers_;
   Norm final_norm_;
   std::int64_t emb_w_ = 0, pos_w_ = -1, head_w_ = 0;
+  // A LoRA run's frozen base (model/layers/lora_layout.hpp): the embedding, the head table and
+  // the q/k head norms compute no gradient of their own; the adapters' scratch, [B T, r] each.
+  bool emb_frozen_ = false, head_frozen_ = false, qk_frozen_ = false;
+  TrackedBuffer lora_h_, lora_dh_;
   int B_, T_, C_, H_, KV_, D_, F_, V_, QW_, QKV_, UP_;  // QW = H*D, UP: the up GEMM's width
   bool checkpointing_;
   AttentionCore core_;  // every layer's (its buffers are the layer's activations)

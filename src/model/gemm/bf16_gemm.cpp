@@ -126,6 +126,7 @@ void Bf16Gemms::backward(const Mat& dinp, const Mat& dw, const ConstMat& dout, c
                          const ConstBf16Mat& w) {
   const ConstBf16Mat d = cast(first_, dout.data(), dout.extent(0), dout.extent(1));
   gemm_bf16("N", "T", 1.f, d, w, 0.f, dinp);
+  if (!dw.data()) return;  // a frozen weight: its gradient GEMM is skipped
   const ConstBf16Mat x = cast(second_, inp.data(), inp.extent(0), inp.extent(1));
   gemm_bf16("T", "N", 1.f, x, d, 1.f, dw);
 }
@@ -144,6 +145,7 @@ void Bf16Gemms::head_backward(const Mat& dx, const Mat& demb, const ConstMat& dl
     const std::int64_t n = std::min(chunk, rows - r0);
     const ConstBf16Mat d = cast(first_, dlogits.data() + r0 * V, n, V);
     gemm_bf16("N", "N", 1.f, d, emb, 0.f, Mat(dx.data() + r0 * C, n, C), row_kind);
+    if (!demb.data()) continue;  // a frozen table
     const ConstBf16Mat xb = cast(second_, x.data() + r0 * C, n, C);
     gemm_bf16("T", "N", 1.f, d, xb, 1.f, demb, row_kind);
   }

@@ -44,11 +44,11 @@ class Bf16Gemms {
 
   // out = inp @ w + beta * out (beta = 1 after linear_bias_init).
   void forward(const Mat& out, const ConstMat& inp, const ConstBf16Mat& w, float beta);
-  // dinp = dout @ w^T; dw += inp^T @ dout.
+  // dinp = dout @ w^T; dw += inp^T @ dout (skipped for an empty dw: a frozen weight).
   void backward(const Mat& dinp, const Mat& dw, const ConstMat& dout, const ConstMat& inp,
                 const ConstBf16Mat& w);
   // The LM head, emb [V, C] (the token embedding when tied): logits = x @ emb^T, and backward
-  // dx = dlogits @ emb, demb += dlogits^T @ x, in row chunks whose cast fits the scratch
+  // dx = dlogits @ emb, demb += dlogits^T @ x (none for an empty demb), in row chunks whose cast fits the scratch
   // (dlogits is B*T x V). The experts call these too, with their weights [out, in] and
   // `row_kind` = Ragged: each takes however many tokens the router sent it.
   void head_forward(const Mat& logits, const ConstMat& x, const ConstBf16Mat& emb,

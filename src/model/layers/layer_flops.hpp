@@ -24,4 +24,10 @@ inline LayerFlops param_flops(double params, double rows) {
   return {f, 2.0 * f};
 }
 
+// The same layer frozen (an adapter run's base): backward computes the input's gradient alone.
+inline LayerFlops frozen_flops(double params, double rows) {
+  const double f = 2.0 * params * rows;
+  return {f, f};
+}
+
 }  // namespace fsdp

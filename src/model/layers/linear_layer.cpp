@@ -45,6 +45,14 @@ void Linear::forward(const Mat& y, const ConstMat& x, const UnitParams& p,
 void Linear::backward(const Mat& dx, Vec g, const ConstMat& dy, const ConstMat& x,
                       const UnitParams& p, k::Bf16Gemms* bf16) const {
   const int I = in(), O = out();
+  if (at_.frozen) {  // dx alone (Bf16Gemms skips an empty weight gradient)
+    if (!at_.input_major) {
+      if (bf16) return bf16->head_backward(dx, Mat(), dy, x, p.weight_bf16(at_.weight, O, I));
+      return k::gemm("N", "N", 1.f, dy, p.weight(at_.weight, O, I), 0.f, dx);
+    }
+    if (bf16) return bf16->backward(dx, Mat(), dy, x, p.weight_bf16(at_.weight, I, O));
+    return k::gemm("N", "T", 1.f, dy, p.weight(at_.weight, I, O), 0.f, dx);
+  }
   if (!at_.input_major) {
     const Mat dw = grad_mat(g, at_.weight, O, I);
     if (bf16) return bf16->head_backward(dx, dw, dy, x, p.weight_bf16(at_.weight, O, I));
@@ -73,7 +81,7 @@ void Linear::backward_adding(const Mat& dx, Vec g, const ConstMat& dy, const Con
 
 LayerFlops Linear::flops(std::int64_t rows) const {
   const double params = double(in()) * out() + (at_.bias >= 0 ? out() : 0);
-  return param_flops(params, double(rows));
+  return at_.frozen ? frozen_flops(params, double(rows)) : param_flops(params, double(rows));
 }
 
 }  // namespace fsdp

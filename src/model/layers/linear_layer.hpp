@@ -41,7 +41,7 @@ class LinearLayer {
   int in_, out_;
 };
 
-// A weight of the unit, trained: stored [in, out] (GPT-2's Conv1D, `input_major`) or [out, in]
+// A weight of the unit, trained or frozen: stored [in, out] (GPT-2's Conv1D, `input_major`) or [out, in]
 // (nn.Linear), with an optional bias [out] (b < 0: none).
 class Linear final : public LinearLayer {
  public:
@@ -49,6 +49,9 @@ class Linear final : public LinearLayer {
   struct Where {
     std::int64_t weight = -1, bias = -1;  // offsets in the unit
     bool input_major = false;
+    // In a frozen part (an adapter run's base): backward computes dx alone, no weight-gradient
+    // GEMM and no bias sum.
+    bool frozen = false;
   };
   Linear(int in, int out, Where at, Bias bias = Bias::InForward);
 

@@ -17,10 +17,11 @@ void Norm::forward(const Mat& out, const Vec& mean, const Vec& rstd, const Const
 
 void Norm::backward(const Mat& dx, Vec g, const ConstMat& dout, const ConstMat& x,
                     const UnitParams& p, const ConstVec& mean, const ConstVec& rstd) const {
-  const Vec dw(g.data() + w_, std::size_t(C_));
+  // Frozen: empty gradient views, which the kernels read as "dx only".
+  const Vec dw = frozen_ ? Vec() : Vec(g.data() + w_, std::size_t(C_));
   if (kind_ == NormKind::LayerNorm)
-    k::layernorm_backward(dx, dw, Vec(g.data() + b_, std::size_t(C_)), dout, x, p.vec(w_, C_),
-                          mean, rstd);
+    k::layernorm_backward(dx, dw, frozen_ ? Vec() : Vec(g.data() + b_, std::size_t(C_)), dout, x,
+                          p.vec(w_, C_), mean, rstd);
   else
     k::rmsnorm_backward(dx, dw, dout, x, p.vec(w_, C_), rstd);
 }

@@ -18,9 +18,11 @@ enum class NormKind { LayerNorm, RMSNorm };
 class Norm {
  public:
   Norm() = default;
-  // weight and bias: offsets in the unit (RMSNorm: bias -1).
-  Norm(NormKind kind, int channels, float eps, std::int64_t weight, std::int64_t bias)
-      : kind_(kind), C_(channels), eps_(eps), w_(weight), b_(bias) {}
+  // weight and bias: offsets in the unit (RMSNorm: bias -1). frozen: in a frozen part (an
+  // adapter run's base), so backward computes dx alone.
+  Norm(NormKind kind, int channels, float eps, std::int64_t weight, std::int64_t bias,
+       bool frozen = false)
+      : kind_(kind), C_(channels), eps_(eps), w_(weight), b_(bias), frozen_(frozen) {}
   bool layer_norm() const { return kind_ == NormKind::LayerNorm; }
 
   // mean: unused by RMSNorm (an empty view will do).
@@ -38,6 +40,7 @@ class Norm {
   int C_ = 0;
   float eps_ = 1e-5f;
   std::int64_t w_ = -1, b_ = -1;
+  bool frozen_ = false;
 };
 
 }  // namespace fsdp
