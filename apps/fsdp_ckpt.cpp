@@ -19,6 +19,7 @@
 #include "core/exit_codes.hpp"
 #include "io/checkpoint_tools.hpp"
 #include "io/hf_export.hpp"
+#include "io/peft_export.hpp"
 #include "bench/checkpoint_bench.hpp"
 #include "core/check.hpp"
 #include "train/trainer.hpp"
@@ -54,7 +55,19 @@ int main(int argc, char** argv) {
   auto* exp = app.add_subcommand(
       "export", "write the model as a Hugging Face directory (config.json and model.safetensors, or shards with an index)");
   exp->add_option("file", path, "checkpoint file")->required();
-  exp->add_option("--hf", hf_dir, "output directory")->required();
+  std::string peft_dir, peft_base;
+  auto* hf_opt = exp->add_option("--hf", hf_dir, "output directory: the model in Hugging Face's format");
+  auto* peft_opt = exp->add_option("--peft", peft_dir,
+                                   "output directory: a LoRA run's adapters as PEFT writes them "
+                                   "(adapter_model.safetensors, adapter_config.json; docs/lora.md)");
+  hf_opt->excludes(peft_opt);
+  bool merge = false;
+  exp->add_flag("--merge", merge,
+                "--hf of a LoRA run's checkpoint: each adapted weight plus its adapter's scale B A "
+                "(without it: the base)")
+      ->needs(hf_opt);
+  exp->add_option("--base", peft_base,
+                  "--peft: the base model adapter_config.json names (base_model_name_or_path)");
   exp->add_option("--dtype", hf_dtype, "stored precision")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
@@ -103,11 +116,16 @@ int main(int argc, char** argv) {
       code = fsdp::ckpt::verify(MPI_COMM_WORLD, path);
     else if (*diff)
       code = fsdp::ckpt::diff(MPI_COMM_WORLD, path, other);
-    else if (*exp)
+    else if (*exp && !peft_dir.empty())
+      code = fsdp::ckpt::export_peft(MPI_COMM_WORLD, path, peft_dir, peft_base);
+    else if (*exp && hf_dir.empty()) {
+      if (rank == 0) std::fprintf(stderr, "fsdp-ckpt export: say where: --hf DIR or --peft DIR\n");
+      code = 2;
+    } else if (*exp)
       code = fsdp::ckpt::export_hf(MPI_COMM_WORLD, path, hf_dir,
                                    hf_dtype == "bf16" ? fsdp::weights::DType::BF16
                                                       : fsdp::weights::DType::F32,
-                                   max_shard);
+                                   max_shard, merge);
     else if (*bench) {
       try {
         code = fsdp::run_checkpoint_bench(MPI_COMM_WORLD, bench_opts);

@@ -168,6 +168,9 @@ def main():
     p.add_argument("--attention", choices=("sdpa", "math"), default="sdpa",
                    help="sdpa: F.scaled_dot_product_attention; math: the masked-softmax reference")
     p.add_argument("--dist", choices=("none", "fsdp2", "deepspeed"), default="none")
+    p.add_argument("--lora", type=int, default=0,
+                   help="llama: PEFT LoRA adapters of this rank (alpha 2r) on every projection, the "
+                        "base frozen (fsdp's lora.enabled, lora.targets = all-linear)")
     p.add_argument("--profile", action="store_true", help="torch.profiler's top ops after timing")
     args = p.parse_args()
     if args.gemm_info:
@@ -189,6 +192,15 @@ def main():
         sys.exit("torch_peer: more than one process needs --dist fsdp2 or --dist deepspeed")
     torch.manual_seed(1234)  # the same initial model on every rank
     model, loss_fn = build_model(args)
+    if args.lora:
+        import peft
+
+        if args.arch != "llama" or args.dist != "none":
+            sys.exit("torch_peer: --lora is for --arch llama on one process")
+        targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+        model = peft.get_peft_model(model, peft.LoraConfig(r=args.lora, lora_alpha=2 * args.lora,
+                                                           target_modules=targets, lora_dropout=0.0))
+        loss_fn = model
     bf16 = args.precision == "bf16"
     autocast = bf16 and args.dist == "none"
 
@@ -234,7 +246,8 @@ def main():
             out = engine(input_ids=idx, use_cache=False)
             return F.cross_entropy(out.logits.float().view(-1, args.vocab), tgt.view(-1))
     else:
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1, fused=True)
+        trained = [q for q in model.parameters() if q.requires_grad]  # LoRA: the adapters alone
+        opt = torch.optim.AdamW(trained, lr=1e-3, weight_decay=0.1, fused=True)
         if args.mode == "compile":
             loss_fn = torch.compile(loss_fn)
 
@@ -243,7 +256,7 @@ def main():
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
                 loss = loss_fn(idx, tgt)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(trained, 1.0)
             opt.step()
 
     warmup = args.warmup or (2 if args.mode == "compile" else 1)

@@ -20,6 +20,8 @@
 # PyTorch runs on tcmalloc (LD_PRELOAD), as its CPU performance guides advise: on glibc's malloc
 # each tensor of 32 MiB or more is a fresh mmap faulted in page by page, which made PyTorch's step
 # up to 2.8x slower on a VM where page faults are dear; fsdp allocates its buffers once.
+# LORA=R (llama124m, eager or compile): both sides train rank-R adapters (alpha 2R) on every
+# projection of a frozen base: lora.enabled against PEFT's get_peft_model (docs/lora.md).
 # Environment: PAIRS (3), CORE (0), PYTHON (the pinned environment's), FSDP_BUILD, PROFILE=1 (after
 # the pairs, fsdp's --profile and torch.profiler's top operators, one run each), FSDP_STEPS and
 # TORCH_STEPS (override the step counts).
@@ -97,7 +99,11 @@ case "$shape" in
     ours=("$TRAIN" --config "$ROOT/inputs/$deck" --set train.steps="$fsteps")
     theirs=(--layers 4 --embd 256 --heads 4 --vocab 256 --block $T --batch $B) ;;
 esac
-[ "$prec" = bf16 ] && ours+=(--set fsdp.mixed_precision=bf16)  # gemm_dtype auto: bf16 GEMMs where they compute
+[ "$prec" = bf16 ] && ours+=(--set fsdp.mixed_precision=bf16)
+if [ -n "${LORA:-}" ]; then
+  ours+=(--set lora.enabled=true --set lora.rank="$LORA" --set lora.alpha=$((2 * LORA)))
+  theirs+=(--lora "$LORA")
+fi  # gemm_dtype auto: bf16 GEMMs where they compute
 
 ranks=1
 case "$shape:$peer" in

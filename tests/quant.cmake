@@ -7,3 +7,8 @@ target_link_libraries(nf4_codec PRIVATE fsdp)
 fsdp_add_e2e_test(e2e_nf4_reference nf4_reference.sh)
 set_property(TEST e2e_nf4_reference APPEND PROPERTY ENVIRONMENT "NF4_CODEC=$<TARGET_FILE:nf4_codec>")
 set_property(TEST e2e_nf4_reference PROPERTY SKIP_REGULAR_EXPRESSION "SKIPPED: ")
+# LoRA on a frozen base (docs/lora.md): every strategy, the frozen base's bits, resume at another
+# N, --init-from, bad settings; and against PEFT and transformers (SKIPPED without them).
+fsdp_add_e2e_test(e2e_lora lora.sh)
+fsdp_add_e2e_test(e2e_lora_peft lora_peft.sh)
+set_property(TEST e2e_lora_peft PROPERTY SKIP_REGULAR_EXPRESSION "SKIPPED: ")

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "io/checkpoint_config.hpp"
+#include "model/layers/lora_layout.hpp"
 #include "model/model_config.hpp"
 
 namespace fsdp {
@@ -144,8 +145,15 @@ struct RunConfig {
 // What a checkpointer records of this run (io/checkpoint_config.hpp).
 inline CheckpointRun checkpoint_run(const RunConfig& cfg) {
   // The schema admits adamw and muon only (config/schema.cpp).
-  return {cfg.checkpoint, cfg.model, cfg.resolved_toml, cfg.fsdp.strategy,
-          parse_optimizer(cfg.train.optimizer).value_or(OptimizerKind::AdamW)};
+  CheckpointRun r{cfg.checkpoint, cfg.model, cfg.resolved_toml, cfg.fsdp.strategy,
+                  parse_optimizer(cfg.train.optimizer).value_or(OptimizerKind::AdamW), {}};
+  if (cfg.lora.enabled && cfg.lora.rank > 0) {
+    r.lora.rank = cfg.lora.rank;
+    r.lora.alpha = cfg.lora.alpha;
+    r.lora.rslora = cfg.lora.rslora;
+    r.lora.targets = lora_targets(cfg.lora.targets);
+  }
+  return r;
 }
 
 }  // namespace fsdp

@@ -105,6 +105,7 @@ std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
   h.checksum_block_elems = kChecksumBlockElems;
   h.run_id = run_id_;
   h.optimizer = run_.optimizer;
+  h.lora = run_.lora;
   // Everything that can be known before writing, agreed, so all ranks stop here together and
   // nothing is half-written. A name another run's file holds is left to it: this run's
   // checkpoint takes a name of its own (step_N.<run>.h5) instead.
@@ -128,7 +129,7 @@ std::string Checkpointer::save(CheckpointedState& state, ckpt::Header h) {
       err = in_the_way(name);
     }
     if (err.empty() && !faults::skip_space_check())
-      err = ckpt::space_problem(dir_, ckpt::checkpoint_bytes(run_.model, run_.optimizer));
+      err = ckpt::space_problem(dir_, ckpt::checkpoint_bytes(run_.model, run_.optimizer, run_.lora));
     if (!err.empty()) err = "cannot write checkpoint " + dir_ + "/" + name + ": " + err;
   }
   err = agree_on_error(comm, err);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/optimizer_kind.hpp"
+#include "model/model_choices.hpp"
 #include "model/model_config.hpp"
 
 namespace fsdp {
@@ -24,6 +25,7 @@ struct CheckpointRun {
   std::string run_toml;  // the resolved run deck, recorded in every file
   std::string strategy;  // fsdp.strategy, recorded for fsdp-ckpt info
   OptimizerKind optimizer = OptimizerKind::AdamW;  // which optimizer state the files hold
+  LoraChoices lora;  // lora.*: the adapters the files hold beside the base (off: none)
 };
 
 }  // namespace fsdp

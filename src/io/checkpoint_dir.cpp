@@ -154,13 +154,15 @@ std::string read_latest(const std::string& dir) {
   return parse_name(name, f) && f.kind == DirFile::Complete ? name : std::string();
 }
 
-std::int64_t checkpoint_bytes(const ModelConfig& m, OptimizerKind optimizer) {
+std::int64_t checkpoint_bytes(const ModelConfig& m, OptimizerKind optimizer, const LoraChoices& lora) {
+  ModelChoices c;
+  c.lora = lora;
   // Per dataset: its object header and attributes (~0.8 KiB measured; 2 KiB allowed) and its
   // checksum table (8 bytes per 2^18 elements); the superblock and groups in the 64 KiB.
   std::int64_t bytes = 64 << 10;
   for (Part p : kParts) {
     std::int64_t data = 0, datasets = 0;
-    for (const UnitLayout& u : model_units(m))
+    for (const UnitLayout& u : model_units(m, c))
       for (const TensorSpec& t : u.tensors)
         if (stores(p, t, optimizer)) {
           data += t.numel;

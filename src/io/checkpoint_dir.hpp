@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/optimizer_kind.hpp"
+#include "model/model_choices.hpp"
 #include "model/model_config.hpp"
 
 namespace fsdp::ckpt {
@@ -57,7 +58,8 @@ std::string read_run_id(const std::string& path);
 std::string read_latest(const std::string& dir);
 
 // Bytes a checkpoint of model m takes on disk, with a margin for HDF5's metadata.
-std::int64_t checkpoint_bytes(const ModelConfig& m, OptimizerKind optimizer = OptimizerKind::AdamW);
+std::int64_t checkpoint_bytes(const ModelConfig& m, OptimizerKind optimizer = OptimizerKind::AdamW,
+                              const LoraChoices& lora = {});
 
 // "" when dir's file system has room for `bytes`, else why not (free and needed, in words).
 std::string space_problem(const std::string& dir, std::int64_t bytes);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "io/checkpoint_format.hpp"
 
+#include "model/layers/lora_layout.hpp"
+
 #include "io/atomic_output.hpp"
 
 #include <fcntl.h>
@@ -89,6 +91,14 @@ void write_header(hid_t f, const Header& h) {
     else write_attr_f64(f, k.attribute.c_str(), k.number(h.model));
   }
   write_attr_str(f, "run_config", h.run_config);
+  if (h.lora.on()) {
+    write_attr_i64(f, "lora_rank", h.lora.rank);
+    write_attr_f64(f, "lora_alpha", h.lora.alpha);
+    write_attr_i64(f, "lora_rslora", h.lora.rslora ? 1 : 0);
+    std::string targets;
+    for (const std::string& t : h.lora.targets) targets += (targets.empty() ? "" : " ") + t;
+    write_attr_str(f, "lora_targets", targets);
+  }
   write_attr_i64(f, "saved_ranks", h.saved_ranks);
   write_attr_str(f, "saved_strategy", h.strategy);
   write_attr_i64(f, "saved_shard_group_size", h.shard_group_size);
@@ -208,6 +218,14 @@ Header read_header(hid_t f) {
     throw H5Error("model_n_layer, n_embd, vocab_size, n_head or n_positions is beyond the deck's range");
   if (double(num_params(h.model)) > 0x1p50) throw H5Error("the stored model has more than 2^50 parameters");
   h.run_config = read_attr_str(f, "run_config");
+  if (has_attr(f, "lora_rank")) {
+    h.lora.rank = int(read_attr_i64(f, "lora_rank"));
+    h.lora.alpha = read_attr_f64(f, "lora_alpha");
+    h.lora.rslora = read_attr_i64(f, "lora_rslora") != 0;
+    h.lora.targets = lora_targets(read_attr_str(f, "lora_targets"));
+    if (h.lora.rank < 1 || h.lora.rank > (1 << 16) || !(h.lora.alpha > 0) || h.lora.targets.empty())
+      throw H5Error("lora_rank, lora_alpha or lora_targets is out of range");
+  }
   h.saved_ranks = read_attr_i64(f, "saved_ranks");
   h.strategy = read_attr_str(f, "saved_strategy");
   h.shard_group_size = read_attr_i64(f, "saved_shard_group_size");

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/optimizer_kind.hpp"
+#include "model/model_choices.hpp"
 #include "model/model_config.hpp"
 #include "model/unit_layout.hpp"
 #include "io/h5_handles.hpp"
@@ -64,6 +65,9 @@ struct Header {
   // moe.balance = bias: the routers' per-expert biases ([sparse layers x experts], their float
   // bits in the attribute moe_router_bias); empty (no attribute) otherwise.
   std::vector<float> router_bias;
+  // lora.enabled: the adapters beside the base (attributes lora_rank, lora_alpha, lora_rslora,
+  // lora_targets; none without adapters). Its tensors are model_units(model, {.lora}).
+  LoraChoices lora;
 };
 void write_header(hid_t file, const Header& h);  // collective in a parallel file
 // Throws h5::H5Error when the file is not an fsdp checkpoint of a version this code reads.

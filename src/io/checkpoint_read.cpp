@@ -61,6 +61,19 @@ ckpt::Header Checkpointer::read(const std::string& path, CheckpointedState& stat
     h = ckpt::read_header(file.get());
     const std::string mismatch = ckpt::model_mismatch(h.model, run_.model);
     if (!mismatch.empty()) throw h5::H5Error("written for a different model: " + mismatch);
+    // The adapters are tensors of their own: a file holds them (and their state) or not.
+    const auto adapters = [](const LoraChoices& l) {
+      if (!l.on()) return std::string("no adapters");
+      std::string s = "lora.rank " + std::to_string(l.rank) + " on";
+      for (const std::string& t : l.targets) s += " " + t;
+      return s;
+    };
+    if (adapters(h.lora) != adapters(run_.lora))
+      throw h5::H5Error("written with " + adapters(h.lora) + ", but this run has " + adapters(run_.lora) +
+                        (run_.lora.on() && !h.lora.on()
+                             ? " (to fine-tune these weights, export them with fsdp-ckpt export --hf "
+                               "and start from the directory with --init-from)"
+                             : ""));
     // The other optimizer's state cannot continue this run's: refused, not skipped for an older
     // file (fsdp-train exits 5); --init-from reads the weights alone.
     if (parts.size() > 1 && h.optimizer != run_.optimizer)

@@ -15,10 +15,13 @@ Comm::Comm(MPI_Comm c) : comm(c) {
   FSDP_MPI_CHECK(MPI_Comm_size(c, &size));
 }
 
-std::vector<Expected> expected_datasets(const ModelConfig& m, OptimizerKind optimizer) {
+std::vector<Expected> expected_datasets(const ModelConfig& m, OptimizerKind optimizer,
+                                       const LoraChoices& lora) {
   std::vector<Expected> out;
+  ModelChoices c;
+  c.lora = lora;
   for (Part p : kParts)
-    for (const UnitLayout& u : model_units(m))
+    for (const UnitLayout& u : model_units(m, c))
       for (const TensorSpec& t : u.tensors)
         if (stores(p, t, optimizer))
           out.push_back({std::string(group_path(p)) + "/" + t.name,

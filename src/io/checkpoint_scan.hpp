@@ -31,7 +31,8 @@ struct Expected {
 
 // Every dataset a checkpoint of model m holds (under train.optimizer = `optimizer`), in
 // layout order.
-std::vector<Expected> expected_datasets(const ModelConfig& m, OptimizerKind optimizer);
+std::vector<Expected> expected_datasets(const ModelConfig& m, OptimizerKind optimizer,
+                                       const LoraChoices& lora = {});
 
 // An open checkpoint and its header; the ranks agree on whether opening worked.
 struct Opened {

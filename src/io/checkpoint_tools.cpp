@@ -24,6 +24,13 @@ namespace {
 
 using h5::FlatRange;
 
+// The run's choices that decide which tensors a checkpoint of header h holds: its adapters.
+ModelChoices lora_choices(const Header& h) {
+  ModelChoices c;
+  c.lora = h.lora;
+  return c;
+}
+
 // Verifies one dataset; "" when good.
 std::string verify_dataset(const Comm& c, hid_t file, const Expected& e, std::int64_t B) {
   std::string bad = check_shape(file, e);
@@ -97,12 +104,19 @@ int info(MPI_Comm comm, const std::string& path, bool datasets, bool deck) {
   if (!keys.empty()) std::printf("                   %s\n", keys.c_str());
   std::printf("saved by           %lld ranks, strategy %s, shard group %lld\n",
               (long long)h.saved_ranks, h.strategy.c_str(), (long long)h.shard_group_size);
-  const std::vector<Expected> all = expected_datasets(m, h.optimizer);
+  const std::vector<Expected> all = expected_datasets(m, h.optimizer, h.lora);
   std::printf("optimizer          %s\n", to_string(h.optimizer));
+  if (h.lora.on()) {
+    std::string targets;
+    for (const std::string& t : h.lora.targets) targets += " " + t;
+    std::printf("adapters           lora rank %d, alpha %g%s, on%s; the base frozen (no optimizer "
+                "state): fsdp-ckpt export --peft DIR\n",
+                h.lora.rank, h.lora.alpha, h.lora.rslora ? " (rslora)" : "", targets.c_str());
+  }
   for (Part p : kParts) {
     std::size_t n = 0;
     std::int64_t elems = 0;
-    for (const UnitLayout& u : model_units(m))
+    for (const UnitLayout& u : model_units(m, lora_choices(h)))
       for (const TensorSpec& t : u.tensors)
         if (stores(p, t, h.optimizer)) {
           ++n;
@@ -127,7 +141,7 @@ int verify(MPI_Comm comm, const std::string& path) {
   }
   int bad = 0;
   std::int64_t elems = 0;
-  const std::vector<Expected> all = expected_datasets(o.header.model, o.header.optimizer);
+  const std::vector<Expected> all = expected_datasets(o.header.model, o.header.optimizer, o.header.lora);
   for (const Expected& e : all) {
     std::string why;
     try {
@@ -176,8 +190,8 @@ int diff(MPI_Comm comm, const std::string& pa, const std::string& pb) {
                   to_string(b.header.optimizer));
   }
   std::vector<Expected> all;
-  for (const Expected& e : expected_datasets(a.header.model, a.header.optimizer))
-    for (const Expected& f : expected_datasets(a.header.model, b.header.optimizer))
+  for (const Expected& e : expected_datasets(a.header.model, a.header.optimizer, a.header.lora))
+    for (const Expected& f : expected_datasets(a.header.model, b.header.optimizer, b.header.lora))
       if (e.path == f.path) all.push_back(e);
   for (const Expected& e : all) {
     std::string why;

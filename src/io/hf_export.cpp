@@ -18,6 +18,7 @@
 #include "io/block_hash.hpp"
 #include "io/checkpoint_scan.hpp"
 #include "io/hf_export_owned.hpp"
+#include "io/peft_export.hpp"
 #include "model/architecture.hpp"
 
 namespace fsdp::ckpt {
@@ -35,6 +36,25 @@ std::string mpi_error(int rc) {
   return std::string(buf, std::size_t(len));
 }
 
+// Elements r of weight t plus its adapter's scale B A (none: t unchanged), each sum in double
+// and rounded once: the merged weight to fp32 rounding. B A is [out, in]; a GPT-2 Conv1D weight
+// is stored [in, out].
+void merge_adapter(const TensorSpec& t, const LoraChoices& l,
+                   const std::map<std::string, std::vector<float>>& adapters, h5::FlatRange r, float* data) {
+  const std::string base = t.name.substr(0, t.name.size() - 7);
+  const auto a = adapters.find(base + ".lora_A.weight"), b = adapters.find(base + ".lora_B.weight");
+  if (a == adapters.end() || b == adapters.end()) return;
+  const std::int64_t in = fan_in(t), out = fan_out(t), R = l.rank;
+  const double scale = double(l.scale());
+  for (std::int64_t i = r.begin; i < r.end; ++i) {
+    const std::int64_t row = t.in_major ? i % out : i / in, col = t.in_major ? i / out : i % in;
+    double d = 0.0;
+    for (std::int64_t k = 0; k < R; ++k) d += double(b->second[std::size_t(row * R + k)]) * a->second[std::size_t(k * in + col)];
+    float& v = data[i - r.begin];
+    v = float(double(v) + scale * d);
+  }
+}
+
 }  // namespace
 
 std::string hf_config_json(const ModelConfig& m, DType dtype) {
@@ -42,7 +62,7 @@ std::string hf_config_json(const ModelConfig& m, DType dtype) {
 }
 
 int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& dir, DType dtype,
-              std::uint64_t max_shard_bytes) {
+              std::uint64_t max_shard_bytes, bool merge) {
   const Comm c(comm);
   auto say = [&](const std::string& m) {
     if (c.rank == 0) std::fprintf(stderr, "fsdp-ckpt export: %s\n", m.c_str());
@@ -54,6 +74,19 @@ int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& d
   }
   const ModelConfig& m = o.header.model;
   const std::int64_t B = o.header.checksum_block_elems;
+  if (merge && !o.header.lora.on()) {
+    say(checkpoint + ": holds no adapters to merge (its run had lora.enabled = false)");
+    return 2;
+  }
+  std::map<std::string, std::vector<float>> adapters;  // --merge: by adapter name
+  if (merge) {
+    std::string bad, damaged;
+    adapters = read_adapters(comm, checkpoint, o, bad, damaged);
+    if (!bad.empty() || !damaged.empty()) {
+      say(!bad.empty() ? bad : damaged);
+      return !bad.empty() ? 2 : 1;
+    }
+  }
   const std::uint64_t elem = dtype == DType::F32 ? 4 : 2;
 
   // The tensors in layout order, cut into files of at most max_shard_bytes of data each (a
@@ -213,6 +246,7 @@ int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& d
             damaged = checkpoint + ": " + path + ": checksum mismatch in block " +
                       std::to_string(k) + " of " + std::to_string(stored.size()) +
                       ": the data is damaged";
+        if (merge) merge_adapter(*t, o.header.lora, adapters, r, buf.data());
         if (dtype == DType::F32) {
           write_at(out.begin + std::uint64_t(r.begin) * 4, buf.data(), buf.size() * 4);
         } else {

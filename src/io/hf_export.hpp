@@ -25,9 +25,12 @@ constexpr std::uint64_t kDefaultMaxShardBytes = 5000000000ULL;
 // 2 unreadable checkpoint or unwritable DIR. Rank 0 prints. Collective. max_shard_bytes > 0:
 // tensors in files of at most that much data each (save_pretrained's sharding:
 // model-0000k-of-0000n.safetensors and model.safetensors.index.json) when one file would hold
-// more; 0: always one file.
+// more; 0: always one file. A LoRA checkpoint's export is its base; merge: each adapted weight
+// plus its adapter's scale B A (docs/lora.md), in the base's own format (refused, exit 2, for a
+// checkpoint without adapters).
 int export_hf(MPI_Comm comm, const std::string& checkpoint, const std::string& dir,
-              weights::DType dtype, std::uint64_t max_shard_bytes = kDefaultMaxShardBytes);
+              weights::DType dtype, std::uint64_t max_shard_bytes = kDefaultMaxShardBytes,
+              bool merge = false);
 
 // config.json for model m stored as `dtype`, as its architecture writes it.
 std::string hf_config_json(const fsdp::ModelConfig& m, weights::DType dtype);
