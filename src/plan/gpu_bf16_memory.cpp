@@ -50,6 +50,16 @@ class Bf16Step {
     for (int u = 0; u < int(layout_.units.size()); ++u) {
       padded_.push_back(layout_.padded(u));
       shard_.push_back(layout_.shard(u));
+      // The trained parts (a LoRA run's adapters; every part otherwise): what has gradients
+      // and optimizer state (fsdp/sharded_unit.hpp's grad_numel and train_shard).
+      std::int64_t gp = 0, gs = 0;
+      for (const UnitPart& part : layout_.parts[std::size_t(u)])
+        if (part.trainable) {
+          gp += part.flat();
+          gs += part.shard();
+        }
+      gpad_.push_back(gp);
+      gshard_.push_back(gs);
     }
     // The optimizer's state as this rank holds it (fsdp/optim/optimizer_layout.hpp): under Muon
     // the packed second moments, and the exchange's buffers (fsdp/optim/muon_owners.hpp).
@@ -136,17 +146,21 @@ class Bf16Step {
         allocate(C::ParamShard, kDev, b_.param * P);
         if (b_.master > 0) allocate(C::ParamShard, optim_space, b_.master * S);
       }
-      // Gradients: the shard, or full gradients kept across the step (ddp, zero1).
-      if (shards_grads(strategy_)) {
-        allocate(C::Grads, param_space, b_.grad * S);
+      // Gradients: the shard, or full gradients kept across the step (ddp, zero1); of the
+      // trained parts alone (a frozen unit has none).
+      const double GS = double(gshard_[u]), GP = double(gpad_[u]);
+      if (GP == 0) {
+        // frozen: no gradient and no optimizer state
+      } else if (shards_grads(strategy_)) {
+        allocate(C::Grads, param_space, b_.grad * GS);
       } else {
-        allocate(C::Grads, kDev, b_.grad * P);
+        allocate(C::Grads, kDev, b_.grad * GP);
         grad_full_[u] = true;
       }
       // AdamW's exp_avg and exp_avg_sq over the shard (nvme: in the offload file instead);
       // under Muon exp_avg is the matrices' momentum and exp_avg_sq AdamW's elements only.
-      if (!nvme_) {
-        allocate(C::OptimizerState, optim_space, 4 * S);
+      if (!nvme_ && GP > 0) {
+        allocate(C::OptimizerState, optim_space, 4 * GS);
         allocate(C::OptimizerState, optim_space, 4 * double(optim_[u].sq_size));
       }
     }
@@ -305,14 +319,14 @@ class Bf16Step {
         drain(pending_.size() - i - 1);
         break;
       }
-    if (!grad_full_[u]) {
-      allocate(C::Grads, kDev, b_.grad * double(padded_[u]));
+    if (!grad_full_[u] && gpad_[u] > 0) {
+      allocate(C::Grads, kDev, b_.grad * double(gpad_[u]));
       grad_full_[u] = true;
     }
   }
 
   void finish_unit_backward(int u, bool reduce_now) {
-    if (!reduce_now) return;
+    if (!reduce_now || gpad_[u] == 0) return;  // a frozen unit reduces nothing
     Pending p{u, 0.0};
     if (strategy_ != Strategy::DDP) {
       // The step's first reduction into a gradient shard lands in it directly (no buffer),
@@ -320,7 +334,7 @@ class Bf16Step {
       p.first = shards_grads(strategy_) && fresh_[u];
       const bool direct = p.first && !s_.offloads_params();
       fresh_[u] = false;
-      p.recv_bytes = direct ? 0.0 : b_.grad * double(shard_[u]);
+      p.recv_bytes = direct ? 0.0 : b_.grad * double(gshard_[u]);
       if (!direct) allocate(C::CommBuffers, kDev, p.recv_bytes);
     }
     pending_.push_back(p);
@@ -332,14 +346,14 @@ class Bf16Step {
       const Pending p = pending_.front();
       pending_.erase(pending_.begin());
       if (strategy_ == Strategy::DDP) continue;
-      const double S = double(shard_[p.unit]);
+      const double S = double(gshard_[p.unit]);
       // offload = params: a later reduction of the step goes down through a host buffer.
       if (s_.offloads_params() && shards_grads(strategy_) && !p.first) {
         allocate(C::CommBuffers, kHost, b_.grad * S);
         deallocate(C::CommBuffers, kHost, b_.grad * S);
       }
       if (shards_grads(strategy_)) {
-        deallocate(C::Grads, kDev, b_.grad * double(padded_[p.unit]));
+        deallocate(C::Grads, kDev, b_.grad * double(gpad_[p.unit]));
         grad_full_[p.unit] = false;
       }
       if (p.recv_bytes > 0) deallocate(C::CommBuffers, kDev, p.recv_bytes);
@@ -466,7 +480,7 @@ class Bf16Step {
   int slots_ = 0;               // GatherPipeline's read slots
   std::vector<bool> reading_;   // per unit: its read posted ahead
   std::vector<bool> held_;      // per unit: its slot is held until its gather completes
-  std::vector<std::int64_t> padded_, shard_;
+  std::vector<std::int64_t> padded_, shard_, gpad_, gshard_;
   std::vector<UnitOptimizerLayout> optim_;  // per unit: the state's layout on this rank
   MuonBuffers muon_buffers_;
   std::vector<bool> gathered_, in_flight_, grad_full_;
