@@ -98,6 +98,10 @@ int main(int argc, char** argv) {
                  "fsdp checkpoint, Hugging Face directory or .safetensors file, or llm.c "
                  "parameter file")
       ->required();
+  std::string adapter;
+  app.add_option("--adapter", adapter,
+                 "a PEFT LoRA adapter directory on the model (a Hugging Face base): sample the "
+                 "adapted model");
   app.add_option("--prompt", prompt, "text to continue (byte-level vocabularies)")
       ->capture_default_str();
   app.add_option("--prompt-ids", prompt_ids, "token ids to continue, comma-separated");
@@ -173,6 +177,10 @@ int main(int argc, char** argv) {
                                      std::string("fsdp.strategy=") + (nranks > 1 ? "zero3" : "ddp")};
     sets.insert(sets.end(), overrides.begin(), overrides.end());
     cfg = model_deck(path, sets);
+    if (!adapter.empty()) {
+      std::string note;  // a lora_dropout does not matter to sampling
+      cfg = fsdp::with_adapter(cfg, adapter, note);
+    }
     const std::int64_t need = std::int64_t(tokens.size()) + o.tokens;
     cfg.model.n_positions = cfg.model.positions();  // the position table keeps its rows
     if (need < cfg.model.block_size) cfg.model.block_size = int(std::max<std::int64_t>(1, need));
@@ -234,6 +242,7 @@ int main(int argc, char** argv) {
       fsdp::Checkpointer checkpointer(MPI_COMM_WORLD, fsdp::checkpoint_run(cfg));
       fsdp::init_weights(path, engine, checkpointer, MPI_COMM_WORLD,
                          cfg.train.allow_nonfinite_weights);
+      if (!adapter.empty()) fsdp::load_adapter(adapter, engine, MPI_COMM_WORLD);
       const std::size_t n_prompt = tokens.size();
       tokens = fsdp::sample(engine, mesh.world(), tokens, o);
       if (rank == 0) {

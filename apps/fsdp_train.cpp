@@ -60,6 +60,11 @@ int main(int argc, char** argv) {
                  "start (step 0, fresh optimizer) from weights: a Hugging Face directory or "
                  ".safetensors file, an llm.c parameter file, or an fsdp checkpoint; the model "
                  "shape comes from the file");
+  std::string adapter;
+  app.add_option("--adapter", adapter,
+                 "with --init-from BASE: start from a PEFT LoRA adapter directory "
+                 "(adapter_config.json sets lora.*, adapter_model.safetensors the adapters; "
+                 "docs/lora.md)");
   app.footer("Run deck keys (section.key = default  meaning):\n" + fsdp::config_help() + "\n" +
              fsdp::exit_code::help("fsdp-train"));
   if (const int rc = fsdp::parse_everywhere(app, [&] { app.parse(argc, argv); }, MPI_COMM_WORLD,
@@ -76,6 +81,14 @@ int main(int argc, char** argv) {
     cfg = fsdp::load_config(config_path, overrides);
     if (cfg.comm.timeout_s > 0) fsdp::comm::start_watchdog(cfg.comm.timeout_s);
     if (!init_from.empty()) cfg = fsdp::with_init_shape(cfg, init_from);
+    if (!adapter.empty()) {
+      if (init_from.empty() || !resume.empty())
+        throw fsdp::ConfigError("--adapter " + adapter + ": needs --init-from BASE (the model it adapts) "
+                                "and no --resume (a checkpoint holds its adapters)");
+      std::string note;
+      cfg = fsdp::with_adapter(cfg, adapter, note);
+      if (rank == 0 && !note.empty()) std::fprintf(stderr, "fsdp-train: --adapter: %s\n", note.c_str());
+    }
   } catch (const fsdp::ConfigError& e) {
     config_error = e.what();
     config_code = fsdp::exit_code::kBadConfig;
@@ -85,7 +98,8 @@ int main(int argc, char** argv) {
   }
   const fsdp::Agreed failed = fsdp::agree_on_start(
       MPI_COMM_WORLD, config_error, config_code,
-      cfg.resolved_toml + "\n[command line]\nresume = " + resume + "\ninit_from = " + init_from + "\n");
+      cfg.resolved_toml + "\n[command line]\nresume = " + resume + "\ninit_from = " + init_from +
+          "\nadapter = " + adapter + "\n");
   if (failed.rank >= 0) {
     if (rank == 0) std::fprintf(stderr, "fsdp-train: %s\n", fsdp::one_line(failed.message).c_str());
     return failed.code;
@@ -102,6 +116,7 @@ int main(int argc, char** argv) {
       opts.profile = profile;
       opts.resume = resume;
       opts.init_from = init_from;
+      opts.adapter = adapter;
       opts.inputs = {config_path};
       fsdp::Trainer trainer(cfg, MPI_COMM_WORLD, opts);
       if (trainer.run().stop_signal != 0) code = fsdp::exit_code::kPreempted;

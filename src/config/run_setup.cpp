@@ -272,7 +272,6 @@ void RunSetup::validate_lora() const {
   if (strategy == Strategy::Zero1 || strategy == Strategy::Zero2)
     fail("lora.enabled with fsdp.strategy = " + std::string(strategy_name(strategy)) +
          ": use zero3 or hybrid (the base sharded) or ddp (the base whole on every rank)");
-  if (deterministic) fail("lora.enabled with train.deterministic = true is not supported yet");
   if (optimizer == OptimizerKind::Muon) fail("lora.enabled trains its adapters with AdamW: leave train.optimizer = adamw");
   if (offload == Offload::Nvme) fail("lora.enabled with fsdp.offload = nvme is not supported yet");
   model_units(model, choices);  // throws the layout's own one-line reasons

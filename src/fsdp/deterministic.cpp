@@ -68,14 +68,17 @@ Engine::GradSet Engine::tree_accumulate(int lo, int hi, const LoadMicroBatch& lo
                                         std::vector<double>& losses) {
   std::vector<ShardedUnit>& units = state_->units();
   if (hi - lo == 1) {
+    // The trained parts' gradients (a LoRA run's frozen units have none: an empty buffer).
     for (auto& su : units)
-      su.grad_full =
-          TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded, MemCategory::Grads);
+      if (su.trains())
+        su.grad_full =
+            TrackedBuffer(tracker_, su.layout->name + "::grads", su.grad_numel(), MemCategory::Grads);
     losses.push_back(micro_batch(lo, load, 1.f, /*reduce_last=*/false));
     // reduce_dtype = bf16: what a micro-batch contributes is bf16, rounded here where it is the
     // same computation on any N; a partial sum rounded to bf16 would round where N says.
     if (setup_.reduce_bf16)
-      for (auto& su : units) round_through_bf16(su.grad_full.cvec(), su.grad_full.vec());
+      for (auto& su : units)
+        if (su.trains()) round_through_bf16(su.grad_full.cvec(), su.grad_full.vec());
     GradSet leaf;
     for (auto& su : units) leaf.push_back(std::move(su.grad_full));
     return leaf;
@@ -84,7 +87,8 @@ Engine::GradSet Engine::tree_accumulate(int lo, int hi, const LoadMicroBatch& lo
   GradSet left = tree_accumulate(lo, mid, load, losses);
   GradSet right = tree_accumulate(mid, hi, load, losses);
   if (!counted_)  // the planner's run: buffers counted, nothing summed
-    for (std::size_t u = 0; u < left.size(); ++u) add_into(left[u].vec(), right[u].cvec());
+    for (std::size_t u = 0; u < left.size(); ++u)
+      if (left[u].allocated()) add_into(left[u].vec(), right[u].cvec());
   return left;
 }
 
@@ -119,24 +123,28 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
     GradSet& node = real ? nodes[std::size_t(k)] : none;
     for (std::size_t u = 0; u < units.size(); ++u) {
       ShardedUnit& su = units[u];
-      const std::int64_t slice = su.padded / N;
+      if (!su.trains()) continue;  // frozen on every rank: nothing to exchange
+      // The trained parts (from grad_base on), each padded to N slices.
+      const std::int64_t slice = su.grad_numel() / N;
       // Block q of what this rank sends is the slices rank q keeps.
-      TrackedBuffer send(tracker_, su.layout->name + "::tree_send", su.padded,
+      TrackedBuffer send(tracker_, su.layout->name + "::tree_send", su.grad_numel(),
                          MemCategory::CommBuffers, MemSpace::Device, Dtype::F32,
                          real ? Fill::None : Fill::Zero);  // a round this rank has no node for
       if (real) {
         for (int q = 0; q < N && !counted_; ++q) {  // the planner's run copies nothing
           std::int64_t at = std::int64_t(q) * slice;
           for (const PartShard& ps : su.parts) {
+            if (!ps.part.trainable) continue;
             const std::int64_t part_slice = ps.part.padded / N;
             Kokkos::deep_copy(send.vec(at, part_slice),
-                              node[u].vec(ps.part.base + kept_slice(ps, q) * part_slice, part_slice));
+                              node[u].vec(ps.part.base - su.grad_base + kept_slice(ps, q) * part_slice,
+                                          part_slice));
             at += part_slice;
           }
         }
         node[u].reset();
       }
-      got[u].emplace_back(tracker_, su.layout->name + "::tree_recv", su.padded,
+      got[u].emplace_back(tracker_, su.layout->name + "::tree_recv", su.grad_numel(),
                           MemCategory::CommBuffers, MemSpace::Device, Dtype::F32, Fill::None);
       FSDP_COMM_SITE("deterministic all_to_all " + su.layout->name);
       world.all_to_all(send.wire(), got[u].back().wire());
@@ -144,7 +152,8 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
   }
   for (std::size_t u = 0; u < units.size(); ++u) {
     ShardedUnit& su = units[u];
-    const std::int64_t slice = su.padded / N;
+    if (!su.trains()) continue;
+    const std::int64_t slice = su.grad_numel() / N;
     // Node values live at their owner's block of the round's buffer: view them there.
     std::vector<Vec> views;
     const auto block = [&](int lo, int hi) -> Vec* {
@@ -166,7 +175,7 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
     });
     if (!shards_grads(setup_.strategy) && !su.grad_full.allocated())
       su.grad_full =
-          TrackedBuffer(tracker_, su.layout->name + "::grads", su.padded, MemCategory::Grads);
+          TrackedBuffer(tracker_, su.layout->name + "::grads", su.grad_numel(), MemCategory::Grads);
     const ShardVec dst = state_->grad_shard(int(u));
     // An offloaded gradient shard (fsdp.offload = params) is assembled on the device and goes
     // down whole.
@@ -177,8 +186,9 @@ void Engine::tree_reduce_grads(int n_micro, const LoadMicroBatch& load,
     const Vec out = dst.in_host_memory() ? assembled.vec() : dst.device();
     std::int64_t at = 0;  // the part's slice in the combined block
     for (const PartShard& ps : su.parts) {
+      if (!ps.part.trainable) continue;
       const std::int64_t part_slice = ps.part.padded / N;
-      const Vec part_out(out.data() + ps.shard_offset, ps.shard);
+      const Vec part_out(out.data() + ps.shard_offset - su.train_offset, ps.shard);
       const ConstVec part_sum(sum->data() + at, part_slice);
       at += part_slice;
       if (ps.part.replicate_group == 1) {
@@ -210,15 +220,18 @@ double Engine::deterministic_norm2() {
   const std::vector<ShardedUnit>& units = state_->units();
   std::int64_t nblocks = 0;
   for (const auto& su : units)
-    for (const PartShard& ps : su.parts) nblocks += (ps.part.numel + kNormBlock - 1) / kNormBlock;
+    for (const PartShard& ps : su.parts)
+      if (ps.part.trainable) nblocks += (ps.part.numel + kNormBlock - 1) / kNormBlock;
   std::vector<double> partial(nblocks, 0.0);
   // Per placement: its blocks' positions in `partial`, and the shard group that holds them once.
   std::vector<std::vector<std::int64_t>> at;
   std::vector<comm::Communicator*> comms;
   std::int64_t first_block = 0;
   for (std::size_t u = 0; u < units.size(); ++u) {
+    if (!units[u].trains()) continue;  // frozen: no gradient
     const ShardVec g = state_->grad_shard(int(u));
     for (const PartShard& ps : units[u].parts) {
+      if (!ps.part.trainable) continue;
       const std::int64_t count = (ps.part.numel + kNormBlock - 1) / kNormBlock;
       const std::int64_t b0 = ps.shard_begin / kNormBlock;
       const std::int64_t owned =
@@ -232,7 +245,7 @@ double Engine::deterministic_norm2() {
       for (std::int64_t b = 0; b < count; ++b) at[p].push_back(first_block + b);
       double* out = partial.data() + first_block + b0;
       first_block += count;
-      const ShardVec mine = g.sub(ps.shard_offset, ps.shard);
+      const ShardVec mine = g.sub(ps.shard_offset - units[u].train_offset, ps.shard);
       if (counted_) continue;  // the planner's run: buffers counted, nothing summed
       if (mine.in_host_memory())
         block_sums<HostExecSpace, PinnedSpace>(ConstPinnedVec(mine.host()), owned, out);

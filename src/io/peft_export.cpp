@@ -23,15 +23,14 @@ namespace fs = std::filesystem;
 using weights::DType;
 using weights::StoredTensor;
 
-namespace {
-
-// PEFT's key of adapter tensor t: the module's name in the base's Hugging Face file.
 std::string peft_key(const Architecture& arch, const TensorSpec& t) {
   std::string module = arch.hf.stored_names(adapted_weight(t.name)).front();
   module.resize(module.size() - 7);  // without ".weight"
   const bool a = ends_with(t.name, ".lora_A.weight");
   return "base_model.model." + module + (a ? ".lora_A.weight" : ".lora_B.weight");
 }
+
+namespace {
 
 std::string adapter_config(const Header& h, const std::set<std::string>& modules, const std::string& base) {
   const LoraChoices& l = h.lora;

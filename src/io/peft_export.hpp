@@ -15,7 +15,15 @@
 
 #include "io/checkpoint_scan.hpp"
 
+namespace fsdp {
+struct Architecture;
+}
+
 namespace fsdp::ckpt {
+
+// PEFT's key of adapter tensor t: "base_model.model.<the module in the base's Hugging Face
+// file>.lora_A.weight" (or lora_B).
+std::string peft_key(const Architecture& arch, const TensorSpec& t);
 
 // The adapters of the opened LoRA checkpoint o, every one whole on every rank (collective),
 // each checked against its stored checksums: by tensor name. On a problem, err (unreadable,

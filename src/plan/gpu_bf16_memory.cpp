@@ -410,7 +410,7 @@ class Bf16Step {
   void tree_accumulate(int lo, int hi) {
     if (hi - lo == 1) {
       for (std::size_t u = 0; u < padded_.size(); ++u) {
-        const double P = b_.grad * double(padded_[u]);
+        const double P = b_.grad * double(gpad_[u]);
         allocate(C::Grads, kDev, P);  // the new buffer exists before the old one goes
         if (grad_full_[u]) deallocate(C::Grads, kDev, P);
         grad_full_[u] = true;
@@ -424,7 +424,7 @@ class Bf16Step {
     tree_accumulate(mid, hi);
     for (std::size_t u = 0; u < padded_.size(); ++u) grad_full_[u] = false;  // held as `right`
     for (std::size_t u = 0; u < padded_.size(); ++u)
-      deallocate(C::Grads, kDev, b_.grad * double(padded_[u]));  // `right`, added into `left`
+      deallocate(C::Grads, kDev, b_.grad * double(gpad_[u]));  // `right`, added into `left`
   }
 
   // The nodes covering this rank's micro-batches, each summed and held; then per node slot and
@@ -440,24 +440,24 @@ class Bf16Step {
     const int rounds = max_cover(G, N);
     for (int k = 0; k < rounds; ++k)
       for (std::size_t u = 0; u < padded_.size(); ++u) {
-        const double P = 4.0 * double(padded_[u]);
+        const double P = 4.0 * double(gpad_[u]);
         allocate(C::CommBuffers, kDev, P);  // send
-        if (k < int(mine.size())) deallocate(C::Grads, kDev, b_.grad * double(padded_[u]));
+        if (k < int(mine.size())) deallocate(C::Grads, kDev, b_.grad * double(gpad_[u]));
         allocate(C::CommBuffers, kDev, P);  // this rank's slices of round k, kept
         deallocate(C::CommBuffers, kDev, P);
       }
     for (std::size_t u = 0; u < padded_.size(); ++u) {
-      const double P = 4.0 * double(padded_[u]);
+      const double P = 4.0 * double(gpad_[u]);
       if (!shards_grads(strategy_)) {
-        allocate(C::Grads, kDev, b_.grad * double(padded_[u]));
+        allocate(C::Grads, kDev, b_.grad * double(gpad_[u]));
         grad_full_[u] = true;
       }
       // offload = params: the shard is assembled on the device and goes down whole.
       const bool down = s_.offloads_params() && shards_grads(strategy_);
-      const double assembled = 4.0 * double(shard_[u]);
+      const double assembled = 4.0 * double(gshard_[u]);
       if (down) allocate(C::CommBuffers, kDev, assembled);
       for (const UnitPart& part : layout_.parts[u]) {  // a part with replicas: its slice
-        if (part.replicate_group == 1) continue;
+        if (part.replicate_group == 1 || !part.trainable) continue;
         const double slice = 4.0 * double(part.padded) / N;
         allocate(C::CommBuffers, kDev, slice);
         deallocate(C::CommBuffers, kDev, slice);

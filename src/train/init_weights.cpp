@@ -9,6 +9,7 @@
 #include "comm/agree.hpp"
 #include "io/checkpoint_format.hpp"
 #include "io/h5_io.hpp"
+#include "io/peft_import.hpp"
 #include "io/weight_source.hpp"
 #include "io/weights_error.hpp"
 #include "model/architecture.hpp"
@@ -110,6 +111,36 @@ RunConfig with_init_shape(const RunConfig& cfg, const std::string& path) {
 }
 
 namespace {
+// src's tensors into this rank's shards, over what they hold (the padding 0, a LoRA run's
+// adapters their initial values): the base's tensors, or the adapters alone. Then the full
+// parameters ddp, zero1 and zero2 keep.
+void read_into_shards(const weights::WeightSource& src, Engine& engine, MPI_Comm world, bool adapters) {
+  std::string err;
+  for (int u = 0; u < int(engine.units().size()); ++u) {
+    const ShardedUnit& su = engine.units()[std::size_t(u)];
+    const ShardVec shard = engine.param_shard(u);
+    std::vector<float> host(std::size_t(shard.size()), 0.f);
+    shard.copy_to(host.data());
+    for (const PartShard& ps : su.parts) {  // this rank's slice of each part
+      const h5::FlatRange mine{ps.flat_begin(), ps.flat_begin() + ps.shard};
+      for (const TensorSpec& t : su.stored->tensors) {
+        const h5::FlatRange r = h5::intersect(mine, {t.offset, t.offset + t.numel});
+        if (r.empty() || !err.empty() || is_adapter(t) != adapters) continue;
+        try {
+          src.read(t, r.begin - t.offset, r.end - t.offset,
+                   host.data() + ps.shard_offset + (r.begin - mine.begin));
+        } catch (const std::exception& e) {
+          err = e.what();
+        }
+      }
+    }
+    shard.copy_from(host.data());
+  }
+  err = agree_on_error(world, err);
+  if (!err.empty()) throw WeightsError(err);
+  engine.sync_full_params();
+}
+
 // The file's values into this rank's shards (checked for shape, not for values).
 void load_weights(const std::string& path, Engine& engine, Checkpointer& checkpointer,
                   MPI_Comm world) {
@@ -144,31 +175,7 @@ void load_weights(const std::string& path, Engine& engine, Checkpointer& checkpo
   err = agree_on_error(world, err);
   if (!err.empty()) throw WeightsError(err);
 
-  for (int u = 0; u < int(engine.units().size()); ++u) {
-    const ShardedUnit& su = engine.units()[std::size_t(u)];
-    const ShardVec shard = engine.param_shard(u);
-    // The shard as initialised (the padding 0, a LoRA run's adapters PEFT's initial values),
-    // the file's tensors over it.
-    std::vector<float> host(std::size_t(shard.size()), 0.f);
-    shard.copy_to(host.data());
-    for (const PartShard& ps : su.parts) {  // this rank's slice of each part
-      const h5::FlatRange mine{ps.flat_begin(), ps.flat_begin() + ps.shard};
-      for (const TensorSpec& t : su.stored->tensors) {
-        const h5::FlatRange r = h5::intersect(mine, {t.offset, t.offset + t.numel});
-        if (r.empty() || !err.empty() || is_adapter(t)) continue;
-        try {
-          src->read(t, r.begin - t.offset, r.end - t.offset,
-                    host.data() + ps.shard_offset + (r.begin - mine.begin));
-        } catch (const std::exception& e) {
-          err = e.what();
-        }
-      }
-    }
-    shard.copy_from(host.data());
-  }
-  err = agree_on_error(world, err);
-  if (!err.empty()) throw WeightsError(err);
-  engine.sync_full_params();
+  read_into_shards(*src, engine, world, /*adapters=*/false);
 }
 }  // namespace
 
@@ -180,6 +187,55 @@ void init_weights(const std::string& path, Engine& engine, Checkpointer& checkpo
     throw WeightsError(path + ": parameter " + bad +
                        " (non-finite weights are refused; train.allow_nonfinite_weights = true "
                        "accepts them)");
+}
+
+RunConfig with_adapter(const RunConfig& cfg, const std::string& dir, std::string& note) {
+  double dropout = 0.0;
+  const LoraChoices l = weights::read_adapter_config(dir, dropout);
+  RunConfig out = cfg;
+  std::string targets;
+  for (const std::string& t : l.targets) targets += (targets.empty() ? "" : " ") + t;
+  // A lora key the deck gave must say what the adapter is.
+  const auto agree = [&](const char* key, const std::string& deck, const std::string& file, bool same) {
+    const auto given = cfg.key_origin.find(std::string("lora.") + key);
+    if (given == cfg.key_origin.end() || same) return;
+    throw WeightsError("--adapter " + dir + ": lora." + key + ": adapter_config.json has " + file + ", but " +
+                       given->second + " sets " + deck);
+  };
+  agree("enabled", cfg.lora.enabled ? "true" : "false", "an adapter", cfg.lora.enabled);
+  agree("rank", std::to_string(cfg.lora.rank), std::to_string(l.rank), cfg.lora.rank == l.rank);
+  agree("alpha", std::to_string(cfg.lora.alpha), std::to_string(l.alpha), cfg.lora.alpha == l.alpha);
+  agree("rslora", cfg.lora.rslora ? "true" : "false", l.rslora ? "true" : "false", cfg.lora.rslora == l.rslora);
+  std::vector<std::string> deck_t = lora_targets(cfg.lora.targets), file_t = l.targets;
+  std::sort(deck_t.begin(), deck_t.end());
+  std::sort(file_t.begin(), file_t.end());
+  agree("targets", "\"" + cfg.lora.targets + "\"", "\"" + targets + "\"", deck_t == file_t);
+  out.lora.enabled = true;
+  out.lora.rank = l.rank;
+  out.lora.alpha = l.alpha;
+  out.lora.rslora = l.rslora;
+  out.lora.targets = targets;
+  out.lora.dropout = 0.0;
+  note = dropout > 0 ? "adapter_config.json's lora_dropout " + std::to_string(dropout) +
+                           " is not applied (fsdp's adapters train without dropout)"
+                     : "";
+  validate_config(out, "--adapter " + dir);
+  out.resolved_toml = to_toml(out);
+  return out;
+}
+
+void load_adapter(const std::string& dir, Engine& engine, MPI_Comm world) {
+  std::unique_ptr<weights::WeightSource> src;
+  std::string err;
+  try {
+    src = weights::open_adapter(dir, engine.setup().model);
+    src->check(engine.model().units());
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  err = agree_on_error(world, err);
+  if (!err.empty()) throw WeightsError(err);
+  read_into_shards(*src, engine, world, /*adapters=*/true);
 }
 
 }  // namespace fsdp

@@ -27,4 +27,14 @@ RunConfig with_init_shape(const RunConfig& cfg, const std::string& path);
 void init_weights(const std::string& path, Engine& engine, Checkpointer& checkpointer,
                   MPI_Comm world, bool allow_nonfinite = false);
 
+// --adapter DIR (a PEFT adapter directory, io/peft_import.hpp): the run deck with its lora.*
+// taken from DIR's adapter_config.json. A lora key the deck or a --set gave that disagrees is a
+// WeightsError naming the key, both values and where the deck set it. note: what the run will
+// not apply (a lora_dropout), or "".
+RunConfig with_adapter(const RunConfig& cfg, const std::string& dir, std::string& note);
+
+// The adapters of DIR's adapter_model.safetensors into this rank's shards (after the base's).
+// Collective; problems throw the same WeightsError on every rank.
+void load_adapter(const std::string& dir, Engine& engine, MPI_Comm world);
+
 }  // namespace fsdp

@@ -63,6 +63,7 @@ std::string output_paths_problem(const RunConfig& cfg, const TrainOptions& o, in
     if (d.rfind("builtin:", 0) != 0) inputs.push_back(d);
   if (o.resume != "auto") inputs.push_back(o.resume);
   inputs.push_back(o.init_from);
+  if (!o.adapter.empty()) inputs.push_back(o.adapter);
   std::string err;
   if (rank == 0) err = output_problem("--metrics", o.metrics_path, OutputKind::Metrics, inputs);
   if (err.empty() && !o.trace_path.empty())
@@ -163,6 +164,11 @@ void Trainer::open_checkpoints(MPI_Comm world) {
   if (!opts_.init_from.empty() && !resumed_) {
     init_weights(opts_.init_from, *engine_, *checkpointer_, world,
                  cfg_.train.allow_nonfinite_weights);
+    if (!opts_.adapter.empty()) {
+      load_adapter(opts_.adapter, *engine_, world);
+      if (rank_ == 0 && opts_.log)
+        std::printf("fsdp-train: adapters from %s\n", opts_.adapter.c_str());
+    }
     if (rank_ == 0 && opts_.log)
       std::printf("fsdp-train: initialised from %s (%lld parameters), fresh optimizer\n",
                   opts_.init_from.c_str(), (long long)num_params(cfg_.model));

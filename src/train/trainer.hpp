@@ -47,6 +47,7 @@ struct TrainOptions {
   // --resume auto, a requeued fine-tuning job continues from its checkpoint, not the weights.
   // The deck must already carry the file's model shape (with_init_shape).
   std::string init_from;
+  std::string adapter;  // --adapter: a PEFT adapter directory on the --init-from base
   // Files the run reads besides the deck's data files (the deck itself): output paths must not
   // name them.
   std::vector<std::string> inputs;

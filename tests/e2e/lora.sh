@@ -6,7 +6,8 @@
 # run bit for bit as they went in (a checkpoint at step 0 and at step 6, compared tensor by
 # tensor), the frozen base has no gradient or optimizer state (the tracker's bytes against the
 # full fine-tuning run's, and the checkpoint's datasets), a checkpoint resumes at another N, and
-# bad adapter settings are one line naming the key, exit 2. The adapters' gradients against
+# deterministic mode gives the same bits at np 1-4 and across a resume at another N, and bad
+# adapter settings are one line naming the key, exit 2. The adapters' gradients against
 # finite differences are in the unit tests ([gradcheck]).
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
@@ -78,7 +79,27 @@ f1=$(loss_at "$WORK/init_false.jsonl" 1) l1=$(loss_at "$WORK/init_true.jsonl" 1)
 [ -n "$l1" ] && [ "$l1" = "$f1" ] && ok "--init-from a Hugging Face base: first loss $l1 = the full run's" ||
   bad "--init-from: LoRA's first loss '$l1', the full run's '$f1'"
 
-# 5. Bad adapter settings: one line naming the key, exit 2.
+# 5. Deterministic mode: the same bits at np 1, 2, 3 and 4 (zero3; hybrid 2 x 2 at np 4), and
+# across a resume at another N (np 2's step-2 checkpoint continued at np 3).
+D=("${T[@]}" --set train.deterministic=true --set train.steps=3 --set train.micro_batch_size=1)
+for run in "1 zero3" "2 zero3" "3 zero3" "4 hybrid"; do
+  set -- $run
+  mpirun -np "$1" "$TRAIN" "${D[@]}" --set fsdp.strategy="$2" --set fsdp.shard_group_size=2 \
+    --set checkpoint.every=1 --set "checkpoint.dir=$WORK/det$1" >"$WORK/det$1.log" 2>&1 ||
+    bad "deterministic lora $2 at np $1: $(tail -3 "$WORK/det$1.log")"
+done
+mpirun -np 3 "$TRAIN" "${D[@]}" --resume "$WORK/det2/step_000002.h5" --set checkpoint.every=1 \
+  --set "checkpoint.dir=$WORK/det_res" >"$WORK/det_res.log" 2>&1 || bad "deterministic resume: $(tail -3 "$WORK/det_res.log")"
+for other in det2 det3 det4 det_res; do
+  if "$CK" diff "$WORK/det1/step_000003.h5" "$WORK/$other/step_000003.h5" >"$WORK/diff" 2>&1 &&
+      grep -q "identical" "$WORK/diff"; then
+    ok "deterministic lora: $other's step 3 is np 1's bit for bit ($(grep -o '([0-9]* of [0-9]* tensors differ)' "$WORK/diff"))"
+  else
+    bad "deterministic lora: $other's step 3 differs from np 1's: $(tail -2 "$WORK/diff")"
+  fi
+done
+
+# 6. Bad adapter settings: one line naming the key, exit 2.
 expect_fail "lora.rank = 0" 2 "lora.rank = 0" "$TRAIN" "${T[@]}" --set lora.rank=0
 expect_fail "unknown target" 2 "lora.targets: 'x_proj' names no projection.*q_proj" "$TRAIN" "${T[@]}" --set lora.targets=x_proj
 expect_fail "rank above min(in, out)" 2 "lora.rank = 200 exceeds min\(in, out\) = 128 of model.layers.0" "$TRAIN" "${T[@]}" --set lora.rank=200

@@ -53,6 +53,38 @@ fi
 grep -q '"peft_type": "LORA"' "$WORK/p2/adapter_config.json" && grep -q '"r": 4' "$WORK/p2/adapter_config.json" &&
   ok "adapter_config.json: $(tr -d '\n ' <"$WORK/p2/adapter_config.json" | cut -c1-160)..." || bad "adapter_config.json"
 
+# PEFT adapters read back (--adapter): fsdp's own export continues where it was (the eval loss
+# of step 2's adapters, fsdp's above), and an adapter PEFT itself wrote (save_pretrained, with
+# lora_dropout 0.05, which fsdp says it does not apply) gives PEFT's eval loss; fsdp-sample
+# samples the adapted model.
+adapted_loss() {  # adapted_loss NP ADAPTER: fsdp's eval loss of the base with ADAPTER
+  mpirun -np "$1" "$TRAIN" --config "$WORK/empty.toml" --init-from "$WORK/rnd/hf" --adapter "$2" \
+    --set train.steps=0 --set "data.train=$WORK/val.txt" --set "data.val=$WORK/val.txt" \
+    --set eval.sequences=12 --set train.batch_size="$1" --set train.micro_batch_size=1 \
+    --metrics "$WORK/ad.jsonl" >"$WORK/ad.log" 2>&1 || { echo "failed: $(tail -2 "$WORK/ad.log")"; return; }
+  grep -o '"eval_loss":[^,}]*' "$WORK/ad.jsonl" | cut -d: -f2
+}
+back=$(adapted_loss 2 "$WORK/p2")
+within "$back" "$fsdp" 1e-6 && ok "--adapter of fsdp's export at np 2: eval loss $back = the run's $fsdp" ||
+  bad "--adapter of fsdp's export: $back, the run's $fsdp"
+if "${REF[@]}" make-adapter "$WORK/rnd/hf" "$WORK/peft_own" 8 16 q_proj,v_proj,down_proj :: \
+    eval-loss "$WORK/rnd/hf" "$WORK/peft_own" "$WORK/val.txt" 64 12 >"$WORK/own" 2>"$WORK/own.err"; then
+  theirs=$(sed -n 3p "$WORK/own") ours=$(adapted_loss 3 "$WORK/peft_own")
+  within "$ours" "$theirs" 1e-5 && ok "an adapter PEFT wrote ($(sed -n 1p "$WORK/own")): fsdp's eval loss $ours at np 3, PEFT's $theirs" ||
+    bad "an adapter PEFT wrote: fsdp $ours, PEFT $theirs"
+  grep -q "lora_dropout 0.05.* is not applied" "$WORK/ad.log" && ok "the adapter's lora_dropout is said not to be applied" ||
+    bad "no word about lora_dropout: $(grep -m1 adapter "$WORK/ad.log")"
+else
+  bad "make-adapter: $(tr '\n' ';' <"$WORK/own") $(tail -3 "$WORK/own.err")"
+fi
+if "$BUILD/fsdp-sample" "$WORK/rnd/hf" --adapter "$WORK/p2" --tokens 8 --ids --prompt "abc" >"$WORK/sample" 2>&1 &&
+    [ "$(wc -w <"$WORK/sample")" -ge 8 ]; then
+  ok "fsdp-sample --adapter: $(head -c 80 "$WORK/sample")"
+else
+  bad "fsdp-sample --adapter: $(tail -2 "$WORK/sample")"
+fi
+expect_fail "--adapter without --init-from" 2 "--adapter .*needs --init-from" "$TRAIN" --config "$WORK/empty.toml" --adapter "$WORK/p2"
+
 # A checkpoint of a full fine-tuning run has no adapters to export.
 mpirun -np 1 "$TRAIN" --config "$WORK/empty.toml" --init-from "$WORK/rnd/hf" --set "data.train=$WORK/one.txt" \
   --set "data.val=$WORK/one.txt" --set eval.sequences=0 --set train.steps=1 --set train.batch_size=1 \

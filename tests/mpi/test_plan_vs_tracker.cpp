@@ -110,6 +110,7 @@ std::vector<Case> cases() {
   v.push_back({"zero3", 1, true, false, 2, false, "none", false, "block", "auto", "llama", false, true});
   v.push_back({"hybrid", 2, true, true, 1, false, "params", false, "sublayer", "fused", "gpt2", false, true});
   v.push_back({"ddp", 1, true, false, 2, false, "optimizer", false, "block", "auto", "llama", false, true});
+  v.push_back({"hybrid", 1, true, false, 2, false, "params", true, "sublayer", "auto", "llama", false, true});
   return v;
 }
 

@@ -12,6 +12,10 @@ separated by "::", each printing its lines in order (exit 1 on a failed check):
       element moves by -lr g / (sqrt(v) + eps), against its gradient) on DATA's one window:
       the sign of every adapter update against PEFT's autograd gradient at ADAPTER1, for the
       elements whose gradient is not within float32 rounding of 0
+  make-adapter BASE OUT R ALPHA TARGETS
+      PEFT's own adapter on BASE (get_peft_model, LoraConfig(r=R, lora_alpha=ALPHA,
+      target_modules=TARGETS split at commas, lora_dropout=0.05)), every A and B drawn N(0, 0.05)
+      from seed 5 so the adapter moves the loss, written by save_pretrained to OUT
   merged BASE ADAPTER MERGED
       fsdp-ckpt export --hf --merge's MERGED (loaded by transformers with no key problem)
       against PEFT's merge_and_unload of BASE with ADAPTER in float64: every weight within
@@ -100,12 +104,28 @@ def merged(base, adapter, merged_dir):
     return 0 if worst <= 1.0 else 1
 
 
+def make_adapter(base, out, r, alpha, targets):
+    model = hft.load(base)
+    cfg = peft.LoraConfig(r=int(r), lora_alpha=float(alpha), target_modules=targets.split(","),
+                          lora_dropout=0.05, task_type="CAUSAL_LM")
+    model = peft.get_peft_model(model, cfg)
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            if "lora_" in name:
+                p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * 0.05)
+    model.to(torch.float32).save_pretrained(out)
+    emit(f"PEFT {peft.__version__} adapter: r {r}, alpha {alpha}, {targets}")
+    return 0
+
+
 def main(argv):
     commands, rc = [[]], 0
     for x in argv:
         commands.append([]) if x == "::" else commands[-1].append(x)
     for cmd, *rest in commands:
-        fn = {"eval-loss": eval_loss, "grad-signs": grad_signs, "merged": merged}[cmd]
+        fn = {"eval-loss": eval_loss, "grad-signs": grad_signs, "merged": merged,
+              "make-adapter": make_adapter}[cmd]
         try:
             rc |= fn(*rest)
         except hft.LoadProblem as e:

@@ -153,7 +153,7 @@ TEST_CASE("activation checkpointing gives the same gradients", "[gradcheck]") {
 // LoRA (lora.enabled): every tensor of the base frozen, the adapters' gradients against finite
 // differences through the frozen projections (fused q|k|v and gate|up: one adapter per module),
 // and nothing written where the base's gradients would be.
-TEST_CASE("LoRA adapters' gradients match finite differences; the frozen base gets none", "[gradcheck]") {
+TEST_CASE("LoRA adapters' gradients match finite differences and the frozen base gets none", "[gradcheck]") {
   const std::string arch = GENERATE(std::string("gpt2"), std::string("llama"), std::string("qwen3"));
   const std::string mode = GENERATE(std::string("none"), std::string("blocks"));
   LoraChoices lora;
