@@ -14,6 +14,7 @@
 
 #include "config/schema.hpp"
 #include "core/memory.hpp"
+#include "model/layers/lora_layout.hpp"
 #include "model/registry.hpp"
 #include "plan/machine.hpp"
 #include "plan/memory_model.hpp"
@@ -305,6 +306,8 @@ void print_tables(const Report& r, const PlanOptions& o) {
               base.reshard_after_forward ? "" : ", no reshard after forward", base.micro_batches(),
               base.micro_batch, base.activation_checkpointing() ? "blocks" : "none",
               to_string(base.offload));
+  if (base.choices.lora.on())  // the columns below count the adapters' state alone
+    std::printf("  %s\n\n", adapter_summary(base.choices.lora, adapter_counts(model_units(m, base.choices))).c_str());
   std::printf("  %-28s", "per-rank memory, device");
   for (const auto& c : cols)
     std::printf(" %14s", (std::string(c.chosen ? "*" : "") + strategy_name(c.strategy)).c_str());

@@ -7,6 +7,7 @@
 #include "core/device_info.hpp"
 #include "core/kernel_profile.hpp"
 #include "model/gemm/gemm_paths.hpp"
+#include "model/layers/lora_layout.hpp"
 #include "train/trainer.hpp"
 
 namespace fsdp {
@@ -114,23 +115,10 @@ void Trainer::log_start() const {
               cfg_.fsdp.prefetch, n_micro_, cfg_.train.micro_batch_size,
               measure_peak_ ? "measured after the first step"
                             : (std::to_string(int(peak_flops_ / 1e9 + 0.5)) + " GFLOP/s").c_str());
-  if (setup_.choices.lora.on()) {
-    // What training touches against full fine-tuning: gradients and AdamW's two moments (12
-    // bytes a parameter in fp32) for the adapters alone.
-    std::int64_t trained = 0, frozen = 0, modules = 0;
-    for (const UnitLayout& u : model_units(cfg_.model, setup_.choices))
-      for (const TensorSpec& t : u.tensors) {
-        (t.trainable ? trained : frozen) += t.numel;
-        if (ends_with(t.name, ".lora_A.weight")) ++modules;
-      }
-    const LoraChoices& l = setup_.choices.lora;
-    std::printf("fsdp-train: lora: rank %d, scale %.4g, %lld adapted projections; %lld trainable "
-                "parameters (%.3f%%), %lld frozen; gradients and optimizer state %.1f MiB instead "
-                "of %.1f MiB for full fine-tuning\n",
-                l.rank, double(l.scale()), (long long)modules, (long long)trained,
-                100.0 * double(trained) / double(trained + frozen), (long long)frozen,
-                12.0 * double(trained) / 1048576.0, 12.0 * double(trained + frozen) / 1048576.0);
-  }
+  if (setup_.choices.lora.on())
+    std::printf("fsdp-train: %s\n",
+                adapter_summary(setup_.choices.lora,
+                                adapter_counts(model_units(cfg_.model, setup_.choices))).c_str());
   if (!setup_.muon_optimizer()) return;
   std::int64_t matrices = 0, muon = 0, rest = 0;
   for (const UnitLayout& u : model_units(cfg_.model))

@@ -83,6 +83,30 @@ if "$BUILD/fsdp-sample" "$WORK/rnd/hf" --adapter "$WORK/p2" --tokens 8 --ids --p
 else
   bad "fsdp-sample --adapter: $(tail -2 "$WORK/sample")"
 fi
+# Hostile adapter directories: one line naming the file and the key or tensor, exit 5; a deck
+# that disagrees with the adapter, exit 5 naming both.
+bad_adapter() {  # bad_adapter NAME PATTERN EDIT: a copy of p2 changed by the python EDIT
+  rm -rf "$WORK/bad" && cp -r "$WORK/p2" "$WORK/bad"
+  $PY - "$WORK/bad" <<PYEOF2
+import json, os, sys
+d = sys.argv[1]
+c = json.load(open(os.path.join(d, "adapter_config.json")))
+$3
+json.dump(c, open(os.path.join(d, "adapter_config.json"), "w"))
+PYEOF2
+  expect_fail "$1" 5 "$2" mpirun -np 2 "$TRAIN" --config "$WORK/empty.toml" --init-from "$WORK/rnd/hf" \
+    --adapter "$WORK/bad" --set train.steps=0 --set "data.train=$WORK/val.txt" --set "data.val=$WORK/val.txt" \
+    --set train.batch_size=2 --set train.micro_batch_size=1
+}
+bad_adapter "a prefix-tuning adapter" "adapter_config.json: peft_type = .PREFIX_TUNING.: only LORA" 'c["peft_type"] = "PREFIX_TUNING"'
+bad_adapter "a DoRA adapter" "adapter_config.json: use_dora = true: DoRA" 'c["use_dora"] = True'
+bad_adapter "modules_to_save" "adapter_config.json: modules_to_save = .*fsdp trains the adapters alone" 'c["modules_to_save"] = ["lm_head"]'
+bad_adapter "no r" "adapter_config.json: r: missing" 'del c["r"]'
+bad_adapter "r against the tensors" "lora_A.weight: shape \[4, 64\], but this run's adapter is \[8, 64\]" 'c["r"] = 8'
+bad_adapter "a module the config leaves out" "holds 28 tensors, but this run's adapters are 24" 'c["target_modules"] = [t for t in c["target_modules"] if t != "o_proj"]'
+bad_adapter "truncated tensors" "adapter_model.safetensors" 'open(os.path.join(d, "adapter_model.safetensors"), "r+b").truncate(1000)'
+expect_fail "a deck that disagrees" 5 "lora.rank: adapter_config.json has 4, but --set lora.rank=2 sets 2" \
+  "$TRAIN" --config "$WORK/empty.toml" --init-from "$WORK/rnd/hf" --adapter "$WORK/p2" --set lora.rank=2
 expect_fail "--adapter without --init-from" 2 "--adapter .*needs --init-from" "$TRAIN" --config "$WORK/empty.toml" --adapter "$WORK/p2"
 
 # A checkpoint of a full fine-tuning run has no adapters to export.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <stdexcept>
 
@@ -93,6 +94,29 @@ void add_adapters(std::vector<UnitLayout>& units, const ModelConfig& m, const Lo
       add_tensor(u, base + kB, {out, l.rank}, /*decay=*/true, /*gemm=*/false, part);
     }
   }
+}
+
+AdapterCounts adapter_counts(const std::vector<UnitLayout>& units) {
+  AdapterCounts c;
+  for (const UnitLayout& u : units)
+    for (const TensorSpec& t : u.tensors) {
+      (t.trainable ? c.trained : c.frozen) += t.numel;
+      if (ends_with(t.name, kA)) ++c.modules;
+    }
+  return c;
+}
+
+std::string adapter_summary(const LoraChoices& l, const AdapterCounts& c) {
+  char line[400];
+  const double mib = 12.0 / 1048576.0;
+  std::snprintf(line, sizeof line,
+                "lora: rank %d, scale %.4g, %lld adapted projections; %lld trainable parameters "
+                "(%.3f%%), %lld frozen; gradients and optimizer state %.1f MiB instead of %.1f MiB "
+                "for full fine-tuning",
+                l.rank, double(l.scale()), (long long)c.modules, (long long)c.trained,
+                100.0 * double(c.trained) / double(c.trained + c.frozen), (long long)c.frozen,
+                mib * double(c.trained), mib * double(c.trained + c.frozen));
+  return line;
 }
 
 void init_adapters(const UnitLayout& unit, float* full, std::uint64_t seed) {

@@ -36,4 +36,13 @@ void add_adapters(std::vector<UnitLayout>& units, const ModelConfig& m, const Lo
 // adapted model starts as the base.
 void init_adapters(const UnitLayout& unit, float* full, std::uint64_t seed);
 
+// What a LoRA run trains, for the start-up log and fsdp-plan: parameters trained and frozen, the
+// projections adapted, and one line saying them with the gradient and AdamW bytes (fp32, 12 a
+// trained parameter) against full fine-tuning's.
+struct AdapterCounts {
+  std::int64_t trained = 0, frozen = 0, modules = 0;
+};
+AdapterCounts adapter_counts(const std::vector<UnitLayout>& units);
+std::string adapter_summary(const LoraChoices& l, const AdapterCounts& c);
+
 }  // namespace fsdp
