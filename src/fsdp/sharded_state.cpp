@@ -73,13 +73,17 @@ ShardedState::ShardedState(const RunSetup& setup, RunLayout layout, comm::Device
       su.parts.push_back(std::move(ps));
     }
     su.shard_begin = su.parts.size() == 1 ? su.parts[0].shard_begin : 0;
+    // The trained range starts at the first trained part (frozen parts come first). ddp and
+    // zero1 find the rank's trained shard in grad_full where a one-part unit's shard is; a
+    // unit of several parts is whole on every rank there (ddp: zero1 refuses several parts).
     su.grad_base = su.padded;
     su.train_offset = su.shard;
     for (const PartShard& ps : su.parts)
-      if (ps.part.trainable && su.grad_base == su.padded) {
+      if (ps.part.trainable) {
         su.grad_base = ps.part.base;
         su.train_offset = ps.shard_offset;
-        su.grad_begin = ps.part.base - su.grad_base + (su.parts.size() == 1 ? ps.shard_begin : 0);
+        su.grad_begin = su.parts.size() == 1 ? ps.shard_begin : 0;
+        break;
       }
     su.train_shard = su.shard - su.train_offset;
     su.optim = optimizer_layout(layout_, int(u), positions, setup.muon_optimizer(), !nvme);
